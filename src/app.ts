@@ -1,0 +1,76 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { BotConfigService } from './bots/bot-config-service.js';
+import type { AppConfig } from './config/env.js';
+import { requireApiKey } from './http/auth.js';
+import { botConfigRoutes } from './http/bot-config-routes.js';
+import { ApiError, errorHandler, sendError } from './http/errors.js';
+import { buildOpenApiDocument } from './http/openapi.js';
+import { twilioWebhookRoutes } from './http/twilio-webhook-routes.js';
+import type { Logger } from './observability/logger.js';
+import { hashApiKey } from './security/api-key-hash.js';
+import type { SecretBox } from './security/secret-box.js';
+import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
+import { BotConfigsRepo } from './store/bot-configs-repo.js';
+import type { OpenedDatabase } from './store/database.js';
+import { VERSION } from './version.js';
+
+export interface AppDeps {
+  config: AppConfig;
+  database: OpenedDatabase;
+  secrets: SecretBox;
+  logger: Logger;
+}
+
+/** Builds the whole HTTP surface. Never listens: the CLI does, and tests inject or listen on port 0. */
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const { config, database, secrets } = deps;
+  const app = Fastify({
+    loggerInstance: deps.logger as FastifyBaseLogger,
+    bodyLimit: config.bodyLimitBytes,
+    return503OnClosing: true,
+  });
+
+  const accounts = new AccountsRepo(database.db);
+  const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
+  const botConfigs = new BotConfigService(new BotConfigsRepo(database.db), secrets, config.publicUrl);
+
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, new ApiError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+
+  app.get('/healthz', async (_request, reply) => {
+    if (!database.ping()) return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
+    return { status: 'ok', version: VERSION };
+  });
+
+  const document = buildOpenApiDocument(VERSION);
+  await app.register(swagger, { mode: 'static', specification: { document: document as never } });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', async () => document);
+
+  await app.register(
+    async (v1) => {
+      // The API speaks JSON only; without this, Fastify's built-in text/plain parser would accept text.
+      v1.removeContentTypeParser('text/plain');
+      requireApiKey(v1, {
+        accounts,
+        defaultAccount,
+        envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)),
+      });
+      await v1.register(botConfigRoutes, { service: botConfigs });
+    },
+    { prefix: '/v1' },
+  );
+
+  await app.register(twilioWebhookRoutes, {
+    service: botConfigs,
+    accounts,
+    publicUrl: config.publicUrl,
+    authToken: config.twilio.authToken,
+  });
+
+  return app;
+}

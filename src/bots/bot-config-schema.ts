@@ -1,0 +1,188 @@
+import { z } from 'zod';
+import { PROVIDER_NAMES, type ServiceKind } from '../providers/catalog.js';
+import { ALL_PROFILE_NAMES, type BotProfile, PROFILE_ALIASES, isSpeechToSpeech } from './profiles.js';
+
+/** Upper bound for max_duration: one day, as the hosted service allowed. */
+export const MAX_DURATION_LIMIT_SECS = 86_400;
+export const DEFAULT_MAX_DURATION_SECS = 600;
+
+const shortText = z.string().min(1).max(256);
+
+const botProfile = z
+  .enum(ALL_PROFILE_NAMES as [string, ...string[]], {
+    error: () => `must be one of: ${ALL_PROFILE_NAMES.join(', ')}`,
+  })
+  .transform((value) => (PROFILE_ALIASES[value] ?? value) as BotProfile);
+
+const services = z
+  .object({ stt: shortText.optional(), llm: shortText.optional(), tts: shortText.optional() })
+  .strict()
+  .superRefine((value, ctx) => {
+    for (const kind of Object.keys(PROVIDER_NAMES) as ServiceKind[]) {
+      const name = value[kind];
+      const known: readonly string[] = PROVIDER_NAMES[kind];
+      if (name !== undefined && !known.includes(name)) {
+        ctx.addIssue({ code: 'custom', path: [kind], message: `unknown ${kind} provider "${name}"; known: ${known.join(', ')}` });
+      }
+    }
+  });
+
+const messagePart = z.object({ type: shortText, text: z.string().max(100_000).optional() }).passthrough();
+
+export const chatMessage = z
+  .object({
+    role: z.enum(['system', 'developer', 'user', 'assistant']),
+    content: z.union([z.string().max(100_000), z.array(messagePart).max(100)]),
+  })
+  .passthrough();
+
+const unitInterval = z.number().min(0).max(1);
+const vadParams = z
+  .object({
+    confidence: unitInterval.optional(),
+    start_secs: z.number().min(0).max(5).optional(),
+    stop_secs: z.number().min(0).max(10).optional(),
+    min_volume: unitInterval.optional(),
+  })
+  .strict();
+
+/** Options each service kind accepts, by name. Unknown names are refused so typos surface early. */
+const OPTION_SCHEMAS: Record<string, Record<string, z.ZodType>> = {
+  stt: { model: shortText, language: shortText },
+  llm: {
+    model: shortText,
+    initial_messages: z.array(chatMessage).max(500),
+    run_on_config: z.boolean(),
+    tools: z.array(z.record(z.string(), z.unknown())).max(128),
+    temperature: z.number().min(0).max(2),
+    max_tokens: z.number().int().min(1).max(128_000),
+  },
+  tts: { voice: shortText, model: shortText, language: shortText, speed: z.number().min(0.25).max(4), text_filter: z.unknown() },
+  vad: {
+    params: vadParams,
+    confidence: unitInterval,
+    start_secs: z.number().min(0).max(5),
+    stop_secs: z.number().min(0).max(10),
+    min_volume: unitInterval,
+  },
+};
+
+const configEntry = z
+  .object({
+    service: z.enum(['stt', 'llm', 'tts', 'vad']),
+    options: z.array(z.object({ name: shortText, value: z.unknown() }).strict()).max(64),
+  })
+  .strict()
+  .superRefine((entry, ctx) => {
+    const schemas = OPTION_SCHEMAS[entry.service] ?? {};
+    entry.options.forEach((option, index) => {
+      const schema = schemas[option.name];
+      if (!schema) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['options', index, 'name'],
+          message: `unknown ${entry.service} option "${option.name}"; known: ${Object.keys(schemas).join(', ')}`,
+        });
+        return;
+      }
+      const result = schema.safeParse(option.value);
+      if (!result.success) {
+        for (const issue of result.error.issues) {
+          ctx.addIssue({ code: 'custom', path: ['options', index, 'value', ...issue.path], message: issue.message });
+        }
+      }
+    });
+  });
+
+const e164 = z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number such as +15550100123');
+
+const dialoutTarget = z
+  .object({
+    phoneNumber: e164.optional(),
+    sipUri: z.string().regex(/^sips?:[^@\s]+@[^\s]+$/, 'must be a SIP URI such as sip:+15550100123@example.com').optional(),
+    callerId: shortText.optional(),
+    displayName: shortText.optional(),
+  })
+  .passthrough()
+  .refine((t) => (t.phoneNumber === undefined) !== (t.sipUri === undefined), {
+    message: 'each dial-out target needs exactly one of phoneNumber or sipUri',
+  });
+
+const dialinSettings = z
+  .object({
+    call_id: shortText.optional(),
+    call_domain: shortText.optional(),
+    callId: shortText.optional(),
+    callDomain: shortText.optional(),
+  })
+  .passthrough();
+
+const webhookTool = z
+  .object({
+    url: z.string().url(),
+    method: z.enum(['POST', 'GET']).optional(),
+    streaming: z.boolean().optional(),
+    custom_headers: z.record(z.string(), z.string()).optional(),
+  })
+  .passthrough();
+
+const recordingsBucket = z
+  .object({
+    bucket_name: shortText,
+    bucket_region: shortText,
+    assume_role_arn: shortText.optional(),
+    allow_api_access: z.boolean().optional(),
+    allow_streaming_from_bucket: z.boolean().optional(),
+  })
+  .strict();
+
+export const recordingSettings = z
+  .object({ type: z.enum(['cloud']), recordings_bucket: recordingsBucket.optional() })
+  .strict();
+
+const serviceOptions = z.union([
+  z.record(z.string(), z.record(z.string(), z.unknown())),
+  z.array(z.record(z.string(), z.record(z.string(), z.unknown()))),
+]);
+
+/** The fields shared by a telephony configuration and a start-bot request. */
+export const botConfigFields = {
+  bot_profile: botProfile,
+  services,
+  config: z.array(configEntry).max(32).default([]),
+  max_duration: z.number().int().min(1).max(MAX_DURATION_LIMIT_SECS).default(DEFAULT_MAX_DURATION_SECS),
+  api_keys: z.record(shortText, z.string().min(1).max(4096)).default({}),
+  service_options: serviceOptions.default({}),
+  webhook_tools: z.record(z.string(), webhookTool).optional(),
+  rtvi_client_version: shortText.optional(),
+  dialin_settings: dialinSettings.optional(),
+  recording_settings: recordingSettings.optional(),
+};
+
+/** Speech-to-speech profiles need only an LLM; pipeline profiles need all three services. */
+export function checkServicesForProfile(
+  value: { bot_profile: BotProfile; services: Record<string, string | undefined> },
+  ctx: z.RefinementCtx,
+): void {
+  const needed: ServiceKind[] = isSpeechToSpeech(value.bot_profile) ? ['llm'] : ['stt', 'llm', 'tts'];
+  for (const kind of needed) {
+    if (!value.services[kind]) {
+      ctx.addIssue({ code: 'custom', path: ['services', kind], message: `profile ${value.bot_profile} needs a ${kind} provider` });
+    }
+  }
+}
+
+/** Body of POST /v1/bots/twilio-config (create) and POST /v1/bots/twilio-config/{id} (replace). */
+export const telephonyConfigBody = z
+  .object({
+    ...botConfigFields,
+    dialout_settings: z.array(dialoutTarget).max(32).optional(),
+    room: z.object({ geo: shortText.optional(), x_mesh_sfu: shortText.optional() }).strict().optional(),
+  })
+  .strict()
+  .superRefine(checkServicesForProfile);
+
+export type TelephonyConfigBody = z.output<typeof telephonyConfigBody>;
+export type ConfigEntry = z.output<typeof configEntry>;
+export type ChatMessage = z.output<typeof chatMessage>;
+export { dialoutTarget };

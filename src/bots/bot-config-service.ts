@@ -1,0 +1,144 @@
+import { randomUUID } from 'node:crypto';
+import { websocketBase } from '../config/env.js';
+import { ApiError } from '../http/errors.js';
+import { maskSecret, type SecretBox } from '../security/secret-box.js';
+import type { Account } from '../store/accounts-repo.js';
+import type { BotConfigRow, BotConfigsRepo } from '../store/bot-configs-repo.js';
+import type { PageDirection, PageQuery } from '../store/paging.js';
+import { buildStreamTwiml } from '../telephony/twiml.js';
+import type { TelephonyConfigBody } from './bot-config-schema.js';
+
+/** A configuration as the API returns it (the spec's "stored configuration"). */
+export interface BotConfigView {
+  id: string;
+  wssUrl: string;
+  domain: string;
+  twiml: string;
+  botConfig: Omit<TelephonyConfigBody, 'api_keys'> & { api_keys: Record<string, string> };
+}
+
+/** A configuration as a call needs it: provider keys in the clear. Never sent over the API. */
+export interface BotConfigForCall {
+  id: string;
+  accountId: string;
+  body: TelephonyConfigBody;
+}
+
+type StoredBody = Omit<TelephonyConfigBody, 'api_keys'>;
+
+/** The media websocket path of a configuration; the route in telephony/ serves the same pattern. */
+export function mediaStreamPath(configId: string): string {
+  return `/ws/twilio/${configId}`;
+}
+
+/** Parameter names the TwiML passes to the media stream (start.customParameters). */
+export const STREAM_PARAM_CONFIG_ID = 'botConfigId';
+export const STREAM_PARAM_DOMAIN = 'domain';
+
+export class BotConfigService {
+  constructor(
+    private readonly repo: BotConfigsRepo,
+    private readonly secrets: SecretBox,
+    private readonly publicUrl: string,
+  ) {}
+
+  async create(account: Account, body: TelephonyConfigBody): Promise<BotConfigView> {
+    const { api_keys, ...rest } = body;
+    const row = await this.repo.insert({
+      id: randomUUID(),
+      accountId: account.id,
+      bodyJson: JSON.stringify(rest),
+      apiKeysSealed: this.seal(api_keys),
+    });
+    return this.view(account, row);
+  }
+
+  /**
+   * Replaces the whole configuration. A key sent back exactly as it was masked on read keeps the
+   * stored key, so a read-modify-write round trip does not wipe credentials.
+   */
+  async replace(account: Account, id: string, body: TelephonyConfigBody): Promise<BotConfigView> {
+    const existing = await this.repo.get(account.id, id);
+    if (!existing) throw notFound(id);
+    const storedKeys = this.openKeys(existing);
+    const keys: Record<string, string> = {};
+    for (const [vendor, value] of Object.entries(body.api_keys)) {
+      const stored = storedKeys[vendor];
+      keys[vendor] = stored !== undefined && value === maskSecret(stored) ? stored : value;
+    }
+    const { api_keys: _ignored, ...rest } = body;
+    const row = await this.repo.replace(account.id, id, JSON.stringify(rest), this.seal(keys));
+    if (!row) throw notFound(id);
+    return this.view(account, row);
+  }
+
+  async get(account: Account, id: string): Promise<BotConfigView> {
+    const row = await this.repo.get(account.id, id);
+    if (!row) throw notFound(id);
+    return this.view(account, row);
+  }
+
+  async list(account: Account, page: PageQuery): Promise<BotConfigView[]> {
+    const direction = await this.direction(account, page);
+    const rows = await this.repo.list(account.id, direction, page.limit);
+    return rows.map((row) => this.view(account, row));
+  }
+
+  async delete(account: Account, id: string): Promise<void> {
+    if (!(await this.repo.delete(account.id, id))) throw notFound(id);
+  }
+
+  /** For the carrier-facing paths, which have no API key: the id itself is the capability. */
+  async loadForCall(id: string): Promise<BotConfigForCall | undefined> {
+    const row = await this.repo.getForCall(id);
+    if (!row) return undefined;
+    const body = { ...(JSON.parse(row.bodyJson) as StoredBody), api_keys: this.openKeys(row) };
+    return { id: row.id, accountId: row.accountId, body };
+  }
+
+  wssUrl(id: string): string {
+    return websocketBase(this.publicUrl) + mediaStreamPath(id);
+  }
+
+  /** TwiML for a configuration; `extra` adds call details (From, To) when a webhook serves it. */
+  twiml(id: string, domain: string, extra: Record<string, string> = {}): string {
+    return buildStreamTwiml({
+      streamUrl: this.wssUrl(id),
+      parameters: { [STREAM_PARAM_CONFIG_ID]: id, [STREAM_PARAM_DOMAIN]: domain, ...extra },
+    });
+  }
+
+  private view(account: Account, row: BotConfigRow): BotConfigView {
+    const body = JSON.parse(row.bodyJson) as StoredBody;
+    const masked: Record<string, string> = {};
+    for (const [vendor, key] of Object.entries(this.openKeys(row))) masked[vendor] = maskSecret(key);
+    return {
+      id: row.id,
+      wssUrl: this.wssUrl(row.id),
+      domain: account.domainId,
+      twiml: this.twiml(row.id, account.domainId),
+      botConfig: { ...body, api_keys: masked },
+    };
+  }
+
+  private async direction(account: Account, page: PageQuery): Promise<PageDirection> {
+    const cursor = page.starting_after ?? page.ending_before;
+    if (cursor === undefined) return { kind: 'first' };
+    const seq = await this.repo.seqOf(account.id, cursor);
+    const field = page.starting_after ? 'starting_after' : 'ending_before';
+    if (seq === undefined) throw new ApiError('invalid-request-error', `${field}: no configuration with id ${cursor}`);
+    return { kind: page.starting_after ? 'older' : 'newer', seq };
+  }
+
+  private seal(keys: Record<string, string>): string | null {
+    return Object.keys(keys).length === 0 ? null : this.secrets.seal(JSON.stringify(keys));
+  }
+
+  private openKeys(row: BotConfigRow): Record<string, string> {
+    return row.apiKeysSealed ? (JSON.parse(this.secrets.open(row.apiKeysSealed)) as Record<string, string>) : {};
+  }
+}
+
+function notFound(id: string): ApiError {
+  return new ApiError('not-found', `no configuration with id ${id}`);
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env node
+import { EnvError, loadConfig } from '../config/env.js';
+import { runKeys } from './keys.js';
+import { runServe } from './serve.js';
+
+const USAGE = `usage: switchboard <command> [options]
+
+commands:
+  serve                         start the server (PORT, HOST, SWITCHBOARD_* from the environment)
+  keys create [--account NAME] [--name LABEL]
+                                create an API key (printed once) for an account, default "default"
+  keys list                     list stored API keys (prefix, account, state)
+  keys revoke <key-id>          revoke a stored API key
+  help                          show this text
+`;
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(USAGE);
+    return command === undefined ? 1 : 0;
+  }
+  const config = loadConfig();
+  switch (command) {
+    case 'serve':
+      return runServe(config);
+    case 'keys':
+      return runKeys(config, rest);
+    default:
+      process.stderr.write(`switchboard: unknown command "${command}"\n\n${USAGE}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== 0 || process.exitCode === undefined) process.exitCode = code;
+  },
+  (err: unknown) => {
+    if (err instanceof EnvError) process.stderr.write(`switchboard: ${err.message}\n`);
+    else process.stderr.write(`switchboard: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+    process.exitCode = 1;
+  },
+);

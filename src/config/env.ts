@@ -1,0 +1,82 @@
+import { z } from 'zod';
+
+/** Thrown when the environment does not satisfy the contract; the message names each bad variable. */
+export class EnvError extends Error {
+  override name = 'EnvError';
+}
+
+const logLevels = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const httpOrigin = z
+  .string()
+  .url()
+  .refine((value) => /^https?:\/\//i.test(value), 'must be an http:// or https:// URL');
+
+const port = z.coerce.number().int().min(0).max(65535);
+
+const envSchema = z.object({
+  PORT: port.default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  SWITCHBOARD_PUBLIC_URL: httpOrigin.optional(),
+  SWITCHBOARD_DATA_DIR: z.string().min(1).default('./data'),
+  SWITCHBOARD_API_KEY: z.string().optional(),
+  SWITCHBOARD_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+  DATABASE_URL: z.string().optional(),
+  REDIS_URL: z.string().optional(),
+  TWILIO_ACCOUNT_SID: z.string().optional(),
+  TWILIO_AUTH_TOKEN: z.string().optional(),
+  LOG_LEVEL: z.enum(logLevels).default('info'),
+});
+
+export interface AppConfig {
+  port: number;
+  host: string;
+  /** Base of wssUrl, room_url and webhook URLs, without a trailing slash. */
+  publicUrl: string;
+  dataDir: string;
+  /** Keys accepted for the default account, from SWITCHBOARD_API_KEY. */
+  envApiKeys: string[];
+  bodyLimitBytes: number;
+  twilio: { accountSid?: string; authToken?: string };
+  logLevel: (typeof logLevels)[number];
+  /** The raw environment, for provider keys (`<VENDOR>_API_KEY`) and endpoint overrides. */
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+/** Parses the environment once at start-up. Empty strings count as unset. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): AppConfig {
+  const cleaned: Record<string, string> = {};
+  for (const key of Object.keys(envSchema.shape)) {
+    const value = env[key];
+    if (value !== undefined && value.trim() !== '') cleaned[key] = value.trim();
+  }
+  const parsed = envSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new EnvError(`invalid environment:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  if (e.DATABASE_URL) {
+    throw new EnvError('invalid environment:\n  DATABASE_URL: the PostgreSQL store is not available in this build; unset it to use the embedded SQLite store');
+  }
+  const publicUrl = (e.SWITCHBOARD_PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    publicUrl,
+    dataDir: e.SWITCHBOARD_DATA_DIR,
+    envApiKeys: (e.SWITCHBOARD_API_KEY ?? '')
+      .split(',')
+      .map((key) => key.trim())
+      .filter((key) => key.length > 0),
+    bodyLimitBytes: e.SWITCHBOARD_BODY_LIMIT_BYTES,
+    twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN },
+    logLevel: e.LOG_LEVEL,
+    env,
+  };
+}
+
+/** `https://x` gives `wss://x`, `http://x` gives `ws://x`. */
+export function websocketBase(publicUrl: string): string {
+  return publicUrl.replace(/^http/i, 'ws');
+}

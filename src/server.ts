@@ -1,0 +1,60 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from './app.js';
+import type { AppConfig } from './config/env.js';
+import { createLogger, type Logger } from './observability/logger.js';
+import { SecretBox } from './security/secret-box.js';
+import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
+import { type OpenedDatabase, openDatabase } from './store/database.js';
+
+export interface RunningServer {
+  app: FastifyInstance;
+  database: OpenedDatabase;
+  /** The base URL the server actually listens on (useful with PORT=0). */
+  address: string;
+  close(): Promise<void>;
+}
+
+/**
+ * With no SWITCHBOARD_API_KEY and no stored key, the first start makes one for the default
+ * account, stores only its hash and prints it once on stdout, where the operator starting the
+ * server sees it.
+ */
+async function bootstrapApiKey(config: AppConfig, accounts: AccountsRepo, out: NodeJS.WritableStream): Promise<void> {
+  if (config.envApiKeys.length > 0 || (await accounts.countActiveKeys()) > 0) return;
+  const { key } = await accounts.createKey(DEFAULT_ACCOUNT_NAME, 'generated on first start');
+  out.write(
+    '\nSwitchboard generated an API key for the default account.\n' +
+      'It is shown only this once; keep it somewhere safe:\n\n' +
+      `  ${key}\n\n` +
+      'Manage keys with `switchboard keys create|list|revoke`.\n\n',
+  );
+}
+
+export async function startServer(
+  config: AppConfig,
+  options: { logger?: Logger; out?: NodeJS.WritableStream } = {},
+): Promise<RunningServer> {
+  const logger = options.logger ?? createLogger(config.logLevel);
+  const database = await openDatabase(config.dataDir);
+  try {
+    const secrets = SecretBox.forDataDir(config.dataDir);
+    await bootstrapApiKey(config, new AccountsRepo(database.db), options.out ?? process.stdout);
+    const app = await buildApp({ config, database, secrets, logger });
+    const address = await app.listen({ port: config.port, host: config.host });
+    logger.info({ address, publicUrl: config.publicUrl, dataDir: config.dataDir }, 'switchboard listening');
+    let closing: Promise<void> | undefined;
+    return {
+      app,
+      database,
+      address,
+      close: () =>
+        (closing ??= (async () => {
+          await app.close();
+          await database.close();
+        })()),
+    };
+  } catch (err) {
+    await database.close();
+    throw err;
+  }
+}

@@ -1,0 +1,107 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { PageDirection } from './paging.js';
+import type { Database } from './schema.js';
+
+export interface BotConfigRow {
+  seq: number;
+  id: string;
+  accountId: string;
+  bodyJson: string;
+  apiKeysSealed: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+type Selected = Selectable<Database['bot_configs']>;
+
+function toRow(r: Selected): BotConfigRow {
+  return {
+    seq: r.seq,
+    id: r.id,
+    accountId: r.account_id,
+    bodyJson: r.body_json,
+    apiKeysSealed: r.api_keys_sealed,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  };
+}
+
+/** Stored telephony bot configurations. Every read but `getForCall` is scoped to an account. */
+export class BotConfigsRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(row: { id: string; accountId: string; bodyJson: string; apiKeysSealed: string | null }): Promise<BotConfigRow> {
+    const now = new Date().toISOString();
+    await this.db
+      .insertInto('bot_configs')
+      .values({
+        id: row.id,
+        account_id: row.accountId,
+        body_json: row.bodyJson,
+        api_keys_sealed: row.apiKeysSealed,
+        created_at: now,
+        updated_at: now,
+      })
+      .execute();
+    return (await this.get(row.accountId, row.id))!;
+  }
+
+  /** Replaces body and keys; returns undefined when the account has no such configuration. */
+  async replace(accountId: string, id: string, bodyJson: string, apiKeysSealed: string | null): Promise<BotConfigRow | undefined> {
+    const result = await this.db
+      .updateTable('bot_configs')
+      .set({ body_json: bodyJson, api_keys_sealed: apiKeysSealed, updated_at: new Date().toISOString() })
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) return undefined;
+    return this.get(accountId, id);
+  }
+
+  async get(accountId: string, id: string): Promise<BotConfigRow | undefined> {
+    const r = await this.db
+      .selectFrom('bot_configs')
+      .selectAll()
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    return r ? toRow(r) : undefined;
+  }
+
+  /** For the media websocket and TwiML webhook, which the carrier calls without an API key. */
+  async getForCall(id: string): Promise<BotConfigRow | undefined> {
+    const r = await this.db.selectFrom('bot_configs').selectAll().where('id', '=', id).executeTakeFirst();
+    return r ? toRow(r) : undefined;
+  }
+
+  async seqOf(accountId: string, id: string): Promise<number | undefined> {
+    const r = await this.db
+      .selectFrom('bot_configs')
+      .select('seq')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    return r?.seq;
+  }
+
+  /** Newest first. */
+  async list(accountId: string, direction: PageDirection, limit: number): Promise<BotConfigRow[]> {
+    let query = this.db.selectFrom('bot_configs').selectAll().where('account_id', '=', accountId);
+    if (direction.kind === 'newer') {
+      const rows = await query.where('seq', '>', direction.seq).orderBy('seq', 'asc').limit(limit).execute();
+      return rows.reverse().map(toRow);
+    }
+    if (direction.kind === 'older') query = query.where('seq', '<', direction.seq);
+    const rows = await query.orderBy('seq', 'desc').limit(limit).execute();
+    return rows.map(toRow);
+  }
+
+  async delete(accountId: string, id: string): Promise<boolean> {
+    const result = await this.db
+      .deleteFrom('bot_configs')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+}
