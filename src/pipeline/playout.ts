@@ -1,0 +1,280 @@
+/**
+ * Playout is the only writer of outbound audio on a call. It sends whole 20 ms frames, keeps a
+ * bounded lead ahead of what the carrier has played, drops marks' bookkeeping into "what was
+ * really heard", and bumps a generation on clear so nothing of a cancelled reply goes out late.
+ */
+
+export const FRAME_BYTES = 160;
+export const FRAME_MS = 20;
+const BYTES_PER_MS = 8;
+
+/** Where frames, marks and clears go: the carrier transport. */
+export interface PlayoutSink {
+  sendMedia(frame: Uint8Array): void;
+  sendMark(name: string): void;
+  sendClear(): void;
+}
+
+export interface PlayoutOptions {
+  /** How far ahead of the carrier's playback we may send. Small keeps barge-in crisp. */
+  leadMs?: number;
+  /** A mark every N frames tells us what was heard to within N*20 ms. */
+  markEveryFrames?: number;
+  now?: () => number;
+}
+
+export interface PlayoutEvents {
+  /** First frame of a reply went out (for latency metrics). */
+  onFirstFrame?(generation: number, atMs: number): void;
+  /** The carrier has played everything of this reply (its last mark came back). */
+  onReplyPlayed?(generation: number): void;
+  /** The send loop ran dry mid-reply while the reply was still producing audio. */
+  onUnderrun?(generation: number): void;
+}
+
+export interface ClearResult {
+  generation: number;
+  /** Milliseconds of the reply the caller heard, from echoed marks and elapsed time. */
+  heardMs: number;
+  /** Milliseconds of the reply we had sent. */
+  sentMs: number;
+  /** Whether a `clear` was sent (false when nothing was outstanding). */
+  cleared: boolean;
+}
+
+interface PendingMark {
+  name: string;
+  /** Reply time (ms of this reply's audio) at the mark. */
+  replyMs: number;
+}
+
+export class Playout {
+  private readonly leadMs: number;
+  private readonly markEveryFrames: number;
+  private readonly now: () => number;
+
+  private generationValue = 0;
+  private markSeq = 0;
+  /** Whole frames waiting to be sent, and the partial tail of the last chunk. */
+  private queue: Uint8Array[] = [];
+  private queueHead = 0;
+  private partial = new Uint8Array(FRAME_BYTES);
+  private partialBytes = 0;
+
+  /** Reply state. */
+  private replyOpen = false;
+  private replyEnded = false;
+  private replySentMs = 0;
+  private framesSinceMark = 0;
+  private pendingMarks: PendingMark[] = [];
+  private lastEchoReplyMs = 0;
+  private lastEchoAtMs = 0;
+
+  /** Carrier-time model of the current continuous run of audio. */
+  private runStartAtMs = 0;
+  private runSentMs = 0;
+  private replyMsBeforeRun = 0;
+
+  constructor(
+    private readonly sink: PlayoutSink,
+    private readonly events: PlayoutEvents = {},
+    options: PlayoutOptions = {},
+  ) {
+    this.leadMs = options.leadMs ?? 100;
+    this.markEveryFrames = Math.max(1, options.markEveryFrames ?? 5);
+    this.now = options.now ?? (() => performance.now());
+  }
+
+  get generation(): number {
+    return this.generationValue;
+  }
+
+  /** True while audio of the current reply is queued or not yet confirmed played. */
+  get active(): boolean {
+    return this.replyOpen && (this.queuedFrames() > 0 || this.partialBytes > 0 || this.pendingMarks.length > 0 || !this.replyEnded);
+  }
+
+  /** True while the caller may be hearing bot audio (sent and not yet confirmed played, or queued). */
+  get audible(): boolean {
+    return this.queuedFrames() > 0 || this.pendingMarks.length > 0;
+  }
+
+  /** Starts a new reply and returns its generation; audio tagged with an older one is dropped. */
+  startReply(): number {
+    if (this.replyOpen) this.clear();
+    this.generationValue += 1;
+    this.replyOpen = true;
+    this.replyEnded = false;
+    this.replySentMs = 0;
+    this.framesSinceMark = 0;
+    this.pendingMarks = [];
+    this.lastEchoReplyMs = 0;
+    this.lastEchoAtMs = 0;
+    this.replyMsBeforeRun = 0;
+    this.runSentMs = 0;
+    return this.generationValue;
+  }
+
+  /** Adds mu-law audio of a reply. Any length; frames are cut here. Stale generations are dropped. */
+  enqueue(generation: number, mulaw: Uint8Array): void {
+    if (generation !== this.generationValue || !this.replyOpen || this.replyEnded) return;
+    let offset = 0;
+    if (this.partialBytes > 0) {
+      const take = Math.min(FRAME_BYTES - this.partialBytes, mulaw.length);
+      this.partial.set(mulaw.subarray(0, take), this.partialBytes);
+      this.partialBytes += take;
+      offset = take;
+      if (this.partialBytes === FRAME_BYTES) {
+        this.queue.push(this.partial);
+        this.partial = new Uint8Array(FRAME_BYTES);
+        this.partialBytes = 0;
+      }
+    }
+    const wholeEnd = offset + Math.floor((mulaw.length - offset) / FRAME_BYTES) * FRAME_BYTES;
+    if (wholeEnd > offset) {
+      // One copy per chunk, then frames are views into it: the producer may reuse its buffer.
+      const copy = mulaw.slice(offset, wholeEnd);
+      for (let at = 0; at < copy.length; at += FRAME_BYTES) this.queue.push(copy.subarray(at, at + FRAME_BYTES));
+    }
+    if (wholeEnd < mulaw.length) {
+      this.partial.set(mulaw.subarray(wholeEnd), 0);
+      this.partialBytes = mulaw.length - wholeEnd;
+    }
+    this.pump();
+  }
+
+  /** The reply has no more audio: pad the tail to a whole frame and mark the end. */
+  endReply(generation: number): void {
+    if (generation !== this.generationValue || !this.replyOpen || this.replyEnded) return;
+    if (this.partialBytes > 0) {
+      this.partial.fill(0xff, this.partialBytes);
+      this.queue.push(this.partial);
+      this.partial = new Uint8Array(FRAME_BYTES);
+      this.partialBytes = 0;
+    }
+    this.replyEnded = true;
+    this.pump();
+  }
+
+  /** Sends what the lead allows. Called on enqueue and by the shared clock. */
+  pump(): void {
+    if (!this.replyOpen) return;
+    const now = this.now();
+    let carrierPlayedMs = now - this.runStartAtMs;
+    if (this.queuedFrames() > 0 && this.runSentMs <= carrierPlayedMs) {
+      // The carrier has drained everything: a new run starts now.
+      if (this.replySentMs > 0 && !this.replyEnded) this.events.onUnderrun?.(this.generationValue);
+      this.replyMsBeforeRun = this.replySentMs;
+      this.runStartAtMs = now;
+      this.runSentMs = 0;
+      carrierPlayedMs = 0;
+    }
+    while (this.queuedFrames() > 0 && this.runSentMs - carrierPlayedMs < this.leadMs) {
+      const frame = this.queue[this.queueHead]!;
+      this.queue[this.queueHead] = EMPTY;
+      this.queueHead += 1;
+      if (this.replySentMs === 0) this.events.onFirstFrame?.(this.generationValue, now);
+      this.sink.sendMedia(frame);
+      this.runSentMs += FRAME_MS;
+      this.replySentMs += FRAME_MS;
+      this.framesSinceMark += 1;
+      if (this.framesSinceMark >= this.markEveryFrames) this.sendMark();
+    }
+    if (this.queueHead > 256 && this.queueHead * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.queueHead);
+      this.queueHead = 0;
+    }
+    if (this.replyEnded && this.queuedFrames() === 0 && this.framesSinceMark > 0) this.sendMark();
+    if (this.replyEnded && this.queuedFrames() === 0 && this.pendingMarks.length === 0) this.finishReply();
+  }
+
+  /** A mark came back from the carrier: everything before it has been played. */
+  onMarkEchoed(name: string): void {
+    const index = this.pendingMarks.findIndex((mark) => mark.name === name);
+    if (index < 0) return; // a mark of a cleared reply, echoed by the carrier's clear
+    const mark = this.pendingMarks[index]!;
+    this.pendingMarks.splice(0, index + 1);
+    this.lastEchoReplyMs = mark.replyMs;
+    this.lastEchoAtMs = this.now();
+    if (this.replyEnded && this.queuedFrames() === 0 && this.pendingMarks.length === 0) this.finishReply();
+  }
+
+  /** Milliseconds of the current reply the caller has heard by now. */
+  heardMs(): number {
+    if (!this.replyOpen) return 0;
+    const now = this.now();
+    const estimate = this.replyMsBeforeRun + Math.min(this.runSentMs, Math.max(0, now - this.runStartAtMs));
+    const sinceEcho = this.lastEchoAtMs > 0 ? this.lastEchoReplyMs + (now - this.lastEchoAtMs) : estimate;
+    // The carrier starts playing a little after we send, so elapsed time overshoots; a mark that has
+    // not come back proves its audio has not finished, which caps the estimate.
+    const upper = this.pendingMarks[0]?.replyMs ?? this.replySentMs;
+    return Math.round(Math.max(this.lastEchoReplyMs, Math.min(estimate, sinceEcho, upper)));
+  }
+
+  /** Barge-in or hang-up: drop the reply. Sends `clear` when the carrier may hold audio of it. */
+  clear(): ClearResult {
+    const generation = this.generationValue;
+    const heardMs = this.heardMs();
+    const sentMs = this.replySentMs;
+    // Only audio we sent and the carrier has not confirmed playing can still be heard.
+    const cleared = this.replyOpen && this.replySentMs > this.lastEchoReplyMs;
+    if (cleared) this.sink.sendClear();
+    this.queue = [];
+    this.queueHead = 0;
+    this.partialBytes = 0;
+    this.pendingMarks = [];
+    this.replyOpen = false;
+    this.replyEnded = false;
+    this.generationValue += 1;
+    return { generation, heardMs, sentMs, cleared };
+  }
+
+  private sendMark(): void {
+    this.markSeq += 1;
+    const name = `${this.generationValue}:${this.markSeq}`;
+    this.pendingMarks.push({ name, replyMs: this.replySentMs });
+    this.framesSinceMark = 0;
+    this.sink.sendMark(name);
+  }
+
+  private finishReply(): void {
+    const generation = this.generationValue;
+    this.replyOpen = false;
+    this.events.onReplyPlayed?.(generation);
+  }
+
+  private queuedFrames(): number {
+    return this.queue.length - this.queueHead;
+  }
+}
+
+const EMPTY = new Uint8Array(0);
+
+/**
+ * One timer for every call's Playout in the process, instead of one per call: 300 calls should
+ * not mean 300 intervals competing for the event loop.
+ */
+export class PlayoutClock {
+  private readonly playouts = new Set<Playout>();
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly tickMs = 10) {}
+
+  add(playout: Playout): void {
+    this.playouts.add(playout);
+    if (!this.timer) {
+      this.timer = setInterval(() => {
+        for (const p of this.playouts) p.pump();
+      }, this.tickMs);
+      this.timer.unref();
+    }
+  }
+
+  delete(playout: Playout): void {
+    this.playouts.delete(playout);
+    if (this.playouts.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+}

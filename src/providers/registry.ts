@@ -1,0 +1,72 @@
+import type { AppConfig } from '../config/env.js';
+import type { LlmProvider, SttProvider, TtsProvider } from './types.js';
+
+/** What a provider factory gets: the bot's options for its service, its key, and vendor extras. */
+export interface ProviderSettings {
+  /** `config` options of this service kind, by name (model, voice, language, ...). */
+  options: Record<string, unknown>;
+  /** From the bot's api_keys, else `<VENDOR>_API_KEY`; undefined when neither is set. */
+  apiKey: string | undefined;
+  /** `service_options.<provider>`. */
+  serviceOptions: Record<string, unknown>;
+  env: AppConfig['env'];
+}
+
+export type Factory<T> = (settings: ProviderSettings) => T;
+
+/**
+ * Providers by name, per service kind. The server registers the built-in ones; tests register
+ * scripted providers under their own names.
+ */
+export class ProviderRegistry {
+  private readonly stt = new Map<string, Factory<SttProvider>>();
+  private readonly llm = new Map<string, Factory<LlmProvider>>();
+  private readonly tts = new Map<string, Factory<TtsProvider>>();
+
+  registerStt(name: string, factory: Factory<SttProvider>): this {
+    this.stt.set(name, factory);
+    return this;
+  }
+
+  registerLlm(name: string, factory: Factory<LlmProvider>): this {
+    this.llm.set(name, factory);
+    return this;
+  }
+
+  registerTts(name: string, factory: Factory<TtsProvider>): this {
+    this.tts.set(name, factory);
+    return this;
+  }
+
+  names(kind: 'stt' | 'llm' | 'tts'): string[] {
+    return [...this[kind].keys()];
+  }
+
+  has(kind: 'stt' | 'llm' | 'tts', name: string): boolean {
+    return this[kind].has(name);
+  }
+
+  createStt(name: string, settings: ProviderSettings): SttProvider {
+    return this.get(this.stt, 'stt', name)(settings);
+  }
+
+  createLlm(name: string, settings: ProviderSettings): LlmProvider {
+    return this.get(this.llm, 'llm', name)(settings);
+  }
+
+  createTts(name: string, settings: ProviderSettings): TtsProvider {
+    return this.get(this.tts, 'tts', name)(settings);
+  }
+
+  private get<T>(map: Map<string, Factory<T>>, kind: string, name: string): Factory<T> {
+    const factory = map.get(name);
+    if (!factory) throw new Error(`no ${kind} provider "${name}" is available in this build (available: ${[...map.keys()].join(', ') || 'none'})`);
+    return factory;
+  }
+}
+
+/** The environment variable holding a vendor's key: `deepgram_tts` → `DEEPGRAM_API_KEY`. */
+export function envKeyName(provider: string): string {
+  const vendor = provider.replace(/_(tts|stt|llm|realtime)$/, '');
+  return `${vendor.toUpperCase()}_API_KEY`;
+}

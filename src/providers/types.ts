@@ -1,0 +1,86 @@
+import type { Logger } from 'pino';
+
+/** Audio as bytes on the wire: G.711 mu-law, or 16-bit little-endian PCM. */
+export interface AudioFormat {
+  encoding: 'mulaw' | 'linear16';
+  sampleRateHz: number;
+}
+
+export const MULAW_8K: AudioFormat = { encoding: 'mulaw', sampleRateHz: 8000 };
+
+export interface ProviderContext {
+  /** Aborts when the call ends (or, for a reply, when it is interrupted). */
+  signal: AbortSignal;
+  log: Logger;
+}
+
+/** Events from speech-to-text; times are ms of call audio when the vendor gives them. */
+export type SttEvent =
+  | { type: 'interim'; text: string }
+  | { type: 'final'; text: string; /** The vendor's endpointing saw the end of the utterance. */ speechFinal: boolean }
+  | { type: 'speech-started' }
+  | { type: 'utterance-end' }
+  | { type: 'error'; error: ProviderError };
+
+/** A live transcription stream for one call. Audio is pushed (one 20 ms frame at a time). */
+export interface SttStream {
+  write(audio: Uint8Array): void;
+  /** Flush what the vendor has buffered and return its final results (end of a user turn). */
+  finalize(): void;
+  close(): Promise<void>;
+}
+
+export interface SttProvider {
+  readonly name: string;
+  readonly inputFormat: AudioFormat;
+  /** Opens the stream when the call arrives, so the first turn does not wait for a handshake. */
+  open(ctx: ProviderContext, onEvent: (event: SttEvent) => void): Promise<SttStream>;
+}
+
+export interface LlmMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+  /** A frame from the caller's camera, for vision profiles (JPEG or PNG, base64). */
+  imageBase64?: string;
+}
+
+export interface LlmRequest {
+  messages: LlmMessage[];
+  tools?: Array<Record<string, unknown>>;
+}
+
+export type LlmDelta =
+  | { type: 'text'; text: string }
+  | { type: 'tool-call'; id: string; name: string; argumentsJson: string };
+
+export interface LlmProvider {
+  readonly name: string;
+  complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta>;
+}
+
+export interface TtsProvider {
+  readonly name: string;
+  readonly outputFormat: AudioFormat;
+  /**
+   * Speaks the text as it streams in (one reply, sentence by sentence) and yields audio chunks of
+   * any size in `outputFormat`. Aborting ctx.signal stops the vendor's generation.
+   */
+  synthesize(text: AsyncIterable<string>, ctx: ProviderContext): AsyncIterable<Uint8Array>;
+}
+
+/** An error from a provider. `retryable` tells wrappers whether trying again can help. */
+export class ProviderError extends Error {
+  override name = 'ProviderError';
+  constructor(
+    readonly provider: string,
+    message: string,
+    readonly retryable = false,
+    options?: { cause?: unknown },
+  ) {
+    super(`${provider}: ${message}`, options);
+  }
+}
+
+export function isAbortError(err: unknown): boolean {
+  return err instanceof Error && (err.name === 'AbortError' || (err as { code?: string }).code === 'ABORT_ERR');
+}

@@ -1,0 +1,114 @@
+import { z } from 'zod';
+
+/**
+ * Twilio Media Streams messages, both directions, as the carrier sends them (most numbers are
+ * strings). One file so the server, the phone simulator and the tests agree on the wire.
+ */
+
+const seq = z.string().max(20);
+
+export const connectedMessage = z.object({
+  event: z.literal('connected'),
+  protocol: z.string().max(64).optional(),
+  version: z.string().max(32).optional(),
+});
+
+export const startMessage = z.object({
+  event: z.literal('start'),
+  sequenceNumber: seq.optional(),
+  streamSid: z.string().min(1).max(128),
+  start: z.object({
+    accountSid: z.string().max(128).optional(),
+    streamSid: z.string().min(1).max(128),
+    callSid: z.string().min(1).max(128),
+    tracks: z.array(z.string().max(32)).max(4).optional(),
+    customParameters: z.record(z.string().max(256), z.string().max(4096)).optional(),
+    mediaFormat: z
+      .object({ encoding: z.string().max(64), sampleRate: z.number(), channels: z.number() })
+      .optional(),
+  }),
+});
+
+export const mediaMessage = z.object({
+  event: z.literal('media'),
+  sequenceNumber: seq.optional(),
+  streamSid: z.string().max(128).optional(),
+  media: z.object({
+    track: z.string().max(32).optional(),
+    chunk: z.string().max(20).optional(),
+    timestamp: z.string().max(20).optional(),
+    /** base64 mu-law 8 kHz; 20 ms = 160 bytes = 216 characters. Bounded so one frame cannot be huge. */
+    payload: z.string().max(64 * 1024),
+  }),
+});
+
+export const dtmfMessage = z.object({
+  event: z.literal('dtmf'),
+  sequenceNumber: seq.optional(),
+  streamSid: z.string().max(128).optional(),
+  dtmf: z.object({ track: z.string().max(32).optional(), digit: z.string().regex(/^[0-9*#A-Da-d]$/) }),
+});
+
+export const markMessage = z.object({
+  event: z.literal('mark'),
+  sequenceNumber: seq.optional(),
+  streamSid: z.string().max(128).optional(),
+  mark: z.object({ name: z.string().max(256) }),
+});
+
+export const stopMessage = z.object({
+  event: z.literal('stop'),
+  sequenceNumber: seq.optional(),
+  streamSid: z.string().max(128).optional(),
+  stop: z.object({ accountSid: z.string().max(128).optional(), callSid: z.string().max(128).optional() }).optional(),
+});
+
+/** Everything the carrier may send us. Unknown events are recognised separately and ignored. */
+export const inboundMessage = z.discriminatedUnion('event', [
+  connectedMessage,
+  startMessage,
+  mediaMessage,
+  dtmfMessage,
+  markMessage,
+  stopMessage,
+]);
+export type InboundMessage = z.output<typeof inboundMessage>;
+export type StartMessage = z.output<typeof startMessage>;
+
+export const INBOUND_EVENTS = new Set(['connected', 'start', 'media', 'dtmf', 'mark', 'stop']);
+
+/** What we send back. Built by string concatenation on the hot path; these schemas check it in tests. */
+export const outboundMessage = z.discriminatedUnion('event', [
+  z.object({ event: z.literal('media'), streamSid: z.string(), media: z.object({ payload: z.string() }) }).strict(),
+  z.object({ event: z.literal('mark'), streamSid: z.string(), mark: z.object({ name: z.string() }) }).strict(),
+  z.object({ event: z.literal('clear'), streamSid: z.string() }).strict(),
+]);
+export type OutboundMessage = z.output<typeof outboundMessage>;
+
+export function outboundMedia(streamSid: string, payloadBase64: string): string {
+  return `{"event":"media","streamSid":${JSON.stringify(streamSid)},"media":{"payload":"${payloadBase64}"}}`;
+}
+
+export function outboundMark(streamSid: string, name: string): string {
+  return JSON.stringify({ event: 'mark', streamSid, mark: { name } });
+}
+
+export function outboundClear(streamSid: string): string {
+  return JSON.stringify({ event: 'clear', streamSid });
+}
+
+/** WebSocket close codes we use, with the reason texts the peer sees. */
+export const CLOSE = {
+  normal: 1000,
+  goingAway: 1001,
+  /** Binary frames: the protocol is JSON text only. */
+  unsupportedData: 1003,
+  /** Malformed messages past the tolerance, or a protocol order violation. */
+  policyViolation: 1008,
+  messageTooBig: 1009,
+  internalError: 1011,
+  /** Our own range: no configuration for this stream URL. */
+  unknownConfig: 4404,
+  /** Our own range: the caller's side sent far more than a real carrier does. */
+  flood: 4429,
+} as const;
