@@ -14,6 +14,9 @@ import type { SecretBox } from './security/secret-box.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
 import { BotConfigsRepo } from './store/bot-configs-repo.js';
 import type { OpenedDatabase } from './store/database.js';
+import { type CallRuntime, defaultRuntime } from './runtime.js';
+import { mediaStreamRoutes } from './telephony/media-stream-route.js';
+import { hangupCall } from './telephony/twilio-rest.js';
 import { VERSION } from './version.js';
 
 export interface AppDeps {
@@ -21,11 +24,14 @@ export interface AppDeps {
   database: OpenedDatabase;
   secrets: SecretBox;
   logger: Logger;
+  /** Providers, VAD and clock for calls; tests pass scripted providers here. */
+  runtime?: CallRuntime;
 }
 
 /** Builds the whole HTTP surface. Never listens: the CLI does, and tests inject or listen on port 0. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, database, secrets } = deps;
+  const runtime = deps.runtime ?? defaultRuntime();
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
@@ -60,7 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         defaultAccount,
         envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)),
       });
-      await v1.register(botConfigRoutes, { service: botConfigs });
+      await v1.register(botConfigRoutes, { service: botConfigs, registry: runtime.registry });
     },
     { prefix: '/v1' },
   );
@@ -70,6 +76,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     accounts,
     publicUrl: config.publicUrl,
     authToken: config.twilio.authToken,
+  });
+
+  const { accountSid, authToken } = config.twilio;
+  const twilioUrl = config.env.SWITCHBOARD_TWILIO_URL;
+  await app.register(mediaStreamRoutes, {
+    service: botConfigs,
+    publicUrl: config.publicUrl,
+    authToken,
+    session: {
+      ...runtime,
+      env: config.env,
+      hangup:
+        accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
+    },
   });
 
   return app;

@@ -14,18 +14,23 @@ const botProfile = z
   })
   .transform((value) => (PROFILE_ALIASES[value] ?? value) as BotProfile);
 
-const services = z
-  .object({ stt: shortText.optional(), llm: shortText.optional(), tts: shortText.optional() })
-  .strict()
-  .superRefine((value, ctx) => {
-    for (const kind of Object.keys(PROVIDER_NAMES) as ServiceKind[]) {
-      const name = value[kind];
-      const known: readonly string[] = PROVIDER_NAMES[kind];
-      if (name !== undefined && !known.includes(name)) {
-        ctx.addIssue({ code: 'custom', path: [kind], message: `unknown ${kind} provider "${name}"; known: ${known.join(', ')}` });
-      }
-    }
-  });
+/** Provider names are checked against what the server can run (see providerNameIssues). */
+const providerName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be a provider name such as deepgram or openai');
+const services = z.object({ stt: providerName.optional(), llm: providerName.optional(), tts: providerName.optional() }).strict();
+
+/** "services.llm: unknown llm provider …" for each name neither the catalog nor the registry knows. */
+export function providerNameIssues(
+  services: Partial<Record<ServiceKind, string>>,
+  extraNames: Partial<Record<ServiceKind, readonly string[]>> = {},
+): string[] {
+  const issues: string[] = [];
+  for (const kind of Object.keys(PROVIDER_NAMES) as ServiceKind[]) {
+    const name = services[kind];
+    const known = [...new Set([...PROVIDER_NAMES[kind], ...(extraNames[kind] ?? [])])];
+    if (name !== undefined && !known.includes(name)) issues.push(`services.${kind}: unknown ${kind} provider "${name}"; known: ${known.join(', ')}`);
+  }
+  return issues;
+}
 
 const messagePart = z.object({ type: shortText, text: z.string().max(100_000).optional() }).passthrough();
 

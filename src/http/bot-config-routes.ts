@@ -1,27 +1,46 @@
 import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
-import { telephonyConfigBody } from '../bots/bot-config-schema.js';
+import { providerNameIssues, telephonyConfigBody } from '../bots/bot-config-schema.js';
 import type { BotConfigService } from '../bots/bot-config-service.js';
 import { pageQuery } from '../store/paging.js';
-import { validationError } from './errors.js';
+import type { ProviderRegistry } from '../providers/registry.js';
+import { ApiError, describeZodError, validationError } from './errors.js';
 
 const idParams = z.object({ id: z.string().min(1).max(128) });
 
 /** Endpoints 2–5 of the spec, plus DELETE. Mounted under /v1 behind the API-key check. */
-export async function botConfigRoutes(app: FastifyInstance, opts: { service: BotConfigService }): Promise<void> {
-  const { service } = opts;
+export async function botConfigRoutes(
+  app: FastifyInstance,
+  opts: { service: BotConfigService; registry: ProviderRegistry },
+): Promise<void> {
+  const { service, registry } = opts;
+
+  /** The body, validated, or a 400 naming every bad field (provider names included). */
+  function parseBody(raw: unknown) {
+    const body = telephonyConfigBody.safeParse(raw ?? undefined);
+    const rawServices = (raw as { services?: unknown } | null | undefined)?.services;
+    const names = { stt: registry.names('stt'), llm: registry.names('llm'), tts: registry.names('tts') };
+    const providerIssues =
+      rawServices && typeof rawServices === 'object'
+        ? providerNameIssues(
+            Object.fromEntries(Object.entries(rawServices).filter(([, v]) => typeof v === 'string')),
+            names,
+          )
+        : [];
+    if (!body.success) {
+      throw new ApiError('invalid-request-error', [describeZodError(body.error), ...providerIssues].join('; '));
+    }
+    if (providerIssues.length > 0) throw new ApiError('invalid-request-error', providerIssues.join('; '));
+    return body.data;
+  }
 
   app.post('/bots/twilio-config', async (request) => {
-    const body = telephonyConfigBody.safeParse(request.body ?? undefined);
-    if (!body.success) throw validationError(body.error);
-    return service.create(request.account, body.data);
+    return service.create(request.account, parseBody(request.body));
   });
 
   app.post('/bots/twilio-config/:id', async (request) => {
     const { id } = idParams.parse(request.params);
-    const body = telephonyConfigBody.safeParse(request.body ?? undefined);
-    if (!body.success) throw validationError(body.error);
-    return service.replace(request.account, id, body.data);
+    return service.replace(request.account, id, parseBody(request.body));
   });
 
   app.get('/bots/twilio-config/:id', async (request) => {

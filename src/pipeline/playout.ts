@@ -4,9 +4,9 @@
  * really heard", and bumps a generation on clear so nothing of a cancelled reply goes out late.
  */
 
-export const FRAME_BYTES = 160;
-export const FRAME_MS = 20;
-const BYTES_PER_MS = 8;
+import { FRAME_MS, MULAW_FRAME_BYTES as FRAME_BYTES } from '../audio/frames.js';
+
+export { FRAME_BYTES, FRAME_MS };
 
 /** Where frames, marks and clears go: the carrier transport. */
 export interface PlayoutSink {

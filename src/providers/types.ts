@@ -58,14 +58,21 @@ export interface LlmProvider {
   complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta>;
 }
 
+/**
+ * TTS output: audio chunks of any size in the provider's `outputFormat`, and, whenever the adapter
+ * knows it, which text the audio so far completes. The latter lets an interrupted reply be cut to
+ * the words the caller heard.
+ */
+export type TtsOutput = { type: 'audio'; audio: Uint8Array } | { type: 'spoken'; text: string };
+
 export interface TtsProvider {
   readonly name: string;
   readonly outputFormat: AudioFormat;
   /**
-   * Speaks the text as it streams in (one reply, sentence by sentence) and yields audio chunks of
-   * any size in `outputFormat`. Aborting ctx.signal stops the vendor's generation.
+   * Speaks the text as it streams in (one reply, piece by piece). Aborting ctx.signal stops the
+   * vendor's generation.
    */
-  synthesize(text: AsyncIterable<string>, ctx: ProviderContext): AsyncIterable<Uint8Array>;
+  synthesize(text: AsyncIterable<string>, ctx: ProviderContext): AsyncIterable<TtsOutput>;
 }
 
 /** An error from a provider. `retryable` tells wrappers whether trying again can help. */

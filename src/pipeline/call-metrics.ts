@@ -1,0 +1,41 @@
+/** Per-turn timings, ms from the moment VAD declared the caller's turn over (or the reply began). */
+export interface TurnTimings {
+  turn: number;
+  /** Why the reply ran: an answer, the greeting, DTMF, the goodbye at max_duration, an apology. */
+  kind: 'answer' | 'greeting' | 'dtmf' | 'goodbye' | 'apology';
+  llmFirstTokenMs?: number;
+  ttsFirstAudioMs?: number;
+  firstFrameSentMs?: number;
+  interrupted: boolean;
+}
+
+export class CallMetrics {
+  readonly startedAtMs = performance.now();
+  turns: TurnTimings[] = [];
+  bargeIns = 0;
+  falseAlarms = 0;
+  providerErrors = 0;
+  dtmfDigits = 0;
+
+  summary(): Record<string, unknown> {
+    return {
+      durationMs: Math.round(performance.now() - this.startedAtMs),
+      turns: this.turns.length,
+      bargeIns: this.bargeIns,
+      falseAlarms: this.falseAlarms,
+      providerErrors: this.providerErrors,
+      dtmfDigits: this.dtmfDigits,
+      perTurn: this.turns.map((t) => ({
+        kind: t.kind,
+        llmFirstTokenMs: t.llmFirstTokenMs,
+        ttsFirstAudioMs: t.ttsFirstAudioMs,
+        firstFrameSentMs: t.firstFrameSentMs,
+        interrupted: t.interrupted,
+      })),
+    };
+  }
+}
+
+export function elapsedSince(originMs: number): number {
+  return Math.round((performance.now() - originMs) * 10) / 10;
+}

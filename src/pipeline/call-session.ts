@@ -1,0 +1,449 @@
+import type { Logger } from 'pino';
+import { fromTelephony, toTelephony, type AudioConverter } from '../audio/format-converter.js';
+import { decodeMulaw } from '../audio/mulaw.js';
+import type { BotConfigForCall } from '../bots/bot-config-service.js';
+import { isSpeechToSpeech } from '../bots/profiles.js';
+import type { AppConfig } from '../config/env.js';
+import { type ProviderRegistry, type ProviderSettings, envKeyName } from '../providers/registry.js';
+import {
+  type LlmMessage,
+  type LlmProvider,
+  type ProviderContext,
+  type SttEvent,
+  type SttProvider,
+  type SttStream,
+  type TtsProvider,
+  isAbortError,
+} from '../providers/types.js';
+import type { StartMessage } from '../telephony/twilio-messages.js';
+import type { TransportHandler, TwilioTransport } from '../telephony/twilio-transport.js';
+import { type BotSettings, botSettings } from './bot-settings.js';
+import { CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
+import type { CallVad, CallVadFactory } from './call-vad.js';
+import { Conversation } from './conversation.js';
+import { Playout, type PlayoutClock } from './playout.js';
+import { SentenceSplitter } from './sentence-splitter.js';
+import { type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
+
+export interface CallSessionDeps {
+  registry: ProviderRegistry;
+  createVad: CallVadFactory;
+  clock: PlayoutClock;
+  env: AppConfig['env'];
+  log: Logger;
+  /** Speaks apologies when the configured TTS cannot (an offline engine). */
+  fallbackTts: () => TtsProvider;
+  /** Ends the call at the carrier (REST), when credentials allow. */
+  hangup?: (callSid: string) => Promise<void>;
+  leadMs?: number;
+  turnPolicy?: TurnPolicy;
+}
+
+/** Lines the bot says on its own. */
+export const PHRASES = {
+  goodbye: 'We have reached the time limit for this call. Thank you for calling, goodbye!',
+  llmFailed: 'Sorry, I had a problem coming up with an answer. Could you say that again?',
+  ttsFailed: 'Sorry, I had a problem speaking. Could you say that again?',
+  sttFailed: 'Sorry, I cannot hear you right now. Please try calling again later.',
+  unavailable: 'Sorry, this assistant is not available right now. Please try again later.',
+} as const;
+
+/** How long DTMF digits gather before they go to the model as one input. */
+const DTMF_GATHER_MS = 1500;
+/** The goodbye may take this long to play before the stream is closed anyway. */
+const GOODBYE_CAP_MS = 15_000;
+/** Frames held while the STT socket opens (2 s). */
+const MAX_PENDING_STT_FRAMES = 100;
+
+interface Reply {
+  generation: number;
+  abort: AbortController;
+  timings: TurnTimings;
+  originMs: number;
+  /** Audio produced so far, ms (8 bytes of mu-law per ms). */
+  audioMs: number;
+  /** The goodbye (or the apology after a fatal error): the call ends once it has played. */
+  endsCall: boolean;
+}
+
+/**
+ * One phone call with a bot: owns its lifetime (an AbortController, timers, the providers it
+ * opened) and wires transport → VAD/STT → turn controller → LLM → TTS → Playout. Every background
+ * promise ends in a catch here; nothing a call does can crash the process.
+ */
+export class CallSession implements TransportHandler {
+  private readonly callAbort = new AbortController();
+  private readonly metrics = new CallMetrics();
+  private readonly playout: Playout;
+  private readonly turns: TurnController;
+  private log: Logger;
+  private settings: BotSettings | undefined;
+  private conversation: Conversation | undefined;
+  private stt: SttStream | undefined;
+  private sttConverter: AudioConverter | undefined;
+  private pendingSttFrames: Uint8Array[] = [];
+  private llm: LlmProvider | undefined;
+  private tts: TtsProvider | undefined;
+  private vad: CallVad | undefined;
+  private pcm = new Int16Array(160);
+  private reply: Reply | undefined;
+  private turnCount = 0;
+  private vadStopAtMs: number | undefined;
+  private dtmfDigits = '';
+  private dtmfTimer: NodeJS.Timeout | undefined;
+  private maxDurationTimer: NodeJS.Timeout | undefined;
+  private goodbyeTimer: NodeJS.Timeout | undefined;
+  private ending = false;
+  private ended = false;
+  private ready = false;
+
+  constructor(
+    private readonly transport: TwilioTransport,
+    private readonly config: BotConfigForCall,
+    private readonly deps: CallSessionDeps,
+  ) {
+    this.log = deps.log;
+    this.playout = new Playout(
+      transport,
+      {
+        onFirstFrame: (generation) => {
+          const reply = this.reply;
+          if (reply && reply.generation === generation) reply.timings.firstFrameSentMs = elapsedSince(reply.originMs);
+        },
+        onReplyPlayed: (generation) => this.onReplyPlayed(generation),
+      },
+      { leadMs: deps.leadMs },
+    );
+    this.turns = new TurnController((decision) => this.onTurnDecision(decision), deps.turnPolicy);
+  }
+
+  // ---- transport events ----
+
+  onStart(start: StartMessage['start']): void {
+    this.log = this.log.child({ callSid: start.callSid, streamSid: start.streamSid });
+    this.deps.clock.add(this.playout);
+    this.log.info({ botConfigId: this.config.id, profile: this.config.body.bot_profile }, 'call started');
+    this.setUp().catch((err: unknown) => this.fail(err, 'call set-up failed'));
+  }
+
+  onAudio(mulaw: Uint8Array): void {
+    if (!this.ready || this.ended) return;
+    if (this.stt && this.sttConverter) this.stt.write(this.sttConverter.convert(mulaw));
+    else if (this.pendingSttFrames.length < MAX_PENDING_STT_FRAMES) this.pendingSttFrames.push(mulaw);
+    if (this.vad) {
+      if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
+      this.vad.push(decodeMulaw(mulaw, this.pcm));
+    }
+  }
+
+  onMark(name: string): void {
+    this.playout.onMarkEchoed(name);
+  }
+
+  onDtmf(digit: string): void {
+    if (!this.ready || this.ending) return;
+    this.metrics.dtmfDigits += 1;
+    // A key press while the bot talks is an interruption, as on any phone menu.
+    if (this.reply) this.interrupt('dtmf');
+    this.dtmfDigits += digit;
+    clearTimeout(this.dtmfTimer);
+    if (digit === '#') this.flushDtmf();
+    else this.dtmfTimer = setTimeout(() => this.flushDtmf(), DTMF_GATHER_MS);
+  }
+
+  onEnd(reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.callAbort.abort();
+    clearTimeout(this.dtmfTimer);
+    clearTimeout(this.maxDurationTimer);
+    clearTimeout(this.goodbyeTimer);
+    this.turns.dispose();
+    this.vad?.dispose();
+    this.deps.clock.delete(this.playout);
+    const stt = this.stt;
+    this.stt = undefined;
+    stt?.close().catch((err: unknown) => this.log.debug({ err }, 'stt close failed'));
+    this.log.info({ reason, ...this.metrics.summary(), transport: this.transport.stats }, 'call ended');
+  }
+
+  // ---- set-up ----
+
+  private async setUp(): Promise<void> {
+    const body = this.config.body;
+    this.settings = botSettings(body);
+    this.conversation = new Conversation(this.settings.initialMessages);
+    if (isSpeechToSpeech(body.bot_profile)) {
+      throw new Error(`profile ${body.bot_profile} (speech-to-speech) is not available in this build`);
+    }
+    const settings = this.settings;
+    const services = body.services;
+    this.llm = this.deps.registry.createLlm(services.llm!, this.providerSettings(services.llm!, settings.llm));
+    this.tts = this.deps.registry.createTts(services.tts!, this.providerSettings(services.tts!, settings.tts));
+    const stt = this.deps.registry.createStt(services.stt!, this.providerSettings(services.stt!, settings.stt));
+    this.vad = this.deps.createVad(settings.vad, {
+      onSpeechStart: () => this.turns.onVadStart(),
+      onSpeechStop: () => {
+        this.vadStopAtMs = performance.now();
+        this.turns.onVadStop();
+      },
+    }, this.log);
+    this.ready = true;
+    this.maxDurationTimer = setTimeout(() => this.sayGoodbye(), settings.maxDurationSecs * 1000);
+    if (settings.runOnConfig) this.answer('greeting');
+    await this.openStt(stt);
+  }
+
+  private async openStt(provider: SttProvider): Promise<void> {
+    const stream = await provider.open(this.context(this.callAbort.signal), (event) => this.onSttEvent(event));
+    if (this.ended) {
+      await stream.close();
+      return;
+    }
+    this.sttConverter = fromTelephony(provider.inputFormat);
+    this.stt = stream;
+    for (const frame of this.pendingSttFrames) stream.write(this.sttConverter.convert(frame));
+    this.pendingSttFrames = [];
+  }
+
+  private providerSettings(name: string, options: Record<string, unknown>): ProviderSettings {
+    const body = this.config.body;
+    const serviceOptions = Array.isArray(body.service_options)
+      ? Object.assign({}, ...body.service_options)
+      : body.service_options;
+    return {
+      options,
+      apiKey: body.api_keys[name] ?? this.deps.env[envKeyName(name)],
+      serviceOptions: (serviceOptions[name] as Record<string, unknown> | undefined) ?? {},
+      env: this.deps.env,
+    };
+  }
+
+  private context(signal: AbortSignal): ProviderContext {
+    return { signal, log: this.log };
+  }
+
+  // ---- turn-taking ----
+
+  private onSttEvent(event: SttEvent): void {
+    if (this.ended) return;
+    switch (event.type) {
+      case 'interim':
+        this.turns.onInterim(event.text);
+        return;
+      case 'final':
+        this.turns.onFinal(event.text);
+        return;
+      case 'error':
+        this.metrics.providerErrors += 1;
+        this.log.warn({ err: event.error }, 'speech-to-text failed');
+        this.stt = undefined;
+        this.speakFixed('apology', PHRASES.sttFailed, true);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private onTurnDecision(decision: TurnDecision): void {
+    if (this.ended) return;
+    switch (decision.type) {
+      case 'barge-in':
+        if (!this.ending) this.interrupt('speech');
+        return;
+      case 'finalize-stt':
+        this.stt?.finalize();
+        return;
+      case 'user-turn':
+        if (this.ending) return;
+        this.conversation!.addUser(decision.text);
+        this.answer('answer');
+        return;
+      case 'false-alarm':
+        this.metrics.falseAlarms += 1;
+        return;
+      case 'user-speaking':
+        return;
+    }
+  }
+
+  private flushDtmf(): void {
+    clearTimeout(this.dtmfTimer);
+    const digits = this.dtmfDigits;
+    this.dtmfDigits = '';
+    if (digits.length === 0 || this.ending || this.ended) return;
+    this.conversation!.addUser(`DTMF: ${digits}`);
+    this.answer('dtmf');
+  }
+
+  /** Barge-in: stop the reply everywhere, clear the carrier, keep in context only what was heard. */
+  private interrupt(cause: 'speech' | 'dtmf'): void {
+    const reply = this.reply;
+    if (!reply) return;
+    this.reply = undefined;
+    reply.abort.abort();
+    const cleared = this.playout.clear();
+    const heardText = this.conversation!.truncateReply(cleared.heardMs);
+    reply.timings.interrupted = true;
+    this.metrics.bargeIns += 1;
+    this.turns.setBotSpeaking(false);
+    this.log.info(
+      { cause, heardMs: cleared.heardMs, sentMs: cleared.sentMs, clearSent: cleared.cleared, heardChars: heardText.length },
+      'caller interrupted the bot',
+    );
+  }
+
+  // ---- replies ----
+
+  /** Runs the LLM on the conversation and speaks its answer. */
+  private answer(kind: TurnTimings['kind']): void {
+    const llm = this.llm!;
+    const tools = this.settings!.llm.tools as Array<Record<string, unknown>> | undefined;
+    this.startReply(kind, false, this.tts!, async function* (session, reply, ctx, messages) {
+      const splitter = new SentenceSplitter();
+      try {
+        for await (const delta of llm.complete({ messages, tools }, ctx)) {
+          if (delta.type !== 'text') continue;
+          reply.timings.llmFirstTokenMs ??= elapsedSince(reply.originMs);
+          session.conversation!.appendReplyText(delta.text);
+          for (const piece of splitter.push(delta.text)) yield piece;
+        }
+      } catch (err) {
+        throw new LlmFailure(err);
+      }
+      const rest = splitter.flush();
+      if (rest) yield rest;
+    });
+  }
+
+  /** Says a fixed phrase (goodbye, apology), with the fallback TTS when asked. */
+  private speakFixed(kind: TurnTimings['kind'], text: string, useFallbackTts: boolean, endsCall = false): void {
+    const tts = useFallbackTts || !this.tts ? this.deps.fallbackTts() : this.tts;
+    this.startReply(kind, endsCall, tts, async function* (session) {
+      session.conversation?.appendReplyText(text);
+      yield text;
+    });
+  }
+
+  private startReply(
+    kind: TurnTimings['kind'],
+    endsCall: boolean,
+    tts: TtsProvider,
+    text: (session: CallSession, reply: Reply, ctx: ProviderContext, history: LlmMessage[]) => AsyncIterable<string>,
+  ): void {
+    if (this.reply) this.interrupt('speech');
+    // The history the model sees: everything before this reply, as it stands after any cut.
+    const history = (this.conversation?.messages ?? []).map((m) => ({ ...m }));
+    const generation = this.playout.startReply();
+    this.conversation?.beginReply();
+    this.turnCount += 1;
+    const originMs = kind === 'answer' && this.vadStopAtMs !== undefined ? this.vadStopAtMs : performance.now();
+    this.vadStopAtMs = undefined;
+    const reply: Reply = {
+      generation,
+      abort: new AbortController(),
+      timings: { turn: this.turnCount, kind, interrupted: false },
+      originMs,
+      audioMs: 0,
+      endsCall,
+    };
+    this.reply = reply;
+    this.metrics.turns.push(reply.timings);
+    this.turns.setBotSpeaking(true);
+    const ctx = this.context(AbortSignal.any([this.callAbort.signal, reply.abort.signal]));
+    this.runReply(reply, tts, text(this, reply, ctx, history), ctx).catch((err: unknown) => this.fail(err, 'reply failed'));
+  }
+
+  private async runReply(reply: Reply, tts: TtsProvider, text: AsyncIterable<string>, ctx: ProviderContext): Promise<void> {
+    const converter = toTelephony(tts.outputFormat);
+    let pieceStartMs = 0;
+    try {
+      for await (const out of tts.synthesize(text, ctx)) {
+        if (ctx.signal.aborted) return;
+        if (out.type === 'audio') {
+          const mulaw = converter.convert(out.audio);
+          if (mulaw.length === 0) continue;
+          reply.timings.ttsFirstAudioMs ??= elapsedSince(reply.originMs);
+          reply.audioMs += mulaw.length / 8;
+          this.playout.enqueue(reply.generation, mulaw);
+        } else {
+          this.conversation?.notePiece(out.text, pieceStartMs, reply.audioMs);
+          pieceStartMs = reply.audioMs;
+        }
+      }
+      if (ctx.signal.aborted) return;
+      const tail = converter.flush();
+      if (tail.length > 0) this.playout.enqueue(reply.generation, tail);
+      this.playout.endReply(reply.generation);
+    } catch (err) {
+      if (ctx.signal.aborted || isAbortError(err)) return;
+      this.onReplyFailed(reply, err);
+    }
+  }
+
+  private onReplyFailed(reply: Reply, err: unknown): void {
+    this.metrics.providerErrors += 1;
+    const llmFailed = err instanceof LlmFailure;
+    const cause = llmFailed ? err.cause : err;
+    this.log.warn({ err: cause, stage: llmFailed ? 'llm' : 'tts', turn: reply.timings.turn }, 'reply failed');
+    if (this.reply !== reply) return;
+    if (reply.timings.kind === 'apology' || reply.endsCall) {
+      // Even the apology or goodbye could not be spoken: end the reply (and the call if due).
+      this.playout.endReply(reply.generation);
+      if (reply.endsCall) this.endCall('max_duration');
+      return;
+    }
+    this.speakFixed('apology', llmFailed ? PHRASES.llmFailed : PHRASES.ttsFailed, !llmFailed);
+  }
+
+  private onReplyPlayed(generation: number): void {
+    const reply = this.reply;
+    if (!reply || reply.generation !== generation) return;
+    this.reply = undefined;
+    this.conversation?.endReply();
+    this.turns.setBotSpeaking(false);
+    if (reply.endsCall) this.endCall('max_duration');
+  }
+
+  // ---- ending ----
+
+  private sayGoodbye(): void {
+    if (this.ended || this.ending) return;
+    this.ending = true;
+    this.log.info({ maxDurationSecs: this.settings?.maxDurationSecs }, 'max duration reached');
+    this.speakFixed('goodbye', PHRASES.goodbye, false, true);
+    this.goodbyeTimer = setTimeout(() => this.endCall('max_duration'), GOODBYE_CAP_MS);
+  }
+
+  /** Our side ends the call: close the stream and, with carrier credentials, hang up over REST. */
+  private endCall(reason: string): void {
+    if (this.ended) return;
+    const callSid = this.transport.callSid;
+    this.transport.close(1000, reason);
+    if (callSid && this.deps.hangup) {
+      this.deps.hangup(callSid).catch((err: unknown) => this.log.warn({ err }, 'carrier hang-up failed'));
+    }
+  }
+
+  private fail(err: unknown, message: string): void {
+    if (this.ended) return;
+    this.log.error({ err }, message);
+    this.metrics.providerErrors += 1;
+    if (this.ending) {
+      this.endCall('error');
+      return;
+    }
+    this.ending = true;
+    this.ready = true;
+    this.conversation ??= new Conversation([]);
+    this.speakFixed('apology', PHRASES.unavailable, true, true);
+    this.goodbyeTimer = setTimeout(() => this.endCall('error'), GOODBYE_CAP_MS);
+  }
+}
+
+/** Marks an error as the LLM's, so the apology can still use the configured TTS. */
+class LlmFailure extends Error {
+  constructor(override readonly cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
+}

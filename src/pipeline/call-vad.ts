@@ -1,0 +1,18 @@
+import type { Logger } from 'pino';
+import type { VadParams } from './bot-settings.js';
+
+/** What the call needs from voice activity detection; one per call. */
+export interface CallVad {
+  /** One 20 ms frame of 8 kHz PCM. May run inference asynchronously; events keep their order. */
+  push(pcm: Int16Array): void;
+  dispose(): void;
+}
+
+export interface CallVadEvents {
+  /** start_secs of speech confirmed. */
+  onSpeechStart(): void;
+  /** stop_secs of silence after speech. */
+  onSpeechStop(): void;
+}
+
+export type CallVadFactory = (params: VadParams, events: CallVadEvents, log: Logger) => CallVad;

@@ -1,0 +1,58 @@
+import websocket from '@fastify/websocket';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { BotConfigService } from '../bots/bot-config-service.js';
+import { websocketBase } from '../config/env.js';
+import { CallSession, type CallSessionDeps } from '../pipeline/call-session.js';
+import { CLOSE } from './twilio-messages.js';
+import { isValidTwilioSignature } from './twilio-signature.js';
+import { TwilioTransport } from './twilio-transport.js';
+
+export interface MediaStreamOptions {
+  service: BotConfigService;
+  session: Omit<CallSessionDeps, 'log'>;
+  publicUrl: string;
+  /** When set, the upgrade request must carry a valid X-Twilio-Signature. */
+  authToken?: string;
+}
+
+/** Largest websocket message accepted; a 20 ms media frame is about 300 bytes of JSON. */
+const MAX_MESSAGE_BYTES = 64 * 1024;
+
+/** The media websocket at each configuration's `wssUrl`: one socket per call leg. */
+export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamOptions): Promise<void> {
+  await app.register(websocket, { options: { maxPayload: MAX_MESSAGE_BYTES } });
+
+  app.get<{ Params: { id: string } }>('/ws/twilio/:id', { websocket: true }, (socket, request) => {
+    // Fastify's logger is the process's pino instance (buildApp passes it in), typed more narrowly.
+    const log = request.log.child({ botConfigId: request.params.id }) as Logger;
+    // Listeners first: the carrier sends `connected` and `start` right after the upgrade.
+    const transport = new TwilioTransport(socket, log);
+
+    if (opts.authToken) {
+      // The carrier signs the wss:// URL of the upgrade, without query parameters.
+      const url = websocketBase(opts.publicUrl) + request.url.split('?')[0];
+      const signature = request.headers['x-twilio-signature'];
+      if (!isValidTwilioSignature(opts.authToken, typeof signature === 'string' ? signature : undefined, url, {})) {
+        log.warn('media stream signature rejected');
+        transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
+        return;
+      }
+    }
+
+    opts.service
+      .loadForCall(request.params.id)
+      .then((config) => {
+        if (!config) {
+          log.info('media stream for an unknown bot configuration');
+          transport.close(CLOSE.unknownConfig, 'unknown bot configuration');
+          return;
+        }
+        transport.attach(new CallSession(transport, config, { ...opts.session, log }));
+      })
+      .catch((err: unknown) => {
+        log.error({ err }, 'could not start the call');
+        transport.close(CLOSE.internalError, 'internal error');
+      });
+  });
+}

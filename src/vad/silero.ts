@@ -1,0 +1,208 @@
+/**
+ * Per-call Silero VAD stream: turns 20 ms PCM frames into speech probabilities.
+ *
+ * The model consumes fixed windows (256 new samples at 8 kHz = 32 ms) with the previous window's
+ * last 32 samples prepended as context, and carries a recurrent state [2,1,128] between windows.
+ * Frames (160 samples) do not divide windows, so samples are buffered and the model runs whenever
+ * a full window is ready (about every other frame).
+ *
+ * All buffers are allocated once per stream; the per-frame path only copies samples and, when a
+ * window is ready, wraps the existing buffers in tensors for one model run.
+ */
+
+import * as ort from 'onnxruntime-node';
+import {
+  getSileroSession,
+  SILERO_GEOMETRY,
+  SILERO_INPUT,
+  SILERO_OUTPUT,
+  SILERO_SAMPLE_RATE,
+  SILERO_STATE,
+  SILERO_STATE_DIMS,
+  SILERO_STATE_OUT,
+  SILERO_STATE_SIZE,
+  sampleRateTensor,
+  type SileroSampleRateHz,
+} from './silero-model.js';
+
+/**
+ * Called once per model window, in stream order.
+ * @param probability speech probability 0..1 for the window
+ * @param window the window's new samples; a view into an internal buffer, valid only during the call
+ * @param windowEndSample stream position (samples fed so far) at the end of the window
+ */
+export type SileroWindowListener = (probability: number, window: Int16Array, windowEndSample: number) => void;
+
+export interface SileroVadOptions {
+  /** 8000 (default, telephony) or 16000. */
+  sampleRateHz?: SileroSampleRateHz;
+  onWindow?: SileroWindowListener;
+  /** The model session; defaults to the process-wide shared one (loaded on first use). */
+  session?: ort.InferenceSession | Promise<ort.InferenceSession>;
+}
+
+const INT16_SCALE = 1 / 32768;
+
+export class SileroVad {
+  readonly sampleRateHz: SileroSampleRateHz;
+  readonly windowSamples: number;
+  readonly contextSamples: number;
+
+  /** Set once the session promise settles; until then runs wait on `sessionReady`. */
+  private session: ort.InferenceSession | null = null;
+  private readonly sessionReady: Promise<ort.InferenceSession>;
+  private readonly onWindow: SileroWindowListener | undefined;
+  private readonly srTensor: ort.Tensor;
+  /** Model input: context followed by the window, scaled to -1..1. */
+  private readonly input: Float32Array;
+  private readonly inputDims: readonly number[];
+  private readonly state = new Float32Array(SILERO_STATE_SIZE);
+  /** Samples received but not yet run through the model (less than two windows in practice). */
+  private pending: Int16Array;
+  private pendingLength = 0;
+  private fed = 0;
+  private processed = 0;
+  private lastProbability = 0;
+  /** Serialises model runs so windows are processed in order even if pushes are not awaited. */
+  private queue: Promise<void> = Promise.resolve();
+  /** Bumped by reset() so that runs queued before a reset do not touch the new stream's state. */
+  private generation = 0;
+
+  /** Creates a stream once the model is loaded, so a load failure surfaces here. */
+  static async create(options: SileroVadOptions = {}): Promise<SileroVad> {
+    const session = await (options.session ?? getSileroSession());
+    return new SileroVad({ ...options, session });
+  }
+
+  /**
+   * Usable at once: frames pushed while the shared model is still loading are buffered and run
+   * when it is ready. A load failure rejects the pushes that needed the model.
+   */
+  constructor(options: SileroVadOptions = {}) {
+    const sampleRateHz = options.sampleRateHz ?? 8000;
+    const geometry = SILERO_GEOMETRY[sampleRateHz];
+    if (!geometry) throw new RangeError(`Silero VAD supports 8000 or 16000 Hz, got ${sampleRateHz}`);
+    this.sessionReady = Promise.resolve(options.session ?? getSileroSession());
+    this.sessionReady.then(
+      (session) => {
+        this.session = session;
+      },
+      () => undefined, // reported through the pushes that await it
+    );
+    this.sampleRateHz = sampleRateHz;
+    this.windowSamples = geometry.windowSamples;
+    this.contextSamples = geometry.contextSamples;
+    this.onWindow = options.onWindow;
+    this.srTensor = sampleRateTensor(sampleRateHz);
+    this.input = new Float32Array(geometry.contextSamples + geometry.windowSamples);
+    this.inputDims = [1, this.input.length];
+    this.pending = new Int16Array(geometry.windowSamples * 4);
+  }
+
+  /** Total samples pushed since creation or the last reset; stream time is this / sampleRateHz. */
+  get samplesFed(): number {
+    return this.fed;
+  }
+
+  /** Windows run through the model since creation or the last reset. */
+  get windowsProcessed(): number {
+    return this.processed;
+  }
+
+  /** Probability of the most recent window (0 before the first one). */
+  get probability(): number {
+    return this.lastProbability;
+  }
+
+  /**
+   * Adds samples (any length, usually one 20 ms frame) and runs the model on every window they
+   * complete. The samples are copied before this returns, so the caller may reuse its buffer.
+   * Resolves once those windows have been processed and reported to `onWindow`.
+   */
+  push(samples: Int16Array): Promise<void> {
+    this.append(samples);
+    this.fed += samples.length;
+    if (this.pendingLength < this.windowSamples) return this.queue;
+    const generation = this.generation;
+    const run = this.queue.then(() => this.drain(generation));
+    // A failed run rejects this push only; later pushes still run.
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Forgets audio, context and recurrent state, e.g. between independent utterances in tests. */
+  reset(): void {
+    this.generation++;
+    this.pendingLength = 0;
+    this.fed = 0;
+    this.processed = 0;
+    this.lastProbability = 0;
+    this.state.fill(0);
+    this.input.fill(0);
+  }
+
+  private append(samples: Int16Array): void {
+    const required = this.pendingLength + samples.length;
+    if (required > this.pending.length) {
+      const grown = new Int16Array(Math.max(required, this.pending.length * 2));
+      grown.set(this.pending.subarray(0, this.pendingLength), 0);
+      this.pending = grown;
+    }
+    this.pending.set(samples, this.pendingLength);
+    this.pendingLength = required;
+  }
+
+  private async drain(generation: number): Promise<void> {
+    const size = this.windowSamples;
+    while (this.pendingLength >= size && generation === this.generation) {
+      let probability: number;
+      try {
+        probability = await this.runWindow(this.pending, generation);
+      } catch (error) {
+        // Drop the failed window so a persistently failing model cannot grow the buffer.
+        if (generation === this.generation) this.consumeWindow();
+        throw error;
+      }
+      if (generation !== this.generation) return;
+      this.processed++;
+      this.lastProbability = probability;
+      try {
+        if (this.onWindow) {
+          // Position of this window's end: everything fed minus what is still queued after it.
+          const windowEndSample = this.fed - (this.pendingLength - size);
+          this.onWindow(probability, this.pending.subarray(0, size), windowEndSample);
+        }
+      } finally {
+        this.consumeWindow();
+      }
+    }
+  }
+
+  private consumeWindow(): void {
+    this.pending.copyWithin(0, this.windowSamples, this.pendingLength);
+    this.pendingLength -= this.windowSamples;
+  }
+
+  private async runWindow(window: Int16Array, generation: number): Promise<number> {
+    const input = this.input;
+    const context = this.contextSamples;
+    const size = this.windowSamples;
+    for (let i = 0; i < size; i++) input[context + i] = window[i]! * INT16_SCALE;
+
+    const session = this.session ?? (await this.sessionReady);
+    const results = await session.run({
+      [SILERO_INPUT]: new ort.Tensor('float32', input, this.inputDims),
+      [SILERO_STATE]: new ort.Tensor('float32', this.state, SILERO_STATE_DIMS),
+      [SILERO_SAMPLE_RATE]: this.srTensor,
+    });
+    if (generation !== this.generation) return 0;
+
+    const output = results[SILERO_OUTPUT];
+    const nextState = results[SILERO_STATE_OUT];
+    if (!output || !nextState) throw new Error('Silero VAD model returned no output/stateN tensor');
+    this.state.set(nextState.data as Float32Array);
+    // The next window's context is the tail of this one.
+    input.copyWithin(0, size, context + size);
+    return (output.data as Float32Array)[0]!;
+  }
+}

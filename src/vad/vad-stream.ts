@@ -1,0 +1,108 @@
+/**
+ * One call's voice activity detection: 20 ms frames of 8 kHz audio in, speech-start /
+ * speech-stop out, with times in ms of audio fed (stream time).
+ *
+ * Wires SileroVad (probabilities) to VadAnalyzer (state machine); each model window's volume is
+ * measured on the same 256 samples the model saw, as Pipecat does.
+ */
+
+import type { InferenceSession } from 'onnxruntime-node';
+import { loudnessVolume } from '../audio/energy.js';
+import { decodeMulaw } from '../audio/mulaw.js';
+import { SileroVad } from './silero.js';
+import { VadAnalyzer, type VadAnalyzerParams, type VadEvent, type VadState } from './vad-analyzer.js';
+
+export interface VadWindowInfo {
+  probability: number;
+  /** Unsmoothed volume of the window (0..1, see loudnessVolume). */
+  volume: number;
+  state: VadState;
+  windowEndMs: number;
+}
+
+export interface VadStreamEvents {
+  onSpeechStart?(event: VadEvent): void;
+  onSpeechStop?(event: VadEvent): void;
+  /** Every model window (about every 32 ms); for metrics and tests. Keep it cheap. */
+  onWindow?(info: VadWindowInfo): void;
+  /**
+   * A model load or run failure. When set, push() never rejects, so fire-and-forget callers
+   * cannot leak an unhandled rejection; when unset, push() rejects with the error.
+   */
+  onError?(error: unknown): void;
+}
+
+export interface VadStreamOptions {
+  /** Model session; defaults to the shared process-wide one. */
+  session?: InferenceSession | Promise<InferenceSession>;
+}
+
+export class VadStream {
+  readonly analyzer: VadAnalyzer;
+  private readonly vad: SileroVad;
+  private readonly events: VadStreamEvents;
+  private readonly msPerSample: number;
+  private mulawScratch = new Int16Array(160);
+  private disposed = false;
+
+  constructor(params: Partial<VadAnalyzerParams> = {}, events: VadStreamEvents = {}, options: VadStreamOptions = {}) {
+    this.events = events;
+    this.vad = new SileroVad({
+      sampleRateHz: 8000,
+      onWindow: (probability, window, windowEndSample) => this.onWindow(probability, window, windowEndSample),
+      ...(options.session ? { session: options.session } : {}),
+    });
+    this.msPerSample = 1000 / this.vad.sampleRateHz;
+    this.analyzer = new VadAnalyzer(params, this.vad.windowSamples * this.msPerSample);
+  }
+
+  get state(): VadState {
+    return this.analyzer.state;
+  }
+
+  /** Ms of audio fed so far. */
+  get streamMs(): number {
+    return this.vad.samplesFed * this.msPerSample;
+  }
+
+  /**
+   * Feeds 8 kHz PCM (normally one 20 ms frame). Events fire, in order, as windows complete; the
+   * returned promise settles after the windows this push completed have been handled.
+   */
+  push(pcm: Int16Array): Promise<void> {
+    if (this.disposed) return Promise.resolve();
+    return this.report(this.vad.push(pcm));
+  }
+
+  /** Feeds 8 kHz mu-law as received from the carrier. */
+  pushMulaw(bytes: Uint8Array): Promise<void> {
+    if (this.disposed) return Promise.resolve();
+    if (this.mulawScratch.length < bytes.length) this.mulawScratch = new Int16Array(bytes.length);
+    // SileroVad copies the samples synchronously, so the scratch buffer can be reused at once.
+    return this.report(this.vad.push(decodeMulaw(bytes, this.mulawScratch)));
+  }
+
+  /** Stops reporting events; windows still queued are dropped. */
+  dispose(): void {
+    this.disposed = true;
+    this.vad.reset();
+  }
+
+  private report(run: Promise<void>): Promise<void> {
+    const onError = this.events.onError;
+    if (!onError) return run;
+    return run.catch((error: unknown) => {
+      if (!this.disposed) onError(error);
+    });
+  }
+
+  private onWindow(probability: number, window: Int16Array, windowEndSample: number): void {
+    if (this.disposed) return;
+    const volume = loudnessVolume(window);
+    const windowEndMs = windowEndSample * this.msPerSample;
+    const event = this.analyzer.update(probability, volume, windowEndMs);
+    this.events.onWindow?.({ probability, volume, state: this.analyzer.state, windowEndMs });
+    if (event?.type === 'speech-start') this.events.onSpeechStart?.(event);
+    else if (event?.type === 'speech-stop') this.events.onSpeechStop?.(event);
+  }
+}

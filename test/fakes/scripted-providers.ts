@@ -1,0 +1,144 @@
+import { encodeMulaw } from '../../src/audio/mulaw.js';
+import {
+  type AudioFormat,
+  type LlmDelta,
+  type LlmProvider,
+  type LlmRequest,
+  MULAW_8K,
+  type ProviderContext,
+  ProviderError,
+  type SttEvent,
+  type SttProvider,
+  type SttStream,
+  type TtsOutput,
+  type TtsProvider,
+} from '../../src/providers/types.js';
+
+/** Resolves after `ms`, or at once when the signal aborts; leaves no listener behind. */
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/**
+ * An STT that "hears" the next line of its script whenever the pipeline asks it to finalise
+ * (VAD saw the caller stop). Real VAD on real recorded speech decides when that happens.
+ */
+export class ScriptedStt implements SttProvider {
+  readonly name = 'scripted_stt';
+  readonly inputFormat: AudioFormat = MULAW_8K;
+  bytesReceived = 0;
+  finalizeCalls = 0;
+  closed = 0;
+  private next = 0;
+
+  constructor(
+    private readonly lines: string[],
+    private readonly finalDelayMs = 30,
+  ) {}
+
+  async open(_ctx: ProviderContext, onEvent: (event: SttEvent) => void): Promise<SttStream> {
+    return {
+      write: (audio) => {
+        this.bytesReceived += audio.length;
+      },
+      finalize: () => {
+        this.finalizeCalls += 1;
+        const text = this.lines[this.next++] ?? '';
+        setTimeout(() => onEvent({ type: 'final', text, speechFinal: true }), this.finalDelayMs);
+      },
+      close: async () => {
+        this.closed += 1;
+      },
+    };
+  }
+}
+
+export interface ScriptedLlmOptions {
+  /** Reply text per call; the last repeats. */
+  replies: string[];
+  firstTokenMs?: number;
+  tokenMs?: number;
+  /** Throw after this many tokens on the given (1-based) request. */
+  failOnRequest?: { request: number; afterTokens: number };
+}
+
+/** An LLM with fixed replies that records every request it gets. */
+export class ScriptedLlm implements LlmProvider {
+  readonly name = 'scripted_llm';
+  readonly requests: LlmRequest[] = [];
+  aborted = 0;
+
+  constructor(private readonly options: ScriptedLlmOptions) {}
+
+  async *complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta> {
+    this.requests.push(structuredClone(request));
+    const n = this.requests.length;
+    const text = this.options.replies[Math.min(n - 1, this.options.replies.length - 1)] ?? '';
+    await sleep(this.options.firstTokenMs ?? 20, ctx.signal);
+    let tokens = 0;
+    for (const word of text.split(/(?<= )/)) {
+      if (ctx.signal.aborted) {
+        this.aborted += 1;
+        return;
+      }
+      if (this.options.failOnRequest?.request === n && tokens >= this.options.failOnRequest.afterTokens) {
+        throw new ProviderError('scripted_llm', 'scripted failure', true);
+      }
+      yield { type: 'text', text: word };
+      tokens += 1;
+      await sleep(this.options.tokenMs ?? 5, ctx.signal);
+    }
+  }
+}
+
+/**
+ * A TTS that speaks each piece as a steady tone, `msPerChar` long per character, delivered in
+ * 100 ms chunks faster than real time, then says which text it completed.
+ */
+export class ToneTts implements TtsProvider {
+  readonly name = 'tone_tts';
+  readonly outputFormat: AudioFormat = MULAW_8K;
+  readonly pieces: string[] = [];
+  cancelled = 0;
+
+  constructor(
+    private readonly msPerChar = 40,
+    private readonly firstByteMs = 20,
+    private readonly failAfterPieces?: number,
+  ) {}
+
+  async *synthesize(text: AsyncIterable<string>, ctx: ProviderContext): AsyncIterable<TtsOutput> {
+    for await (const piece of text) {
+      if (this.failAfterPieces !== undefined && this.pieces.length >= this.failAfterPieces) {
+        throw new ProviderError('tone_tts', 'scripted failure');
+      }
+      this.pieces.push(piece);
+      await sleep(this.firstByteMs, ctx.signal);
+      const totalMs = Math.max(100, piece.length * this.msPerChar);
+      for (let doneMs = 0; doneMs < totalMs; doneMs += 100) {
+        if (ctx.signal.aborted) {
+          this.cancelled += 1;
+          return;
+        }
+        yield { type: 'audio', audio: tone(Math.min(100, totalMs - doneMs)) };
+        await sleep(5, ctx.signal);
+      }
+      yield { type: 'spoken', text: piece };
+    }
+  }
+}
+
+/** mu-law 440 Hz at a moderate level: clearly not silence for the simulator's recorder. */
+export function tone(durationMs: number): Uint8Array {
+  const samples = new Int16Array(durationMs * 8);
+  for (let i = 0; i < samples.length; i++) samples[i] = Math.round(6000 * Math.sin((2 * Math.PI * 440 * i) / 8000));
+  return encodeMulaw(samples);
+}
