@@ -1,0 +1,59 @@
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config/env.js';
+import { createLogger } from '../../src/observability/logger.js';
+import type { ProviderRegistry } from '../../src/providers/registry.js';
+import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
+import { SecretBox } from '../../src/security/secret-box.js';
+import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
+import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from './test-app.js';
+
+export interface CallServer {
+  app: FastifyInstance;
+  /** http://127.0.0.1:port */
+  baseUrl: string;
+  registry: ProviderRegistry;
+  /** Creates a telephony configuration and returns its id and wssUrl. */
+  createConfig(overrides?: Record<string, unknown>): Promise<{ id: string; wssUrl: string }>;
+  close(): Promise<void>;
+}
+
+/**
+ * A real listening server (real sockets, real Silero VAD) whose registry also holds the test's
+ * scripted providers, registered by the caller before the first call.
+ */
+export async function startCallServer(
+  register: (registry: ProviderRegistry) => void,
+  env: Record<string, string> = {},
+): Promise<CallServer> {
+  const dataDir = tempDataDir();
+  const config = loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_API_KEY: TEST_KEY, LOG_LEVEL: 'silent', ...env });
+  const database: OpenedDatabase = await openDatabase(dataDir);
+  const registry = builtinRegistry();
+  register(registry);
+  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const app = await buildApp({ config, database, secrets: SecretBox.forDataDir(dataDir), logger, runtime: defaultRuntime(registry) });
+  const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  return {
+    app,
+    baseUrl,
+    registry,
+    async createConfig(overrides = {}) {
+      const res = await app.inject({
+        method: 'POST',
+        url: '/v1/bots/twilio-config',
+        headers: { authorization: `Bearer ${TEST_KEY}` },
+        payload: sampleConfig(overrides),
+      });
+      if (res.statusCode !== 200) throw new Error(`config rejected: ${res.body}`);
+      const view = res.json() as { id: string };
+      // The server listens on a random port; the stored wssUrl names the public URL, so derive it.
+      return { id: view.id, wssUrl: `${baseUrl.replace(/^http/, 'ws')}/ws/twilio/${view.id}` };
+    },
+    async close() {
+      await app.close();
+      await database.close();
+      removeDir(dataDir);
+    },
+  };
+}
