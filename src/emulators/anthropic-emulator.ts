@@ -1,0 +1,197 @@
+import type { IncomingMessage } from 'node:http';
+import { type AnthropicErrorBody, type MessagesRequest, messagesRequest } from '../providers/llm/anthropic/anthropic-messages.js';
+import {
+  type AcceptedRequest,
+  LlmEmulatorBase,
+  type LlmEmulatorOptions,
+  type Rejection,
+  type ResolvedReply,
+  type StreamStep,
+  approxTokens,
+  describeZodIssues,
+  fragments,
+} from './llm-emulator-base.js';
+
+export interface AnthropicEmulatorOptions extends LlmEmulatorOptions {
+  /** Claim only paths under this prefix (default: every path ending in /v1/messages). */
+  pathPrefix?: string;
+}
+
+interface AcceptedMessages extends AcceptedRequest {
+  id: string;
+}
+
+/** A ping goes out after message_start and then every this many tokens, as pings "can appear anywhere". */
+const PING_EVERY_TOKENS = 20;
+
+const ERROR_TYPES: Record<number, string> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  405: 'invalid_request_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  529: 'overloaded_error',
+};
+
+/**
+ * An Anthropic Messages server (providers.md section 3): `POST …/v1/messages` with `x-api-key`
+ * and `anthropic-version`, streamed as `event:`/`data:` pairs: message_start, ping,
+ * content_block_start / content_block_delta (text_delta, input_json_delta) / content_block_stop
+ * per block, message_delta, message_stop; no [DONE]. The in-stream failure is an `error` event
+ * (overloaded_error). Requests are held to the documented rules: max_tokens present, a first user
+ * message, user and assistant alternating, no empty text blocks, temperature 0-1.
+ */
+export class AnthropicEmulator extends LlmEmulatorBase<AcceptedMessages> {
+  readonly vendor = 'anthropic';
+  private readonly pathPrefix: string;
+  private sequence = 0;
+
+  constructor(options: AnthropicEmulatorOptions = {}) {
+    super(options);
+    this.pathPrefix = (options.pathPrefix ?? '').replace(/\/+$/, '');
+  }
+
+  protected claims(url: URL): boolean {
+    return url.pathname.startsWith(`${this.pathPrefix}/`) && url.pathname.endsWith('/v1/messages');
+  }
+
+  protected authenticate(req: IncomingMessage): Rejection | undefined {
+    const key = req.headers['x-api-key'];
+    if (typeof key !== 'string' || key.length === 0) return { status: 401, body: errorBody('authentication_error', 'x-api-key header is required') };
+    if (this.expectedKey !== undefined && key !== this.expectedKey) return { status: 401, body: errorBody('authentication_error', 'invalid x-api-key') };
+    if (!req.headers['anthropic-version']) return { status: 400, body: errorBody('invalid_request_error', 'anthropic-version: header is required') };
+    return undefined;
+  }
+
+  protected accept(body: unknown): AcceptedMessages | Rejection {
+    const parsed = messagesRequest.safeParse(body);
+    if (!parsed.success) return { status: 400, body: errorBody('invalid_request_error', describeZodIssues(parsed.error.issues)) };
+    const request = parsed.data;
+    const orderProblem = alternationProblem(request);
+    if (orderProblem) return { status: 400, body: errorBody('invalid_request_error', orderProblem) };
+    this.sequence += 1;
+    return {
+      model: request.model,
+      stream: request.stream === true,
+      lastUserText: lastUserText(request),
+      promptChars: JSON.stringify(request.messages).length + JSON.stringify(request.system ?? '').length,
+      id: `msg_emu${this.sequence}`,
+    };
+  }
+
+  protected errorBody(status: number, message: string): AnthropicErrorBody {
+    return errorBody(ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error'), message);
+  }
+
+  protected streamSteps(reply: ResolvedReply, request: AcceptedMessages): StreamStep[] {
+    const steps: StreamStep[] = [];
+    const add = (payload: { type: string } & Record<string, unknown>, token = false) => steps.push({ frame: frame(payload), token });
+    add({
+      type: 'message_start',
+      message: {
+        id: request.id,
+        type: 'message',
+        role: 'assistant',
+        model: request.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: approxTokens(request.promptChars), output_tokens: 1 },
+      },
+    });
+    add({ type: 'ping' });
+    let index = 0;
+    if (reply.tokens.length > 0) {
+      add({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
+      reply.tokens.forEach((token, position) => {
+        add({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: token } }, true);
+        if ((position + 1) % PING_EVERY_TOKENS === 0) add({ type: 'ping' });
+      });
+      add({ type: 'content_block_stop', index });
+      index += 1;
+    }
+    reply.toolCalls.forEach((call, position) => {
+      add({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: this.toolUseId(position), name: call.name, input: {} } });
+      for (const piece of fragments(call.argumentsJson)) {
+        add({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } }, true);
+      }
+      add({ type: 'content_block_stop', index });
+      index += 1;
+    });
+    add({
+      type: 'message_delta',
+      delta: { stop_reason: reply.toolCalls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
+      usage: { output_tokens: outputTokens(reply) },
+    });
+    add({ type: 'message_stop' });
+    return steps;
+  }
+
+  protected errorFrame(): string {
+    return frame(errorBody('overloaded_error', 'Overloaded'));
+  }
+
+  protected override malformedFrame(): string {
+    return 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":\n\n';
+  }
+
+  protected wholeResponse(reply: ResolvedReply, request: AcceptedMessages): unknown {
+    const text = reply.tokens.join('');
+    return {
+      id: request.id,
+      type: 'message',
+      role: 'assistant',
+      model: request.model,
+      content: [
+        ...(text ? [{ type: 'text', text }] : []),
+        ...reply.toolCalls.map((call, position) => ({ type: 'tool_use', id: this.toolUseId(position), name: call.name, input: JSON.parse(call.argumentsJson) as unknown })),
+      ],
+      stop_reason: reply.toolCalls.length > 0 ? 'tool_use' : 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: approxTokens(request.promptChars), output_tokens: outputTokens(reply) },
+    };
+  }
+
+  private toolUseId(position: number): string {
+    return `toolu_emu${this.sequence}_${position}`;
+  }
+}
+
+function frame(payload: { type: string }): string {
+  return `event: ${payload.type}\ndata: ${JSON.stringify(payload)}\n\n`;
+}
+
+function errorBody(type: string, message: string): AnthropicErrorBody {
+  return { type: 'error', error: { type, message } };
+}
+
+function outputTokens(reply: ResolvedReply): number {
+  return reply.tokens.length + reply.toolCalls.reduce((sum, call) => sum + approxTokens(call.argumentsJson.length), 0);
+}
+
+function alternationProblem(request: MessagesRequest): string | undefined {
+  if (request.messages[0]!.role !== 'user') return 'messages: first message must use the "user" role';
+  for (let i = 1; i < request.messages.length; i += 1) {
+    const role = request.messages[i]!.role;
+    if (role === request.messages[i - 1]!.role) {
+      return `messages: roles must alternate between "user" and "assistant", but found multiple "${role}" roles in a row`;
+    }
+  }
+  return undefined;
+}
+
+function lastUserText(request: MessagesRequest): string | undefined {
+  for (let i = request.messages.length - 1; i >= 0; i -= 1) {
+    const message = request.messages[i]!;
+    if (message.role !== 'user') continue;
+    if (typeof message.content === 'string') return message.content;
+    return message.content
+      .map((block) => (block.type === 'text' ? block.text : ''))
+      .filter(Boolean)
+      .join(' ');
+  }
+  return undefined;
+}

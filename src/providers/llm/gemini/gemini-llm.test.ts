@@ -1,0 +1,267 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { pino } from 'pino';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
+import { GeminiEmulator, type GeminiEmulatorOptions } from '../../../emulators/gemini-emulator.js';
+import type { ProviderSettings } from '../../registry.js';
+import { type LlmDelta, type LlmProvider, type LlmRequest, type ProviderContext, ProviderError } from '../../types.js';
+import { CALL_START_TURN } from '../llm-http.js';
+import { createGeminiLlm, toGeminiContents } from './index.js';
+
+const KEY = 'AIza-test-0123456789';
+const FAST = { llmFirstTokenMs: 1, llmTokensPerSec: 2000 };
+const log = pino({ level: 'silent' });
+
+let server: RunningEmulators;
+let emulator: GeminiEmulator;
+
+async function start(options: GeminiEmulatorOptions = {}): Promise<void> {
+  await server?.close();
+  emulator = new GeminiEmulator({ latencies: FAST, apiKey: KEY, ...options });
+  server = await startEmulatorServer([emulator]);
+}
+
+beforeEach(() => start());
+afterEach(() => server.close());
+
+function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
+  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
+}
+
+function context(signal = new AbortController().signal): ProviderContext {
+  return { signal, log };
+}
+
+const hello: LlmRequest = { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What time do you open?' }] };
+
+async function collect(llm: LlmProvider, request: LlmRequest = hello, ctx = context()): Promise<LlmDelta[]> {
+  const out: LlmDelta[] = [];
+  for await (const delta of llm.complete(request, ctx)) out.push(delta);
+  return out;
+}
+
+function text(deltas: LlmDelta[]): string {
+  return deltas.map((d) => (d.type === 'text' ? d.text : '')).join('');
+}
+
+async function failure(run: Promise<unknown>): Promise<ProviderError> {
+  const err = await run.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ProviderError);
+  return err as ProviderError;
+}
+
+describe('Gemini LLM against the emulator', () => {
+  it('sends the exact request: path, key header, systemInstruction, model role, merged turns, inlineData', async () => {
+    const llm = createGeminiLlm(
+      settings({
+        options: { model: 'gemini-2.5-flash', temperature: 0.2, max_tokens: 256 },
+        serviceOptions: { base_url: server.url, timeout_ms: 5000, generationConfig: { topK: 4 }, safetySettings: [] },
+      }),
+    );
+    const request: LlmRequest = {
+      messages: [
+        { role: 'system', content: 'You are a phone agent.' },
+        { role: 'assistant', content: 'Hello, thanks for calling.' },
+        { role: 'assistant', content: 'How can I help?' },
+        { role: 'user', content: 'What is this?', imageBase64: '/9j/4AAQSkZJRg' },
+        { role: 'user', content: 'Hello?' },
+      ],
+    };
+    expect(text(await collect(llm, request))).toBe('You said: What is this? Hello?');
+    const recorded = emulator.requests[0]!;
+    expect(recorded.path).toBe('/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+    expect(recorded.headers['x-goog-api-key']).toBe('[redacted]');
+    expect(recorded.headers['content-type']).toBe('application/json');
+    expect(recorded.status).toBe(200);
+    expect(recorded.body).toEqual({
+      generationConfig: { temperature: 0.2, maxOutputTokens: 256, topK: 4 },
+      safetySettings: [],
+      systemInstruction: { parts: [{ text: 'You are a phone agent.' }] },
+      contents: [
+        { role: 'user', parts: [{ text: CALL_START_TURN }] },
+        { role: 'model', parts: [{ text: 'Hello, thanks for calling.' }, { text: 'How can I help?' }] },
+        { role: 'user', parts: [{ inlineData: { mimeType: 'image/jpeg', data: '/9j/4AAQSkZJRg' } }, { text: 'What is this?' }, { text: 'Hello?' }] },
+      ],
+    });
+  });
+
+  it('uses gemini-2.0-flash by default and sends no generationConfig without options', async () => {
+    await collect(createGeminiLlm(settings()));
+    expect(emulator.requests[0]!.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
+    expect(emulator.requests[0]!.body).not.toHaveProperty('generationConfig');
+  });
+
+  it('a system-only conversation gets a user turn', () => {
+    expect(toGeminiContents([{ role: 'system', content: 'Greet.' }])).toEqual({
+      systemInstruction: { parts: [{ text: 'Greet.' }] },
+      contents: [{ role: 'user', parts: [{ text: CALL_START_TURN }] }],
+    });
+  });
+
+  it('streams the text deltas in order', async () => {
+    await start({ replies: ['We open at nine, and close at five.'] });
+    const deltas = await collect(createGeminiLlm(settings()));
+    expect(deltas.length).toBeGreaterThan(3);
+    expect(text(deltas)).toBe('We open at nine, and close at five.');
+  });
+
+  it('converts OpenAI-shaped tools to functionDeclarations and yields function calls', async () => {
+    await start({ replies: [{ text: 'Checking.', toolCalls: [{ name: 'get_hours', argumentsJson: '{"day":"monday"}' }, { name: 'hang_up', argumentsJson: '{}' }] }] });
+    const tools = [
+      { type: 'function', function: { name: 'get_hours', description: 'Opening hours', parameters: { type: 'object', properties: { day: { type: 'string' } } } } },
+      { googleSearch: {} },
+    ];
+    const deltas = await collect(createGeminiLlm(settings()), { ...hello, tools });
+    expect((emulator.requests[0]!.body as { tools: unknown }).tools).toEqual([
+      { functionDeclarations: [{ name: 'get_hours', description: 'Opening hours', parameters: { type: 'object', properties: { day: { type: 'string' } } } }] },
+      { googleSearch: {} },
+    ]);
+    expect(text(deltas)).toBe('Checking.');
+    expect(deltas.filter((d) => d.type === 'tool-call')).toEqual([
+      { type: 'tool-call', id: 'call_0', name: 'get_hours', argumentsJson: '{"day":"monday"}' },
+      { type: 'tool-call', id: 'call_1', name: 'hang_up', argumentsJson: '{}' },
+    ]);
+  });
+
+  it('stops on abort mid-stream: nothing yielded after, and the server sees the disconnect', async () => {
+    await start({ latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 20 }, replies: ['one two three four five six seven eight nine ten eleven twelve'] });
+    const abort = new AbortController();
+    const seen: LlmDelta[] = [];
+    for await (const delta of createGeminiLlm(settings()).complete(hello, context(abort.signal))) {
+      seen.push(delta);
+      if (seen.length === 2) abort.abort();
+    }
+    expect(seen.length).toBe(2);
+    await vi.waitFor(() => expect(emulator.stats.abortedByClient).toBe(1));
+  });
+
+  it('a wrong key (400 API_KEY_INVALID) is not retryable and says why', async () => {
+    const err = await failure(collect(createGeminiLlm(settings({ apiKey: 'AIza-wrong-999' }))));
+    expect(err.retryable).toBe(false);
+    expect(err.message).toContain('HTTP 400');
+    expect(err.message).toContain('API key not valid');
+    expect(err.message).not.toContain('AIza-wrong-999');
+  });
+
+  it('401 is not retryable', async () => {
+    emulator.failNext = { status: 401 };
+    const err = await failure(collect(createGeminiLlm(settings())));
+    expect(err.retryable).toBe(false);
+    expect(err.message).toContain('HTTP 401: UNAUTHENTICATED');
+  });
+
+  it.each([500, 429, 503])('HTTP %i is retryable', async (status) => {
+    emulator.failNext = { status };
+    const err = await failure(collect(createGeminiLlm(settings())));
+    expect(err.retryable).toBe(true);
+    expect(err.message).toContain(`HTTP ${status}`);
+  });
+
+  it('a server that never answers times out with a retryable error', async () => {
+    emulator.hangNext = true;
+    const err = await failure(collect(createGeminiLlm(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }))));
+    expect(err.retryable).toBe(true);
+    expect(err.message).toMatch(/no response within 150 ms/);
+  });
+
+  it('a stream that stalls mid-way times out', async () => {
+    emulator.stallAfterTokens = 2;
+    const seen: LlmDelta[] = [];
+    const llm = createGeminiLlm(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
+    const err = await failure(
+      (async () => {
+        for await (const delta of llm.complete(hello, context())) seen.push(delta);
+      })(),
+    );
+    expect(err.retryable).toBe(true);
+    expect(err.message).toMatch(/stalled for 150 ms/);
+    expect(text(seen)).toBe('You said: ');
+  });
+
+  it('an error object inside the stream becomes a ProviderError', async () => {
+    emulator.errorEventAfterTokens = 1;
+    const err = await failure(collect(createGeminiLlm(settings())));
+    expect(err.message).toContain('UNAVAILABLE: The model is overloaded');
+    expect(err.retryable).toBe(true);
+  });
+
+  it('skips a malformed event and keeps going', async () => {
+    emulator.malformedEventAfterTokens = 1;
+    expect(text(await collect(createGeminiLlm(settings())))).toBe('You said: What time do you open?');
+  });
+
+  it('a reply withheld by safety filters is an error, not silence', async () => {
+    const raw = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(`data: ${JSON.stringify({ candidates: [{ finishReason: 'SAFETY', index: 0 }] })}\r\n\r\n`);
+    });
+    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = raw.address() as AddressInfo;
+      const err = await failure(collect(createGeminiLlm(settings({ serviceOptions: { base_url: `http://127.0.0.1:${port}` } }))));
+      expect(err.message).toBe('gemini: the reply was blocked: SAFETY');
+      expect(err.retryable).toBe(false);
+    } finally {
+      await new Promise((resolve) => raw.close(resolve));
+    }
+  });
+
+  it('a missing key fails in the factory', () => {
+    expect(() => createGeminiLlm(settings({ apiKey: undefined }))).toThrow(/api_keys\.gemini.*GEMINI_API_KEY/);
+  });
+
+  it('reads SWITCHBOARD_GEMINI_URL and tolerates a base ending in /v1beta', async () => {
+    await collect(createGeminiLlm({ options: {}, apiKey: KEY, serviceOptions: {}, env: { SWITCHBOARD_GEMINI_URL: `${server.url}/v1beta` } }));
+    expect(emulator.requests[0]!.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
+  });
+});
+
+describe('Gemini emulator', () => {
+  const url = () => `${server.url}/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse`;
+  async function post(body: unknown, headers: Record<string, string> = { 'x-goog-api-key': KEY }, target = url()): Promise<Response> {
+    return fetch(target, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  }
+  const ok = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] };
+
+  it('refuses a bad body with 400 in the Google error shape', async () => {
+    const res = await post({ contents: [] });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { code: 400, status: 'INVALID_ARGUMENT' } });
+    const twice = await post({ contents: [{ role: 'user', parts: [{ text: 'a' }] }, { role: 'user', parts: [{ text: 'b' }] }] });
+    expect(((await twice.json()) as { error: { message: string } }).error.message).toMatch(/alternate/);
+  });
+
+  it('answers a missing key with 403 PERMISSION_DENIED, and accepts ?key=', async () => {
+    expect((await post(ok, {})).status).toBe(403);
+    const res = await post(ok, {}, `${url()}&key=${KEY}`);
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(emulator.requests.at(-1)!.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse&key=[redacted]');
+  });
+
+  it('streams data-only events, the last with finishReason and usage', async () => {
+    await start({ replies: ['Hi there.'] });
+    const raw = await (await post(ok)).text();
+    const events = raw
+      .split('\r\n\r\n')
+      .filter(Boolean)
+      .map((block) => JSON.parse(block.replace(/^data: /, '')) as { candidates: Array<{ content: { parts: Array<{ text: string }> }; finishReason?: string }>; usageMetadata: Record<string, number> });
+    expect(events.map((e) => e.candidates[0]!.content.parts[0]!.text)).toEqual(['Hi ', 'there.']);
+    expect(events[0]!.candidates[0]!.finishReason).toBeUndefined();
+    expect(events[1]!.candidates[0]!.finishReason).toBe('STOP');
+    expect(events[1]!.usageMetadata.candidatesTokenCount).toBe(2);
+  });
+
+  it('answers generateContent and non-SSE streaming with JSON', async () => {
+    const unary = await post(ok, undefined, `${server.url}/v1beta/models/gemini-2.0-flash:generateContent`);
+    expect(await unary.json()).toMatchObject({ candidates: [{ content: { parts: [{ text: 'You said: hi' }], role: 'model' }, finishReason: 'STOP' }] });
+    const array = await post(ok, undefined, `${server.url}/v1beta/models/gemini-2.0-flash:streamGenerateContent`);
+    const chunks = (await array.json()) as unknown[];
+    expect(Array.isArray(chunks)).toBe(true);
+    expect(chunks.length).toBe(3);
+  });
+});

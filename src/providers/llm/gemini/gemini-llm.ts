@@ -1,0 +1,156 @@
+import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
+import { ProviderError } from '../../types.js';
+import { CALL_START_TURN, endpointUrl, isRetryableErrorType, isRetryableStatus, openAiToolFunction, parseEventData, splitImage, streamSse } from '../llm-http.js';
+import { type Content, type Part, functionCallPart, generateContentResponse, textPart } from './gemini-messages.js';
+
+/** Finish reasons that mean the model's answer was withheld, not merely ended. */
+const BLOCKING_FINISH_REASONS = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY']);
+
+export interface GeminiLlmConfig {
+  /** The origin (plus any path prefix) before /v1beta. */
+  baseUrl: string;
+  apiKey: string;
+  model: string;
+  temperature?: number;
+  maxTokens?: number;
+  timeoutMs: number;
+  /** Vendor fields merged into every body (service_options); a `generationConfig` object is merged into ours. */
+  extraBody: Record<string, unknown>;
+}
+
+/**
+ * Gemini text generation over REST: `streamGenerateContent?alt=sse` (see gemini-messages.ts for
+ * the source). Each event is a GenerateContentResponse; its text parts are yielded as they come,
+ * and function calls (which Gemini sends whole, never in fragments) as tool calls.
+ */
+export class GeminiLlm implements LlmProvider {
+  readonly name = 'gemini';
+
+  constructor(private readonly config: GeminiLlmConfig) {}
+
+  /** The streaming URL for the configured model (`models/x` and `x` both work). */
+  get url(): string {
+    const model = this.config.model.replace(/^models\//, '');
+    return endpointUrl(this.config.baseUrl, `/v1beta/models/${encodeURIComponent(model)}:streamGenerateContent?alt=sse`);
+  }
+
+  async *complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta> {
+    const config = this.config;
+    const events = streamSse(
+      {
+        provider: this.name,
+        url: this.url,
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-goog-api-key': config.apiKey },
+        body: this.body(request, ctx),
+        timeoutMs: config.timeoutMs,
+        secrets: [config.apiKey],
+      },
+      ctx,
+    );
+    let callCount = 0;
+    let yielded = false;
+    for await (const event of events) {
+      const response = parseEventData(event.data, generateContentResponse, ctx, this.name);
+      if (!response) continue;
+      if (response.error) {
+        const { code, status, message } = response.error;
+        const retryable = (code !== undefined && isRetryableStatus(code)) || isRetryableErrorType(status);
+        throw new ProviderError(this.name, `error in stream: ${[status, message].filter(Boolean).join(': ')}`, retryable);
+      }
+      const blockReason = response.promptFeedback?.blockReason;
+      if (blockReason) throw new ProviderError(this.name, `the prompt was blocked: ${blockReason}`);
+      const candidate = response.candidates?.[0];
+      for (const raw of candidate?.content?.parts ?? []) {
+        if (ctx.signal.aborted) return;
+        const call = functionCallPart.safeParse(raw);
+        if (call.success) {
+          const fn = call.data.functionCall;
+          yielded = true;
+          yield { type: 'tool-call', id: fn.id ?? `call_${callCount}`, name: fn.name, argumentsJson: JSON.stringify(fn.args ?? {}) };
+          callCount += 1;
+          continue;
+        }
+        const text = textPart.safeParse(raw);
+        // Thought summaries are not spoken.
+        if (text.success && !text.data.thought && text.data.text) {
+          yielded = true;
+          yield { type: 'text', text: text.data.text };
+        } else if (!text.success) {
+          ctx.log.debug({ provider: this.name, keys: Object.keys(raw) }, 'skipped an unknown part');
+        }
+      }
+      const finishReason = candidate?.finishReason;
+      if (finishReason) {
+        ctx.log.debug({ provider: this.name, finishReason }, 'llm finished');
+        // A reply withheld by Google's filters would otherwise be silence on the line.
+        if (!yielded && BLOCKING_FINISH_REASONS.has(finishReason)) throw new ProviderError(this.name, `the reply was blocked: ${finishReason}`);
+      }
+    }
+  }
+
+  private body(request: LlmRequest, ctx: ProviderContext): Record<string, unknown> {
+    const config = this.config;
+    const { systemInstruction, contents } = toGeminiContents(request.messages, ctx);
+    const { generationConfig: extraGeneration, ...extras } = config.extraBody;
+    const generation: Record<string, unknown> = {};
+    if (config.temperature !== undefined) generation.temperature = config.temperature;
+    if (config.maxTokens !== undefined) generation.maxOutputTokens = config.maxTokens;
+    if (extraGeneration && typeof extraGeneration === 'object') Object.assign(generation, extraGeneration);
+    const body: Record<string, unknown> = {};
+    if (request.tools && request.tools.length > 0) body.tools = toGeminiTools(request.tools);
+    if (Object.keys(generation).length > 0) body.generationConfig = generation;
+    Object.assign(body, extras);
+    if (systemInstruction) body.systemInstruction = systemInstruction;
+    body.contents = contents;
+    return body;
+  }
+}
+
+/** OpenAI-shaped tools become one `{functionDeclarations}` entry; other entries are taken as Gemini's own. */
+function toGeminiTools(tools: Array<Record<string, unknown>>): Array<Record<string, unknown>> {
+  const declarations: Array<Record<string, unknown>> = [];
+  const native: Array<Record<string, unknown>> = [];
+  for (const tool of tools) {
+    const fn = openAiToolFunction(tool);
+    if (fn) declarations.push({ name: fn.name, ...(fn.description ? { description: fn.description } : {}), ...(fn.parameters ? { parameters: fn.parameters } : {}) });
+    else native.push(tool);
+  }
+  return [...(declarations.length > 0 ? [{ functionDeclarations: declarations }] : []), ...native];
+}
+
+/**
+ * The conversation as Gemini wants it: system messages joined into `systemInstruction`;
+ * assistant → `model`; consecutive turns of one role merged into one content (Gemini wants user
+ * and model to alternate); a user turn first (CALL_START_TURN) when the bot spoke first or nobody
+ * has; images as `inlineData` parts before their text; empty turns dropped.
+ */
+export function toGeminiContents(messages: LlmMessage[], ctx?: ProviderContext): { systemInstruction: Content | undefined; contents: Content[] } {
+  const systemParts: string[] = [];
+  const contents: Content[] = [];
+  for (const message of messages) {
+    if (message.role === 'system') {
+      if (message.content.trim()) systemParts.push(message.content);
+      continue;
+    }
+    const role = message.role === 'assistant' ? 'model' : 'user';
+    const parts: Part[] = [];
+    if (message.imageBase64) {
+      if (role === 'user') {
+        const image = splitImage(message.imageBase64);
+        parts.push({ inlineData: { mimeType: image.mediaType, data: image.data } });
+      } else {
+        ctx?.log.debug({ provider: 'gemini', role: message.role }, 'dropped an image on a non-user message');
+      }
+    }
+    if (message.content.trim()) parts.push({ text: message.content });
+    if (parts.length === 0) continue;
+    const last = contents.at(-1);
+    if (last && last.role === role) last.parts.push(...parts);
+    else contents.push({ role, parts });
+  }
+  if (contents[0]?.role !== 'user') contents.unshift({ role: 'user', parts: [{ text: CALL_START_TURN }] });
+  return {
+    systemInstruction: systemParts.length > 0 ? { parts: [{ text: systemParts.join('\n\n') }] } : undefined,
+    contents,
+  };
+}

@@ -1,0 +1,317 @@
+import { type EventSourceMessage, createParser } from 'eventsource-parser';
+import { z } from 'zod';
+import type { ProviderSettings } from '../registry.js';
+import { type ProviderContext, ProviderError } from '../types.js';
+
+/**
+ * What the HTTP LLM adapters (OpenAI-compatible, Anthropic, Gemini) share: option parsing, the
+ * streaming POST with its timeouts and error mapping, and a few message-mapping helpers. Each
+ * vendor folder keeps its own wire schemas and event handling.
+ */
+
+/** How long a vendor may stay silent: before the response headers, before the first bytes, and between chunks. */
+export const DEFAULT_LLM_TIMEOUT_MS = 10_000;
+
+/** The most of an error body read from a vendor; their errors are short JSON documents. */
+const MAX_ERROR_BODY_CHARS = 16_384;
+/** The most of a vendor's error text carried into a ProviderError message. */
+const MAX_ERROR_TEXT_CHARS = 500;
+/** An SSE event larger than this is not an LLM delta: stop rather than buffer without bound. */
+const MAX_SSE_BUFFER_CHARS = 8 * 1024 * 1024;
+
+/**
+ * The user turn put first when a conversation has none before the bot's first words (the bot
+ * speaks first). Anthropic requires the first message to be a user one; Gemini wants the same.
+ */
+export const CALL_START_TURN = '(The call has connected.)';
+
+/** `config` options every HTTP LLM reads; bot-config-schema.ts has already checked their ranges. */
+export const llmOptionsSchema = z.object({
+  model: z.string().min(1).optional(),
+  temperature: z.number().min(0).max(2).optional(),
+  max_tokens: z.number().int().min(1).optional(),
+});
+
+/** `service_options.<provider>` keys the adapter itself reads; all others go into the request body. */
+const serviceOptionsSchema = z.object({
+  base_url: z.string().optional(),
+  timeout_ms: z.coerce.number().int().min(1).max(600_000).optional(),
+});
+const ADAPTER_KEYS = new Set(Object.keys(serviceOptionsSchema.shape));
+
+/** Parses a provider's `config` options; a wrong type becomes a clear, non-retryable error. */
+export function parseLlmOptions<S extends z.ZodType>(provider: string, schema: S, options: Record<string, unknown>): z.infer<S> {
+  const parsed = schema.safeParse(options);
+  if (!parsed.success) throw new ProviderError(provider, `invalid llm options: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+export interface LlmServiceOptions {
+  timeoutMs: number;
+  /** Vendor fields (service_options minus base_url and timeout_ms) merged into every request body. */
+  extraBody: Record<string, unknown>;
+}
+
+export function parseLlmServiceOptions(provider: string, settings: ProviderSettings): LlmServiceOptions {
+  const parsed = serviceOptionsSchema.safeParse(settings.serviceOptions);
+  if (!parsed.success) throw new ProviderError(provider, `invalid service_options.${provider}: ${describeIssues(parsed.error)}`);
+  const extraBody: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(settings.serviceOptions)) {
+    if (!ADAPTER_KEYS.has(key)) extraBody[key] = value;
+  }
+  return { timeoutMs: parsed.data.timeout_ms ?? DEFAULT_LLM_TIMEOUT_MS, extraBody };
+}
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+}
+
+/**
+ * `base` + a versioned path, without doubling the version when the base already ends with it:
+ * `http://host:8000/v1` and `http://host:8000` both give `http://host:8000/v1/chat/completions`.
+ */
+export function endpointUrl(base: string, versionedPath: string): string {
+  const version = /^\/v[^/]+/.exec(versionedPath)?.[0];
+  const trimmed = base.replace(/\/+$/, '');
+  if (version && trimmed.endsWith(version)) return trimmed + versionedPath.slice(version.length);
+  return trimmed + versionedPath;
+}
+
+/** An image for a vendor's image part: its media type and bare base64 (a data URL is accepted too). */
+export function splitImage(imageBase64: string): { mediaType: string; data: string } {
+  const dataUrl = /^data:([^;,]+);base64,(.*)$/s.exec(imageBase64);
+  if (dataUrl) return { mediaType: dataUrl[1]!, data: dataUrl[2]! };
+  // Vision frames come as JPEG or PNG; the first bytes tell which (in base64 form).
+  if (imageBase64.startsWith('iVBOR')) return { mediaType: 'image/png', data: imageBase64 };
+  if (imageBase64.startsWith('R0lGOD')) return { mediaType: 'image/gif', data: imageBase64 };
+  if (imageBase64.startsWith('UklGR')) return { mediaType: 'image/webp', data: imageBase64 };
+  return { mediaType: 'image/jpeg', data: imageBase64 };
+}
+
+const openAiStyleTool = z.object({
+  type: z.literal('function'),
+  function: z.object({
+    name: z.string().min(1),
+    description: z.string().optional(),
+    parameters: z.record(z.string(), z.unknown()).optional(),
+  }),
+});
+
+/**
+ * A tool written in the OpenAI shape (`{type:"function", function:{name, description, parameters}}`),
+ * which is how bot configurations usually carry them, as its parts; undefined for any other shape,
+ * which the non-OpenAI adapters then pass through as already being in their vendor's format.
+ */
+export function openAiToolFunction(tool: Record<string, unknown>): { name: string; description?: string; parameters?: Record<string, unknown> } | undefined {
+  const parsed = openAiStyleTool.safeParse(tool);
+  return parsed.success ? parsed.data.function : undefined;
+}
+
+/**
+ * Parses one SSE event's JSON with a vendor schema. Anything malformed is logged at debug (shape
+ * only: event data may hold the completion) and skipped, so one bad chunk never ends a reply.
+ */
+export function parseEventData<S extends z.ZodType>(data: string, schema: S, ctx: ProviderContext, provider: string): z.infer<S> | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    ctx.log.debug({ provider, chars: data.length }, 'skipped a stream event that is not JSON');
+    return undefined;
+  }
+  const parsed = schema.safeParse(json);
+  if (!parsed.success) {
+    ctx.log.debug({ provider, issues: parsed.error.issues.map((issue) => issue.path.join('.')) }, 'skipped a stream event of unexpected shape');
+    return undefined;
+  }
+  return parsed.data;
+}
+
+/** Error types vendors use for failures that may pass (overload, rate limits, server trouble). */
+export function isRetryableErrorType(type: string | undefined): boolean {
+  return type !== undefined && /overload|rate|server|api_error|internal|unavailable|timeout|deadline|exhausted/i.test(type);
+}
+
+export interface SseRequest {
+  /** Registry name, the prefix of every error message. */
+  provider: string;
+  url: string;
+  headers: Record<string, string>;
+  body: unknown;
+  /** Silence allowed before the headers, before the first bytes and between chunks. */
+  timeoutMs: number;
+  /** Values that must never appear in an error message (the key, in case a vendor echoes it). */
+  secrets: string[];
+}
+
+/**
+ * POSTs a JSON body and yields the response's server-sent events as they arrive.
+ *
+ * - Aborting ctx.signal (barge-in, hang-up) ends the iteration quietly, and the connection is
+ *   closed, which is how these vendors are cancelled. Leaving the loop early closes it too.
+ * - Silence longer than timeoutMs (no headers, no first bytes, a stall mid-stream) throws a
+ *   retryable ProviderError. The clock runs only while waiting on the network, not while the
+ *   consumer holds an event.
+ * - HTTP errors throw a ProviderError with the status and the vendor's error text; 408, 409, 429
+ *   and 5xx are retryable, network failures too.
+ */
+export async function* streamSse(request: SseRequest, ctx: ProviderContext): AsyncGenerator<EventSourceMessage, void, undefined> {
+  if (ctx.signal.aborted) return;
+  const { provider, timeoutMs } = request;
+  const local = new AbortController();
+  let timedOut = false;
+  let timer: NodeJS.Timeout | undefined;
+  const arm = () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => {
+      timedOut = true;
+      local.abort();
+    }, timeoutMs);
+  };
+  const disarm = () => clearTimeout(timer);
+  const startedMs = performance.now();
+  let eventCount = 0;
+  try {
+    arm();
+    let response: Response;
+    try {
+      response = await fetch(request.url, {
+        method: 'POST',
+        headers: request.headers,
+        body: JSON.stringify(request.body),
+        signal: AbortSignal.any([ctx.signal, local.signal]),
+      });
+    } catch (err) {
+      // An interrupted reply needs no error, even if its timer fired in the same moment.
+      if (ctx.signal.aborted) return;
+      if (timedOut) throw new ProviderError(provider, `no response within ${timeoutMs} ms`, true);
+      throw new ProviderError(provider, `request failed: ${networkErrorText(err)}`, true, { cause: err });
+    }
+    ctx.log.debug({ provider, status: response.status, headersMs: Math.round(performance.now() - startedMs) }, 'llm response started');
+
+    if (!response.ok || isJson(response)) {
+      let text: string;
+      try {
+        text = (await response.text()).slice(0, MAX_ERROR_BODY_CHARS);
+      } catch {
+        if (ctx.signal.aborted) return;
+        if (timedOut) throw new ProviderError(provider, `HTTP ${response.status}, and its body did not arrive within ${timeoutMs} ms`, true);
+        text = '';
+      }
+      const vendorText = vendorErrorText(text);
+      if (!response.ok) {
+        const message = redact(vendorText ?? plainText(text), request.secrets) || response.statusText;
+        throw new ProviderError(provider, `HTTP ${response.status}: ${message}`, isRetryableStatus(response.status));
+      }
+      // Some compatible servers answer a streaming request with one JSON document: an error, or
+      // a whole completion (stream ignored), whose text must not end up in an error message.
+      const detail = vendorText ? `: ${redact(vendorText, request.secrets)}` : '';
+      throw new ProviderError(provider, `expected an event stream, got a JSON document${detail}`);
+    }
+    if (!response.body) throw new ProviderError(provider, 'the response has no body', true);
+
+    const queue: EventSourceMessage[] = [];
+    let parseFailure: string | undefined;
+    const parser = createParser({
+      onEvent: (event) => queue.push(event),
+      onError: (error) => {
+        if (error.type === 'max-buffer-size-exceeded') parseFailure = 'an event exceeded the size limit';
+      },
+      maxBufferSize: MAX_SSE_BUFFER_CHARS,
+    });
+    const decoder = new TextDecoder();
+    const reader = response.body.getReader();
+    for (;;) {
+      let chunk: Awaited<ReturnType<typeof reader.read>>;
+      arm();
+      try {
+        chunk = await reader.read();
+      } catch (err) {
+        if (ctx.signal.aborted) return;
+        if (timedOut) {
+          throw new ProviderError(provider, eventCount === 0 ? `no events within ${timeoutMs} ms` : `stream stalled for ${timeoutMs} ms`, true);
+        }
+        throw new ProviderError(provider, `stream interrupted: ${networkErrorText(err)}`, true, { cause: err });
+      } finally {
+        disarm();
+      }
+      if (chunk.done) {
+        // A last event without its blank line still counts (a truncated one fails its JSON parse).
+        parser.feed(`${decoder.decode()}\n\n`);
+      } else {
+        parser.feed(decoder.decode(chunk.value, { stream: true }));
+      }
+      if (parseFailure) throw new ProviderError(provider, `unreadable event stream: ${parseFailure}`, true);
+      while (queue.length > 0) {
+        if (ctx.signal.aborted) return;
+        eventCount += 1;
+        yield queue.shift()!;
+      }
+      if (chunk.done) return;
+    }
+  } finally {
+    disarm();
+    // Closes the connection when the consumer stopped early; a no-op after a complete response.
+    local.abort();
+    ctx.log.debug({ provider, events: eventCount, elapsedMs: Math.round(performance.now() - startedMs) }, 'llm stream closed');
+  }
+}
+
+function isJson(response: Response): boolean {
+  return (response.headers.get('content-type') ?? '').toLowerCase().includes('application/json');
+}
+
+export function isRetryableStatus(status: number): boolean {
+  return status === 408 || status === 409 || status === 425 || status === 429 || status >= 500;
+}
+
+const vendorErrorBody = z.union([
+  // OpenAI `{error:{message,type}}`, Anthropic `{type:"error",error:{type,message}}`, Gemini `{error:{code,message,status}}`.
+  z.object({ error: z.object({ message: z.string(), type: z.string().optional(), status: z.string().optional() }) }),
+  // Ollama and llama.cpp style.
+  z.object({ error: z.string() }),
+  z.object({ message: z.string() }),
+  z.object({ detail: z.string() }),
+]);
+
+/** The human part of a vendor error body (Gemini wraps it in an array when not streaming SSE); undefined if it has none. */
+export function vendorErrorText(text: string): string | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (Array.isArray(json)) json = json[0];
+  const parsed = vendorErrorBody.safeParse(json);
+  if (!parsed.success) return undefined;
+  const body = parsed.data;
+  let message: string;
+  if ('error' in body) {
+    message = typeof body.error === 'string' ? body.error : [body.error.type ?? body.error.status, body.error.message].filter(Boolean).join(': ');
+  } else {
+    message = 'message' in body ? body.message : body.detail;
+  }
+  return message.slice(0, MAX_ERROR_TEXT_CHARS);
+}
+
+/** An error body that is not a known JSON shape (an HTML page from a proxy, plain text), on one line. */
+function plainText(text: string): string {
+  return text.trim().replace(/\s+/g, ' ').slice(0, MAX_ERROR_TEXT_CHARS);
+}
+
+export function redact(text: string, secrets: string[]): string {
+  let out = text;
+  for (const secret of secrets) {
+    if (secret.length >= 4) out = out.split(secret).join('[redacted]');
+  }
+  return out;
+}
+
+function networkErrorText(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  // fetch reports "fetch failed" and keeps the useful part (ECONNREFUSED, ...) in the cause.
+  const cause = err.cause;
+  if (cause instanceof Error && cause.message) return cause.message;
+  return err.message;
+}
