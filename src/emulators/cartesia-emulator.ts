@@ -1,0 +1,626 @@
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import alawmulaw from 'alawmulaw';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { encodeMulaw } from '../audio/mulaw.js';
+import {
+  type CartesiaEncoding,
+  type GenerationRequest,
+  cancelRequest,
+  generationRequest,
+} from '../providers/tts/cartesia/cartesia-messages.js';
+import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
+
+/**
+ * Cartesia's TTS websocket (providers.md section 4), emulated: `/tts/websocket` with the key as
+ * `Authorization: Bearer`, `X-API-Key` or `?api_key=`, and a required Cartesia-Version (header or
+ * `?cartesia_version=`). Client messages are validated with the adapter's zod schemas; a bad one
+ * gets Cartesia's `error` message. Contexts are routed by context_id: each transcript becomes
+ * tone audio (60 ms per character) in the requested output_format, preceded by its word
+ * timestamps when `add_timestamps` is set; `flush` answers `flush_done`; `continue: false` (or a
+ * request without `continue`) ends the input and `done` follows the last audio; `cancel` stops
+ * the context at once (no `done`, as Cartesia does not promise one).
+ *
+ * Cost per context: one timer per audio chunk (100 ms of audio by default), tone bytes copied
+ * from a cached one-second buffer, so hundreds of concurrent calls stay cheap.
+ */
+
+export interface CartesiaEmulatorOptions {
+  /** ttsFirstByteMs and ttsRealTimeFactor apply. */
+  latencies?: Partial<EmulatorLatencies>;
+  /** The one key accepted; by default any non-empty key is. */
+  apiKey?: string;
+  /** Audio per chunk message, in ms of audio. Default 100. */
+  chunkMs?: number;
+  /** After a cancel, send this many chunks of the cancelled context anyway, to test a client's filter. Default 0. */
+  staleChunksAfterCancel?: number;
+  /** Connections and contexts kept in the logs (oldest dropped first). Default 500. */
+  maxRecorded?: number;
+}
+
+export interface RecordedCartesiaConnection {
+  id: number;
+  /** Path and query, with any key in the query replaced by [redacted]. */
+  path: string;
+  /** Handshake headers; those carrying keys read [redacted]. */
+  headers: Record<string, string>;
+  /** The Cartesia-Version used (header or query). */
+  version: string | undefined;
+  /** Client frames in order: the parsed JSON, or `{ unparsable: <chars> }`. At most 1000 kept. */
+  messages: unknown[];
+  /** Set once the socket closed. */
+  closeCode?: number;
+}
+
+export interface RecordedCartesiaContext {
+  contextId: string;
+  connectionId: number;
+  /** Every generation request of the context, in order. */
+  requests: GenerationRequest[];
+  /** The non-empty transcripts, in order. */
+  transcripts: string[];
+  /** `continue: false` was received. */
+  inputEnded: boolean;
+  cancelled: boolean;
+  /** `done` was sent. */
+  done: boolean;
+  /** The error message sent for the context, if any. */
+  error?: string;
+  /** Audio sent, in bytes of the requested encoding (decoded from base64). */
+  audioBytes: number;
+  chunks: number;
+  /** Chunks sent after the cancel was processed; only staleChunksAfterCancel produces any. */
+  chunksAfterCancel: number;
+}
+
+export interface CartesiaEmulatorStats {
+  connections: number;
+  activeConnections: number;
+  contexts: number;
+  cancels: number;
+  audioBytes: number;
+}
+
+interface Segment {
+  text: string;
+  flushId: number;
+}
+
+interface EmulatedContext {
+  record: RecordedCartesiaContext;
+  stream: ToneStream;
+  addTimestamps: boolean;
+  /** Transcripts waiting to be voiced, and flush markers (a number: the flush id to acknowledge). */
+  queue: Array<Segment | number>;
+  flushCount: number;
+  playing: boolean;
+  /** Seconds of audio produced so far: the timestamps' origin for the next segment. */
+  producedSec: number;
+  hang: boolean;
+  malformed: boolean;
+  finished: boolean;
+}
+
+const DEFAULT_CHUNK_MS = 100;
+const DEFAULT_MAX_RECORDED = 500;
+const MAX_RECORDED_MESSAGES = 1000;
+const NON_ERROR_STATUS = 206;
+
+const ENCODINGS: Record<CartesiaEncoding, ToneEncoding> = {
+  pcm_mulaw: 'mulaw',
+  pcm_alaw: 'alaw',
+  pcm_s16le: 's16le',
+  pcm_f32le: 'f32le',
+};
+
+export class CartesiaEmulator implements VendorEmulator {
+  readonly vendor = 'cartesia';
+
+  /** The next handshake is refused with this HTTP status (and a Cartesia-style body). */
+  rejectNextHandshake: number | undefined;
+  /** The next new context takes its text and then never answers: no audio, no done. */
+  hangNext = false;
+  /** The next new context gets an `error` message (status 500) instead of audio. */
+  errorNext = false;
+  /** The next new context's audio is preceded by a frame that is not JSON and a message of unknown type. */
+  malformedNext = false;
+  /** The next accepted socket is dropped (no close frame) this long after it opens. */
+  dropSocketAfterMs: number | undefined;
+
+  readonly connections: RecordedCartesiaConnection[] = [];
+  readonly contexts: RecordedCartesiaContext[] = [];
+  /** Context ids of the cancels received, in order. */
+  readonly cancels: string[] = [];
+  readonly stats: CartesiaEmulatorStats = { connections: 0, activeConnections: 0, contexts: 0, cancels: 0, audioBytes: 0 };
+
+  private readonly latencies: EmulatorLatencies;
+  private readonly expectedKey: string | undefined;
+  private readonly chunkMs: number;
+  private readonly staleChunksAfterCancel: number;
+  private readonly maxRecorded: number;
+  private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
+  private readonly sockets = new Set<WebSocket>();
+  private readonly live = new Set<EmulatedContext>();
+  private nextConnectionId = 1;
+
+  constructor(options: CartesiaEmulatorOptions = {}) {
+    this.latencies = { ...DEFAULT_EMULATOR_LATENCIES, ...options.latencies };
+    this.expectedKey = options.apiKey;
+    this.chunkMs = options.chunkMs ?? DEFAULT_CHUNK_MS;
+    this.staleChunksAfterCancel = options.staleChunksAfterCancel ?? 0;
+    this.maxRecorded = options.maxRecorded ?? DEFAULT_MAX_RECORDED;
+  }
+
+  /** The recorded context with this id (the latest, if an id was reused). */
+  context(contextId: string): RecordedCartesiaContext | undefined {
+    return this.contexts.findLast((c) => c.contextId === contextId);
+  }
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(req.url ?? '/', 'http://emulator');
+    if (!url.pathname.endsWith('/tts/websocket')) return false;
+
+    const reject = this.rejectNextHandshake;
+    if (reject !== undefined) {
+      this.rejectNextHandshake = undefined;
+      writeHttpError(socket, reject, { title: STATUS_CODES[reject] ?? 'Error', message: `emulated failure (HTTP ${reject})` });
+      return true;
+    }
+    const key = bearer(req) ?? header(req, 'x-api-key') ?? url.searchParams.get('api_key') ?? url.searchParams.get('access_token') ?? undefined;
+    if (!key || (this.expectedKey !== undefined && key !== this.expectedKey)) {
+      writeHttpError(socket, 401, { title: 'Unauthorized', message: key ? 'Invalid API key' : 'Missing API key' });
+      return true;
+    }
+    const version = url.searchParams.get('cartesia_version') ?? header(req, 'cartesia-version');
+    if (!version) {
+      writeHttpError(socket, 400, { title: 'Bad Request', message: 'A Cartesia-Version header or cartesia_version query parameter is required' });
+      return true;
+    }
+
+    const record: RecordedCartesiaConnection = {
+      id: this.nextConnectionId++,
+      path: redactQuery(url, ['api_key', 'access_token']),
+      headers: recordedHeaders(req, ['authorization', 'x-api-key']),
+      version,
+      messages: [],
+    };
+    pushBounded(this.connections, record, this.maxRecorded);
+    this.stats.connections += 1;
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.onConnection(ws, record));
+    return true;
+  }
+
+  close(): void {
+    for (const context of this.live) context.stream.stop();
+    this.live.clear();
+    for (const ws of this.sockets) ws.terminate();
+    this.sockets.clear();
+  }
+
+  // ---- one socket ----
+
+  private onConnection(ws: WebSocket, record: RecordedCartesiaConnection): void {
+    this.sockets.add(ws);
+    this.stats.activeConnections += 1;
+    const contexts = new Map<string, EmulatedContext>();
+    let dropTimer: NodeJS.Timeout | undefined;
+    if (this.dropSocketAfterMs !== undefined) {
+      dropTimer = setTimeout(() => ws.terminate(), this.dropSocketAfterMs);
+      this.dropSocketAfterMs = undefined;
+    }
+    ws.on('message', (data, isBinary) => this.onFrame(ws, record, contexts, data, isBinary));
+    ws.on('close', (code) => {
+      clearTimeout(dropTimer);
+      record.closeCode = code;
+      this.sockets.delete(ws);
+      this.stats.activeConnections -= 1;
+      for (const context of contexts.values()) this.finish(context);
+    });
+  }
+
+  private onFrame(ws: WebSocket, record: RecordedCartesiaConnection, contexts: Map<string, EmulatedContext>, data: RawData, isBinary: boolean): void {
+    if (isBinary) {
+      pushBounded(record.messages, { binary: true }, MAX_RECORDED_MESSAGES);
+      send(ws, errorMessage(undefined, 400, 'Invalid request', 'binary frames are not supported'));
+      return;
+    }
+    const text = frameText(data);
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      pushBounded(record.messages, { unparsable: text.length }, MAX_RECORDED_MESSAGES);
+      send(ws, errorMessage(undefined, 400, 'Invalid request', 'the message is not valid JSON'));
+      return;
+    }
+    pushBounded(record.messages, json, MAX_RECORDED_MESSAGES);
+    const contextId = isObject(json) && typeof json.context_id === 'string' ? json.context_id : undefined;
+
+    if (isObject(json) && json.cancel !== undefined) {
+      const cancel = cancelRequest.safeParse(json);
+      if (!cancel.success) {
+        send(ws, errorMessage(contextId, 400, 'Invalid request', describeIssues(cancel.error.issues)));
+        return;
+      }
+      this.cancel(ws, contexts.get(cancel.data.context_id), cancel.data.context_id);
+      return;
+    }
+
+    const parsed = generationRequest.safeParse(json);
+    if (!parsed.success) {
+      send(ws, errorMessage(contextId, 400, 'Invalid request', describeIssues(parsed.error.issues)));
+      return;
+    }
+    const request = parsed.data;
+    let context = contexts.get(request.context_id);
+    if (context?.finished) {
+      // (inference) A context is not reopened once its input ended or it was cancelled; clients use a new id.
+      send(ws, errorMessage(request.context_id, 400, 'Invalid request', `context ${request.context_id} is closed; use a new context_id`));
+      return;
+    }
+    if (!context) {
+      context = this.openContext(record, request);
+      contexts.set(request.context_id, context);
+      if (this.errorNext) {
+        this.errorNext = false;
+        context.record.requests.push(request);
+        this.fail(ws, context, 500, 'Internal server error', 'emulated failure');
+        return;
+      }
+    }
+    this.accept(ws, context, request);
+  }
+
+  private openContext(connection: RecordedCartesiaConnection, request: GenerationRequest): EmulatedContext {
+    const record: RecordedCartesiaContext = {
+      contextId: request.context_id,
+      connectionId: connection.id,
+      requests: [],
+      transcripts: [],
+      inputEnded: false,
+      cancelled: false,
+      done: false,
+      audioBytes: 0,
+      chunks: 0,
+      chunksAfterCancel: 0,
+    };
+    pushBounded(this.contexts, record, this.maxRecorded);
+    this.stats.contexts += 1;
+    const format: ToneFormat = { encoding: ENCODINGS[request.output_format.encoding], sampleRateHz: request.output_format.sample_rate };
+    const context: EmulatedContext = {
+      record,
+      stream: new ToneStream(format, { firstByteMs: this.latencies.ttsFirstByteMs, realTimeFactor: this.latencies.ttsRealTimeFactor, chunkMs: this.chunkMs }),
+      addTimestamps: request.add_timestamps === true,
+      queue: [],
+      flushCount: 0,
+      playing: false,
+      producedSec: 0,
+      hang: this.hangNext,
+      malformed: this.malformedNext,
+      finished: false,
+    };
+    this.hangNext = false;
+    this.malformedNext = false;
+    this.live.add(context);
+    return context;
+  }
+
+  private accept(ws: WebSocket, context: EmulatedContext, request: GenerationRequest): void {
+    context.record.requests.push(request);
+    if (request.transcript.trim().length > 0) {
+      context.record.transcripts.push(request.transcript);
+      context.queue.push({ text: request.transcript, flushId: context.flushCount + 1 });
+    }
+    if (request.flush === true) {
+      context.flushCount += 1;
+      context.queue.push(context.flushCount);
+    }
+    if (request.continue !== true) {
+      context.record.inputEnded = true;
+      context.finished = true;
+    }
+    this.pump(ws, context);
+  }
+
+  /** Voices the queue in order, one segment at a time; `done` once the input ended and all is voiced. */
+  private pump(ws: WebSocket, context: EmulatedContext): void {
+    const record = context.record;
+    if (context.playing || context.hang || record.cancelled || record.error !== undefined || record.done) return;
+    while (context.queue.length > 0) {
+      const item = context.queue.shift()!;
+      if (typeof item === 'number') {
+        send(ws, { type: 'flush_done', context_id: record.contextId, done: false, flush_done: true, flush_id: item, status_code: NON_ERROR_STATUS });
+        continue;
+      }
+      this.play(ws, context, item);
+      return;
+    }
+    if (record.inputEnded) {
+      record.done = true;
+      send(ws, { type: 'done', context_id: record.contextId, done: true, status_code: NON_ERROR_STATUS });
+      this.live.delete(context);
+    }
+  }
+
+  private play(ws: WebSocket, context: EmulatedContext, segment: Segment): void {
+    const record = context.record;
+    const text = segment.text.trim();
+    if (context.addTimestamps) send(ws, this.timestamps(context, text, segment.flushId));
+    context.producedSec += speechDurationMs(text) / 1000;
+    context.playing = true;
+    const stepMs = Math.round(this.chunkMs / Math.max(this.latencies.ttsRealTimeFactor, 1e-3));
+    context.stream.play(
+      speechDurationMs(text),
+      (audio) => {
+        if (context.malformed) {
+          context.malformed = false;
+          ws.send('{"type": "chunk", "context_id": ');
+          send(ws, { type: 'emulator_notice', context_id: record.contextId, note: 'a message type clients do not know' });
+        }
+        record.audioBytes += audio.length;
+        record.chunks += 1;
+        this.stats.audioBytes += audio.length;
+        send(ws, { type: 'chunk', context_id: record.contextId, data: audio.toString('base64'), done: false, status_code: NON_ERROR_STATUS, step_time: stepMs, flush_id: segment.flushId });
+      },
+      () => {
+        context.playing = false;
+        this.pump(ws, context);
+      },
+    );
+  }
+
+  private timestamps(context: EmulatedContext, text: string, flushId: number): object {
+    const words: string[] = [];
+    const start: number[] = [];
+    const end: number[] = [];
+    for (const match of text.matchAll(/\S+/g)) {
+      const startSec = context.producedSec + (match.index * SPEECH_MS_PER_CHAR) / 1000;
+      words.push(match[0]);
+      start.push(round3(startSec));
+      end.push(round3(startSec + (match[0].length * SPEECH_MS_PER_CHAR) / 1000));
+    }
+    return { type: 'timestamps', context_id: context.record.contextId, done: false, status_code: NON_ERROR_STATUS, flush_id: flushId, word_timestamps: { words, start, end } };
+  }
+
+  private cancel(ws: WebSocket, context: EmulatedContext | undefined, contextId: string): void {
+    this.cancels.push(contextId);
+    if (this.cancels.length > this.maxRecorded) this.cancels.shift();
+    this.stats.cancels += 1;
+    if (!context || context.record.cancelled) return;
+    context.record.cancelled = true;
+    this.finish(context);
+    // Optionally, late audio of the cancelled context, as a real socket may still carry.
+    for (let i = 0; i < this.staleChunksAfterCancel; i++) {
+      const audio = toneAudio(context.stream.format, 0, Math.round((this.chunkMs * context.stream.format.sampleRateHz) / 1000));
+      context.record.chunksAfterCancel += 1;
+      send(ws, { type: 'chunk', context_id: contextId, data: audio.toString('base64'), done: false, status_code: NON_ERROR_STATUS });
+    }
+  }
+
+  private fail(ws: WebSocket, context: EmulatedContext, status: number, title: string, message: string): void {
+    context.record.error = message;
+    this.finish(context);
+    send(ws, errorMessage(context.record.contextId, status, title, message));
+  }
+
+  private finish(context: EmulatedContext): void {
+    context.finished = true;
+    context.queue = [];
+    context.stream.stop();
+    this.live.delete(context);
+  }
+}
+
+function errorMessage(contextId: string | undefined, status: number, title: string, message: string): object {
+  return {
+    type: 'error',
+    ...(contextId === undefined ? {} : { context_id: contextId }),
+    done: true,
+    status_code: status,
+    title,
+    message,
+    error_code: status >= 500 ? 'internal_error' : 'invalid_request',
+    request_id: `emulated-${Date.now().toString(36)}`,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared with the other TTS emulators: tone audio in any wire format, paced like speech, and the
+// small plumbing of a websocket emulator.
+// ---------------------------------------------------------------------------------------------
+
+/** Emulated speech lasts this long per character of text. */
+export const SPEECH_MS_PER_CHAR = 60;
+const TONE_HZ = 440;
+/** About -10 dBFS: clearly audible, never clipping. */
+const TONE_AMPLITUDE = 0.3;
+
+export type ToneEncoding = 'mulaw' | 'alaw' | 's16le' | 'f32le';
+
+export interface ToneFormat {
+  encoding: ToneEncoding;
+  sampleRateHz: number;
+}
+
+export interface TonePace {
+  /** Delay before a stream's first chunk. */
+  firstByteMs: number;
+  /** Audio seconds produced per wall-clock second; 0 or Infinity sends as fast as possible. */
+  realTimeFactor: number;
+  /** Audio per chunk, ms. */
+  chunkMs: number;
+}
+
+/** How long the emulated speech of a text lasts (leading and trailing whitespace excluded). */
+export function speechDurationMs(text: string): number {
+  return text.trim().length * SPEECH_MS_PER_CHAR;
+}
+
+export function bytesPerSample(encoding: ToneEncoding): number {
+  return encoding === 's16le' ? 2 : encoding === 'f32le' ? 4 : 1;
+}
+
+const toneCache = new Map<string, Buffer>();
+
+/** One second of the tone: a whole number of cycles, so it loops without a click. Built once per format. */
+function toneSecond(format: ToneFormat): Buffer {
+  const key = `${format.encoding}/${format.sampleRateHz}`;
+  let second = toneCache.get(key);
+  if (!second) {
+    const rate = format.sampleRateHz;
+    const pcm = new Int16Array(rate);
+    for (let i = 0; i < rate; i++) pcm[i] = Math.round(Math.sin((2 * Math.PI * TONE_HZ * i) / rate) * TONE_AMPLITUDE * 32767);
+    switch (format.encoding) {
+      case 'mulaw':
+        second = Buffer.from(encodeMulaw(pcm));
+        break;
+      case 'alaw':
+        second = Buffer.from(alawmulaw.alaw.encode(pcm));
+        break;
+      case 's16le':
+        second = Buffer.from(pcm.buffer);
+        break;
+      case 'f32le': {
+        second = Buffer.alloc(rate * 4);
+        for (let i = 0; i < rate; i++) second.writeFloatLE(pcm[i]! / 32768, i * 4);
+        break;
+      }
+    }
+    toneCache.set(key, second);
+  }
+  return second;
+}
+
+/** `sampleCount` samples of the tone starting at sample `offset` of an endless stream. */
+export function toneAudio(format: ToneFormat, offset: number, sampleCount: number): Buffer {
+  const second = toneSecond(format);
+  const width = bytesPerSample(format.encoding);
+  const out = Buffer.allocUnsafe(sampleCount * width);
+  let written = 0;
+  let at = (offset % format.sampleRateHz) * width;
+  while (written < out.length) {
+    const n = Math.min(out.length - written, second.length - at);
+    second.copy(out, written, at, at + n);
+    written += n;
+    at = 0;
+  }
+  return out;
+}
+
+/**
+ * Plays segments of tone one after another, as chunks paced like speech: the stream's first
+ * chunk after firstByteMs, then one every chunkMs / realTimeFactor. `stop()` takes effect at once.
+ */
+export class ToneStream {
+  private offsetSamples = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private started = false;
+  private stopped = false;
+
+  constructor(
+    readonly format: ToneFormat,
+    private readonly pace: TonePace,
+  ) {}
+
+  /** Plays `durationMs` of tone; `onChunk` gets each chunk and its [start, end) in ms of the segment. */
+  play(durationMs: number, onChunk: (audio: Buffer, startMs: number, endMs: number) => void, onEnd: () => void): void {
+    if (this.stopped) return;
+    const rate = this.format.sampleRateHz;
+    const totalSamples = Math.round((durationMs * rate) / 1000);
+    const chunkSamples = Math.max(1, Math.round((this.pace.chunkMs * rate) / 1000));
+    const factor = this.pace.realTimeFactor;
+    const intervalMs = factor > 0 && Number.isFinite(factor) ? this.pace.chunkMs / factor : 0;
+    let sent = 0;
+    const tick = () => {
+      this.timer = undefined;
+      const count = Math.min(chunkSamples, totalSamples - sent);
+      if (count > 0) {
+        const audio = toneAudio(this.format, this.offsetSamples, count);
+        const startMs = (sent * 1000) / rate;
+        sent += count;
+        this.offsetSamples += count;
+        onChunk(audio, startMs, (sent * 1000) / rate);
+        if (this.stopped) return;
+      }
+      if (sent >= totalSamples) {
+        onEnd();
+        return;
+      }
+      this.timer = setTimeout(tick, intervalMs);
+    };
+    this.timer = setTimeout(tick, this.started ? intervalMs : this.pace.firstByteMs);
+    this.started = true;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+}
+
+/** Answers an upgrade request with an HTTP error and a JSON body, as a vendor refusing the handshake. */
+export function writeHttpError(socket: Duplex, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+  );
+}
+
+export function send(ws: WebSocket, message: object): void {
+  if (ws.readyState === ws.OPEN) ws.send(JSON.stringify(message));
+}
+
+export function header(req: IncomingMessage, name: string): string | undefined {
+  const value = req.headers[name];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first && first.length > 0 ? first : undefined;
+}
+
+export function bearer(req: IncomingMessage): string | undefined {
+  const match = /^Bearer\s+(.+)$/i.exec(header(req, 'authorization') ?? '');
+  return match?.[1]?.trim() || undefined;
+}
+
+/** Request headers for a log; the named ones (keys) read [redacted]. */
+export function recordedHeaders(req: IncomingMessage, secret: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    out[name] = secret.includes(name) ? '[redacted]' : Array.isArray(value) ? value.join(', ') : value;
+  }
+  return out;
+}
+
+/** Path and query for a log, the named query parameters (keys) replaced by [redacted]. */
+export function redactQuery(url: URL, names: string[]): string {
+  const copy = new URL(url.href);
+  for (const name of names) if (copy.searchParams.has(name)) copy.searchParams.set(name, '[redacted]');
+  return copy.pathname + copy.search;
+}
+
+export function pushBounded<T>(list: T[], item: T, max: number): void {
+  list.push(item);
+  if (list.length > max) list.shift();
+}
+
+export function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; message: string }>): string {
+  return issues
+    .slice(0, 5)
+    .map((issue) => `${issue.path.map(String).join('.') || '(message)'}: ${issue.message}`)
+    .join('; ');
+}
+
+export function frameText(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data).toString('utf8');
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function round3(value: number): number {
+  return Math.round(value * 1000) / 1000;
+}
