@@ -66,7 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         defaultAccount,
         envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)),
       });
-      await v1.register(botConfigRoutes, { service: botConfigs, registry: runtime.registry });
+      await v1.register(botConfigRoutes, { service: botConfigs, registry: runtime.registry, env: config.env });
     },
     { prefix: '/v1' },
   );

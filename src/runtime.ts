@@ -1,8 +1,16 @@
 import type { CallVadFactory } from './pipeline/call-vad.js';
 import { PlayoutClock } from './pipeline/playout.js';
+import { createAnthropicLlm } from './providers/llm/anthropic/index.js';
 import { EchoLlm } from './providers/llm/echo/echo-llm.js';
+import { createGeminiLlm } from './providers/llm/gemini/index.js';
+import { OPENAI_COMPATIBLE_NAMES, openAiCompatibleFactory } from './providers/llm/openai/index.js';
 import { ProviderRegistry } from './providers/registry.js';
+import { createDeepgramStt } from './providers/stt/deepgram/index.js';
+import { createCartesiaTts } from './providers/tts/cartesia/index.js';
+import { createDeepgramAuraTts } from './providers/tts/deepgram-aura/index.js';
+import { createElevenLabsTts } from './providers/tts/elevenlabs/index.js';
 import { FliteTts, createFliteTts } from './providers/tts/flite/flite-tts.js';
+import { createOpenAiTts } from './providers/tts/openai-tts/index.js';
 import type { TtsProvider } from './providers/types.js';
 import { createSileroCallVad } from './vad/silero-call-vad.js';
 
@@ -14,9 +22,23 @@ export interface CallRuntime {
   clock: PlayoutClock;
 }
 
-/** The providers every build has: the ones that need no account. */
+/**
+ * Every provider this build ships, by the names bot configurations use (hosted-api-notes.md):
+ * the vendors' adapters, plus `echo` and `flite`, which need no account and work offline.
+ */
 export function builtinRegistry(): ProviderRegistry {
-  return new ProviderRegistry().registerLlm('echo', () => new EchoLlm()).registerTts('flite', createFliteTts);
+  const registry = new ProviderRegistry()
+    .registerStt('deepgram', createDeepgramStt)
+    .registerLlm('echo', () => new EchoLlm())
+    .registerLlm('anthropic', createAnthropicLlm)
+    .registerLlm('gemini', createGeminiLlm)
+    .registerTts('flite', createFliteTts)
+    .registerTts('cartesia', createCartesiaTts)
+    .registerTts('elevenlabs', createElevenLabsTts)
+    .registerTts('deepgram_tts', createDeepgramAuraTts)
+    .registerTts('openai_tts', createOpenAiTts);
+  for (const name of OPENAI_COMPATIBLE_NAMES) registry.registerLlm(name, openAiCompatibleFactory(name));
+  return registry;
 }
 
 export function defaultRuntime(registry: ProviderRegistry = builtinRegistry()): CallRuntime {

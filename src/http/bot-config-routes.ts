@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { providerNameIssues, telephonyConfigBody } from '../bots/bot-config-schema.js';
 import type { BotConfigService } from '../bots/bot-config-service.js';
 import { pageQuery } from '../store/paging.js';
+import type { AppConfig } from '../config/env.js';
+import { providerSetupIssues } from '../providers/provider-settings.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import { ApiError, describeZodError, validationError } from './errors.js';
 
@@ -11,9 +13,9 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
 /** Endpoints 2–5 of the spec, plus DELETE. Mounted under /v1 behind the API-key check. */
 export async function botConfigRoutes(
   app: FastifyInstance,
-  opts: { service: BotConfigService; registry: ProviderRegistry },
+  opts: { service: BotConfigService; registry: ProviderRegistry; env: AppConfig['env'] },
 ): Promise<void> {
-  const { service, registry } = opts;
+  const { service, registry, env } = opts;
 
   /** The body, validated, or a 400 naming every bad field (provider names included). */
   function parseBody(raw: unknown) {
@@ -31,6 +33,9 @@ export async function botConfigRoutes(
       throw new ApiError('invalid-request-error', [describeZodError(body.error), ...providerIssues].join('; '));
     }
     if (providerIssues.length > 0) throw new ApiError('invalid-request-error', providerIssues.join('; '));
+    // A missing key or a bad service option is reported now, not on the first call.
+    const setupIssues = providerSetupIssues(body.data, registry, env);
+    if (setupIssues.length > 0) throw new ApiError('invalid-request-error', setupIssues.join('; '));
     return body.data;
   }
 

@@ -4,7 +4,8 @@ import { decodeMulaw } from '../audio/mulaw.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import type { AppConfig } from '../config/env.js';
-import { type ProviderRegistry, type ProviderSettings, envKeyName } from '../providers/registry.js';
+import { providerSettingsFor } from '../providers/provider-settings.js';
+import type { ProviderRegistry, ProviderSettings } from '../providers/registry.js';
 import {
   type LlmMessage,
   type LlmProvider,
@@ -207,16 +208,7 @@ export class CallSession implements TransportHandler {
   }
 
   private providerSettings(name: string, options: Record<string, unknown>): ProviderSettings {
-    const body = this.config.body;
-    const serviceOptions = Array.isArray(body.service_options)
-      ? Object.assign({}, ...body.service_options)
-      : body.service_options;
-    return {
-      options,
-      apiKey: body.api_keys[name] ?? this.deps.env[envKeyName(name)],
-      serviceOptions: (serviceOptions[name] as Record<string, unknown> | undefined) ?? {},
-      env: this.deps.env,
-    };
+    return providerSettingsFor(this.config.body, name, options, this.deps.env);
   }
 
   private context(signal: AbortSignal): ProviderContext {

@@ -65,8 +65,12 @@ export class ProviderRegistry {
   }
 }
 
+/** The vendor behind a provider name: `deepgram_tts` → `deepgram`, `openai_realtime` → `openai`. */
+export function vendorOf(provider: string): string {
+  return provider.replace(/_(tts|stt|llm|realtime)$/, '');
+}
+
 /** The environment variable holding a vendor's key: `deepgram_tts` → `DEEPGRAM_API_KEY`. */
 export function envKeyName(provider: string): string {
-  const vendor = provider.replace(/_(tts|stt|llm|realtime)$/, '');
-  return `${vendor.toUpperCase()}_API_KEY`;
+  return `${vendorOf(provider).toUpperCase()}_API_KEY`;
 }

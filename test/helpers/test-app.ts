@@ -70,7 +70,7 @@ export function sampleConfig(overrides: Record<string, unknown> = {}): Record<st
       { service: 'tts', options: [{ name: 'voice', value: 'voice-1' }] },
     ],
     max_duration: 600,
-    api_keys: { openai: 'sk-test-openai-0123456789', deepgram: 'dg-test-key-abcdefgh' },
+    api_keys: { openai: 'sk-test-openai-0123456789', deepgram: 'dg-test-key-abcdefgh', cartesia: 'sk_car_test_0123456789' },
     ...overrides,
   };
 }

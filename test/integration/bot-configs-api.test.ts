@@ -42,7 +42,11 @@ describe('telephony bot configurations: CRUD', () => {
       method: 'POST',
       url: `/v1/bots/twilio-config/${view.id}`,
       headers: auth(),
-      payload: sampleConfig({ max_duration: 120, services: { stt: 'deepgram', llm: 'anthropic', tts: 'elevenlabs' } }),
+      payload: sampleConfig({
+        max_duration: 120,
+        services: { stt: 'deepgram', llm: 'anthropic', tts: 'elevenlabs' },
+        api_keys: { deepgram: 'dg-test-key-abcdefgh', anthropic: 'sk-ant-test-0123', elevenlabs: 'el-test-0123' },
+      }),
     });
     expect(replaced.statusCode).toBe(200);
     expect(replaced.json().id).toBe(view.id);
@@ -188,6 +192,25 @@ describe('telephony bot configurations: errors', () => {
     }
   });
 
+  it('reports a missing provider key, a bad service option and an unavailable provider when the configuration is written', async () => {
+    const noKey = await create(sampleConfig({ api_keys: { openai: 'sk-test-openai-0123456789', deepgram: 'dg-test-key-abcdefgh' } }));
+    expect(noKey.statusCode).toBe(400);
+    expect(noKey.json().error).toBe('invalid-request-error');
+    expect(noKey.json().info).toContain('services.tts: cartesia: no API key: set api_keys.cartesia in the bot configuration or CARTESIA_API_KEY on the server');
+
+    // One vendor key serves that vendor's services: api_keys.deepgram also keys deepgram_tts.
+    const shared = await create(sampleConfig({ services: { stt: 'deepgram', llm: 'openai', tts: 'deepgram_tts' } }));
+    expect(shared.statusCode).toBe(200);
+
+    const badOption = await create(sampleConfig({ service_options: { deepgram: { encoding: 'linear16' } } }));
+    expect(badOption.statusCode).toBe(400);
+    expect(badOption.json().info).toContain('service_options.deepgram.encoding cannot be set');
+
+    const unavailable = await create(sampleConfig({ services: { stt: 'assemblyai', llm: 'openai', tts: 'cartesia' } }));
+    expect(unavailable.statusCode).toBe(400);
+    expect(unavailable.json().info).toContain('services.stt: "assemblyai" is not available in this build (available: deepgram)');
+  });
+
   it('requires stt, llm and tts for pipeline profiles and checks dial-out targets', async () => {
     const missing = await create(sampleConfig({ services: { llm: 'openai' } }));
     expect(missing.json().info).toContain('services.stt: profile telephony_ws_voice_2024_09 needs a stt provider');
@@ -234,7 +257,7 @@ describe('accounts and secrets', () => {
 
   it('masks provider keys on read, keeps them encrypted at rest, and keeps them when sent back masked', async () => {
     const view = (await create()).json();
-    expect(view.botConfig.api_keys).toEqual({ openai: '****6789', deepgram: '****efgh' });
+    expect(view.botConfig.api_keys).toEqual({ openai: '****6789', deepgram: '****efgh', cartesia: '****6789' });
     const raw = JSON.stringify(view);
     expect(raw).not.toContain('sk-test-openai-0123456789');
 

@@ -1,0 +1,59 @@
+import type { TelephonyConfigBody } from '../bots/bot-config-schema.js';
+import { isSpeechToSpeech } from '../bots/profiles.js';
+import type { AppConfig } from '../config/env.js';
+import { botSettings } from '../pipeline/bot-settings.js';
+import { type ProviderRegistry, type ProviderSettings, envKeyName, vendorOf } from './registry.js';
+
+type ConfigBody = Pick<TelephonyConfigBody, 'api_keys' | 'service_options' | 'config' | 'max_duration' | 'services' | 'bot_profile'>;
+
+/**
+ * What the provider `name` is built from: its `config` options, its key (`api_keys.<name>`, then
+ * `api_keys.<vendor>` so one Deepgram key serves `deepgram` and `deepgram_tts`, then
+ * `<VENDOR>_API_KEY`), and `service_options.<name>` (or `.<vendor>`).
+ */
+export function providerSettingsFor(
+  body: Pick<ConfigBody, 'api_keys' | 'service_options'>,
+  name: string,
+  options: Record<string, unknown>,
+  env: AppConfig['env'],
+): ProviderSettings {
+  const vendor = vendorOf(name);
+  const serviceOptions: Record<string, Record<string, unknown>> = Array.isArray(body.service_options)
+    ? Object.assign({}, ...body.service_options)
+    : body.service_options;
+  return {
+    options,
+    apiKey: body.api_keys[name] ?? body.api_keys[vendor] ?? env[envKeyName(name)],
+    serviceOptions: serviceOptions[name] ?? serviceOptions[vendor] ?? {},
+    env,
+  };
+}
+
+/**
+ * Builds each named provider the way a call would, without connecting, and returns what stops
+ * one from starting (a missing key, a bad service option, a provider this build lacks), so a
+ * configuration is refused when it is written rather than failing on the first call.
+ */
+export function providerSetupIssues(body: ConfigBody, registry: ProviderRegistry, env: AppConfig['env']): string[] {
+  // Speech-to-speech profiles run on their own adapters, checked when those exist.
+  if (isSpeechToSpeech(body.bot_profile)) return [];
+  const settings = botSettings(body);
+  const issues: string[] = [];
+  for (const kind of ['stt', 'llm', 'tts'] as const) {
+    const name = body.services[kind];
+    if (name === undefined) continue;
+    if (!registry.has(kind, name)) {
+      issues.push(`services.${kind}: "${name}" is not available in this build (available: ${registry.names(kind).join(', ')})`);
+      continue;
+    }
+    const providerSettings = providerSettingsFor(body, name, settings[kind], env);
+    try {
+      if (kind === 'stt') registry.createStt(name, providerSettings);
+      else if (kind === 'llm') registry.createLlm(name, providerSettings);
+      else registry.createTts(name, providerSettings);
+    } catch (err) {
+      issues.push(`services.${kind}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  return issues;
+}
