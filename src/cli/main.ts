@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { EnvError, loadConfig } from '../config/env.js';
+import { runCall } from './call.js';
 import { runKeys } from './keys.js';
 import { runServe } from './serve.js';
 
@@ -11,6 +12,9 @@ commands:
                                 create an API key (printed once) for an account, default "default"
   keys list                     list stored API keys (prefix, account, state)
   keys revoke <key-id>          revoke a stored API key
+  call (--url URL | --wss URL) [--play FILE ...] [--barge-in-ms N] [--dtmf DIGITS] [--out FILE.wav]
+                                place a simulated phone call against a running server and print
+                                its timeline and latencies (switchboard call --help for more)
   help                          show this text
 `;
 
@@ -20,6 +24,8 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return command === undefined ? 1 : 0;
   }
+  // A phone call is placed from the outside: it needs no server configuration.
+  if (command === 'call') return runCall(rest);
   const config = loadConfig();
   switch (command) {
     case 'serve':

@@ -1,0 +1,339 @@
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { readMulawFile, sliceMulaw } from '../../src/simulator/clip-file.js';
+import type { CallReport } from '../../src/simulator/call-report.js';
+import type { CallerClip } from '../../src/simulator/caller-clip.js';
+import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import type { Scenario } from '../../src/simulator/scenario.js';
+import { PHRASES } from '../../src/pipeline/call-session.js';
+import { CLOSE } from '../../src/telephony/twilio-messages.js';
+import { ScriptedLlm, type ScriptedLlmOptions, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
+import { type CallServer, startCallServer } from '../helpers/call-server.js';
+
+/**
+ * Whole phone calls over real sockets: the simulator plays recorded speech the way Twilio does,
+ * the server runs the real transport, Silero VAD, turn-taking and Playout; only the STT, LLM and
+ * TTS are scripted so each test can say what the bot "heard" and answers.
+ */
+
+const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
+
+async function clip(name: string, voiced?: CallerClip['voiced']): Promise<CallerClip> {
+  const mulaw = await readMulawFile(fixture(name));
+  return voiced === undefined ? { mulaw } : { mulaw, voiced };
+}
+
+const SYSTEM = 'You are the front desk of a small hotel.';
+const LONG_REPLY =
+  'We have rooms with a view of the harbour, rooms with a garden terrace, and family suites with two bedrooms, ' +
+  'and every stay includes breakfast, parking, and late checkout on Sundays if you ask at the desk.';
+
+interface Bot {
+  server: CallServer;
+  stt: ScriptedStt;
+  llm: ScriptedLlm;
+  tts: ToneTts;
+  wssUrl: string;
+}
+
+let server: CallServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function startBot(options: {
+  heard?: string[];
+  llm: ScriptedLlmOptions;
+  tts?: ToneTts;
+  runOnConfig?: boolean;
+  maxDurationSecs?: number;
+}): Promise<Bot> {
+  const stt = new ScriptedStt(options.heard ?? []);
+  const llm = new ScriptedLlm(options.llm);
+  const tts = options.tts ?? new ToneTts();
+  server = await startCallServer((registry) => {
+    registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+  });
+  const { wssUrl } = await server.createConfig({
+    services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+    config: [
+      {
+        service: 'llm',
+        options: [
+          { name: 'initial_messages', value: [{ role: 'system', content: SYSTEM }] },
+          { name: 'run_on_config', value: options.runOnConfig ?? false },
+        ],
+      },
+    ],
+    max_duration: options.maxDurationSecs ?? 600,
+  });
+  return { server, stt, llm, tts, wssUrl };
+}
+
+function kinds(report: CallReport, kind: string) {
+  return report.timeline.filter((e) => e.kind === kind);
+}
+
+/** The run passes only if the server kept to the Media Streams protocol throughout. */
+function expectCleanProtocol(report: CallReport): void {
+  expect(report.metrics.violations.byKind).toEqual({});
+  expect(report.metrics.violations.total).toBe(0);
+}
+
+describe('a phone call to a configured bot', () => {
+  it('greets first when run_on_config is set, then answers what the caller said', async () => {
+    const bot = await startBot({
+      heard: ['the birch canoe slid on the smooth planks'],
+      llm: { replies: ['Welcome to the Harbour Hotel, how can I help?', 'That sounds like a lovely trip.'] },
+      runOnConfig: true,
+    });
+    const report = await runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      clips: { birch: await clip('A06_birch_canoe.ulaw') },
+      scenario: {
+        steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'play', clip: 'birch' }, { do: 'wait-bot-silence', ms: 600 }],
+      },
+    });
+
+    expect(report.outcome).toBe('completed');
+    expectCleanProtocol(report);
+    // The greeting comes from initial_messages alone, before the caller says anything.
+    expect(bot.llm.requests[0]!.messages).toEqual([{ role: 'system', content: SYSTEM }]);
+    expect(report.metrics.firstBotAudioMs).not.toBeNull();
+    expect(report.metrics.firstBotAudioMs!).toBeLessThan(report.metrics.utterances[0]!.startMs);
+
+    // The caller's turn reached the model with the greeting in context, and the bot answered it.
+    expect(bot.llm.requests).toHaveLength(2);
+    expect(bot.llm.requests[1]!.messages).toEqual([
+      { role: 'system', content: SYSTEM },
+      { role: 'assistant', content: 'Welcome to the Harbour Hotel, how can I help?' },
+      { role: 'user', content: 'the birch canoe slid on the smooth planks' },
+    ]);
+    const [utterance] = report.metrics.utterances;
+    expect(utterance!.bargeIn).toBe(false);
+    expect(utterance!.replyLatencyMs).not.toBeNull();
+    expect(report.metrics.bot.segments).toBe(2);
+    // Every mark the bot sent came back, so Playout knew exactly what was heard.
+    expect(report.metrics.marks.echoed).toBe(report.metrics.marks.received);
+    expect(bot.stt.bytesReceived).toBeGreaterThan(0);
+    expect(bot.stt.finalizeCalls).toBe(1);
+  });
+
+  it('stops talking when the caller barges in: clear at once, no stale audio, the model remembers only what was heard', async () => {
+    const bot = await startBot({
+      heard: ['do you have rooms', 'go forward ten meters'],
+      llm: { replies: [LONG_REPLY, 'Of course.'] },
+    });
+    const report = await runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      clips: { birch: await clip('A06_birch_canoe.ulaw'), forward: await clip('A07_go_forward.ulaw') },
+      scenario: {
+        steps: [
+          { do: 'play', clip: 'birch' },
+          // Interrupt two seconds into the long answer.
+          { do: 'wait-bot-audio', thenMs: 2000 },
+          { do: 'play', clip: 'forward' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
+      },
+    });
+
+    expect(report.outcome).toBe('completed');
+    expectCleanProtocol(report);
+    const [question, interruption] = report.metrics.utterances;
+    expect(question!.replyLatencyMs).not.toBeNull();
+    expect(interruption!.bargeIn).toBe(true);
+    expect(interruption!.bargeInLatencyMs).not.toBeNull();
+
+    // One clear, and nothing of the cancelled reply arrived after it.
+    expect(kinds(report, 'clear-received')).toHaveLength(1);
+    expect(report.metrics.clears).toHaveLength(1);
+    expect(report.metrics.clears[0]!.lateAudioMs).toBe(0);
+    expect(bot.llm.requests).toHaveLength(2);
+
+    // The reply in context is cut to roughly the two seconds the caller heard: a strict prefix of
+    // what the model wrote, not the whole answer and not nothing.
+    const context = bot.llm.requests[1]!.messages;
+    expect(context.at(-1)).toEqual({ role: 'user', content: 'go forward ten meters' });
+    const assistant = context.at(-2)!;
+    expect(assistant.role).toBe('assistant');
+    const heardWords = assistant.content.replace(/…$/, '').split(/\s+/);
+    const allWords = LONG_REPLY.split(/\s+/);
+    expect(heardWords.length).toBeGreaterThan(0);
+    expect(heardWords.length).toBeLessThan(allWords.length);
+    expect(allWords.slice(0, heardWords.length)).toEqual(heardWords);
+    // And the bot answered the interruption.
+    expect(interruption!.replyLatencyMs).not.toBeNull();
+  });
+
+  it('keeps talking through background noise (running water and dishes) during its reply', async () => {
+    const bot = await startBot({ llm: { replies: [LONG_REPLY] }, runOnConfig: true });
+    const report = await runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      // Four seconds of the clip, well inside the reply; it has no speech, and `voiced: null` says so.
+      clips: { dishes: { mulaw: sliceMulaw((await clip('A10_noise_dishes.ulaw')).mulaw, 0, 4000), voiced: null } },
+      scenario: {
+        steps: [
+          { do: 'wait-bot-audio', thenMs: 300 },
+          { do: 'play', clip: 'dishes' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
+      },
+    });
+
+    expect(report.outcome).toBe('completed');
+    expectCleanProtocol(report);
+    expect(kinds(report, 'clear-received')).toHaveLength(0);
+    expect(bot.llm.requests).toHaveLength(1);
+    expect(bot.tts.cancelled).toBe(0);
+    // The whole greeting played as one segment.
+    expect(report.metrics.bot.segments).toBe(1);
+  });
+
+  it('ends the call at max_duration: the goodbye plays, then the stream closes normally', async () => {
+    const bot = await startBot({ llm: { replies: ['unused'] }, maxDurationSecs: 2 });
+    const report = await runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 },
+    });
+
+    expect(report.outcome).toBe('server-closed');
+    expect(report.close).toMatchObject({ code: CLOSE.normal, by: 'server' });
+    expectCleanProtocol(report);
+    expect(bot.tts.pieces.join(' ')).toBe(PHRASES.goodbye);
+    // The goodbye started at the limit and played in full before the close.
+    const firstAudio = report.metrics.firstBotAudioMs!;
+    expect(firstAudio).toBeGreaterThanOrEqual(2000);
+    const audioEnd = kinds(report, 'bot-audio-end').at(-1)!.atMs;
+    expect(report.durationMs).toBeGreaterThanOrEqual(audioEnd);
+    expect(report.metrics.bot.playedAudioMs).toBeGreaterThan(PHRASES.goodbye.length * 40 * 0.9);
+    expect(bot.llm.requests).toHaveLength(0);
+  });
+
+  it('passes key presses to the model as one DTMF turn, ended by #', async () => {
+    const bot = await startBot({ llm: { replies: ['Connecting you to room 42.'] } });
+    const report = await runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      scenario: { steps: [{ do: 'wait', ms: 500 }, { do: 'dtmf', digits: '42#' }, { do: 'wait-bot-silence', ms: 600 }] },
+    });
+
+    expect(report.outcome).toBe('completed');
+    expectCleanProtocol(report);
+    expect(bot.llm.requests).toHaveLength(1);
+    expect(bot.llm.requests[0]!.messages.at(-1)).toEqual({ role: 'user', content: 'DTMF: 42#' });
+    expect(report.metrics.bot.segments).toBe(1);
+  });
+
+  it('apologises when the model fails mid-reply, and the call goes on', async () => {
+    const bot = await startBot({
+      heard: ['the birch canoe slid on the smooth planks', 'go forward ten meters'],
+      llm: { replies: ['Let me think about that for a second.', 'Going forward.'], failOnRequest: { request: 1, afterTokens: 3 } },
+    });
+    const report = await runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      clips: { birch: await clip('A06_birch_canoe.ulaw'), forward: await clip('A07_go_forward.ulaw') },
+      scenario: {
+        steps: [
+          { do: 'play', clip: 'birch' },
+          { do: 'wait-bot-silence', ms: 600 },
+          { do: 'play', clip: 'forward' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
+      },
+    });
+
+    expect(report.outcome).toBe('completed');
+    expectCleanProtocol(report);
+    expect(bot.tts.pieces).toContain(PHRASES.llmFailed);
+    expect(bot.llm.requests).toHaveLength(2);
+    expect(bot.llm.requests[1]!.messages.at(-1)).toEqual({ role: 'user', content: 'go forward ten meters' });
+    expect(report.metrics.utterances.map((u) => u.replyLatencyMs !== null)).toEqual([true, true]);
+  });
+});
+
+describe('the media websocket under bad input', () => {
+  /** Opens a raw carrier socket and resolves with how the server closed it. */
+  function rawSocket(url: string): { ws: WebSocket; closed: Promise<{ code: number; reason: string }>; opened: Promise<void> } {
+    const ws = new WebSocket(url);
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => {
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+    });
+    const opened = new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    return { ws, closed, opened };
+  }
+
+  const connected = JSON.stringify({ event: 'connected', protocol: 'Call', version: '1.0.0' });
+  function startMessage(streamSid: string): string {
+    return JSON.stringify({
+      event: 'start',
+      sequenceNumber: '1',
+      streamSid,
+      start: {
+        streamSid,
+        accountSid: 'AC00000000000000000000000000000000',
+        callSid: 'CA00000000000000000000000000000000',
+        tracks: ['inbound'],
+        customParameters: {},
+        mediaFormat: { encoding: 'audio/x-mulaw', sampleRate: 8000, channels: 1 },
+      },
+    });
+  }
+
+  it('closes a socket for an unknown configuration with 4404 and says why', async () => {
+    await startBot({ llm: { replies: ['hi'] } });
+    const url = `${server!.baseUrl.replace(/^http/, 'ws')}/ws/twilio/00000000-0000-0000-0000-000000000000`;
+    const { ws, closed, opened } = rawSocket(url);
+    await opened;
+    ws.send(connected);
+    ws.send(startMessage('MZ00000000000000000000000000000000'));
+    const close = await closed;
+    expect(close.code).toBe(CLOSE.unknownConfig);
+    expect(close.reason).toMatch(/configuration/i);
+  });
+
+  it('closes on binary frames (1003), on a stream of malformed messages (1008) and on a flood (4429), while a real call on the same server carries on', async () => {
+    const bot = await startBot({ heard: ['go forward ten meters'], llm: { replies: ['Sure, going forward now.'] } });
+    const good = runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      clips: { forward: await clip('A07_go_forward.ulaw') },
+      scenario: { steps: [{ do: 'wait', ms: 300 }, { do: 'play', clip: 'forward' }, { do: 'wait-bot-silence', ms: 600 }] },
+    });
+
+    const binary = rawSocket(bot.wssUrl);
+    await binary.opened;
+    binary.ws.send(connected);
+    binary.ws.send(startMessage('MZ11111111111111111111111111111111'));
+    binary.ws.send(Buffer.from([1, 2, 3]));
+    expect((await binary.closed).code).toBe(CLOSE.unsupportedData);
+
+    const malformed = rawSocket(bot.wssUrl);
+    await malformed.opened;
+    malformed.ws.send(connected);
+    malformed.ws.send(startMessage('MZ22222222222222222222222222222222'));
+    for (let i = 0; i < 30; i++) malformed.ws.send(i % 2 === 0 ? '{not json' : JSON.stringify({ event: 'media', media: { payload: 42 } }));
+    expect((await malformed.closed).code).toBe(CLOSE.policyViolation);
+
+    const flood = rawSocket(bot.wssUrl);
+    await flood.opened;
+    flood.ws.send(connected);
+    flood.ws.send(startMessage('MZ33333333333333333333333333333333'));
+    const frame = JSON.stringify({
+      event: 'media',
+      streamSid: 'MZ33333333333333333333333333333333',
+      media: { track: 'inbound', chunk: '1', timestamp: '0', payload: Buffer.alloc(160, 0xff).toString('base64') },
+    });
+    for (let i = 0; i < 2000; i++) flood.ws.send(frame);
+    expect((await flood.closed).code).toBe(CLOSE.flood);
+
+    const report = await good;
+    expect(report.outcome).toBe('completed');
+    expectCleanProtocol(report);
+    expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
+  });
+});

@@ -1,0 +1,147 @@
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AnthropicEmulator } from '../../src/emulators/anthropic-emulator.js';
+import { CartesiaEmulator } from '../../src/emulators/cartesia-emulator.js';
+import { DeepgramEmulator } from '../../src/emulators/deepgram-emulator.js';
+import { ElevenLabsEmulator } from '../../src/emulators/elevenlabs-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../src/emulators/emulator-server.js';
+import { GeminiEmulator } from '../../src/emulators/gemini-emulator.js';
+import { OpenAiEmulator } from '../../src/emulators/openai-emulator.js';
+import { OpenAiTtsEmulator } from '../../src/emulators/openai-tts-emulator.js';
+import { readMulawFile } from '../../src/simulator/clip-file.js';
+import type { CallReport } from '../../src/simulator/call-report.js';
+import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { type CallServer, startCallServer } from '../helpers/call-server.js';
+
+/**
+ * Phone calls through the real vendor adapters, each talking its vendor's wire protocol to the
+ * emulators on one port, which the server finds through SWITCHBOARD_<VENDOR>_URL: the path an
+ * operator takes to load-test offline, and proof that each adapter works inside a call.
+ */
+
+const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
+const FAST = { sttFinalDelayMs: 50, llmFirstTokenMs: 50, llmTokensPerSec: 200, ttsFirstByteMs: 30, ttsRealTimeFactor: 10 };
+const GREETING = 'Hello, thanks for calling the harbour hotel.';
+const ANSWER = 'We have a room with a view for you tonight.';
+const TRANSCRIPTS = ['do you have a room', 'for tonight', 'for two people'];
+
+let emulators: RunningEmulators | undefined;
+let server: CallServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  await emulators?.close();
+  server = undefined;
+  emulators = undefined;
+});
+
+interface Vendors {
+  deepgram: DeepgramEmulator;
+  openai: OpenAiEmulator;
+  anthropic: AnthropicEmulator;
+  gemini: GeminiEmulator;
+  cartesia: CartesiaEmulator;
+  elevenlabs: ElevenLabsEmulator;
+  openaiTts: OpenAiTtsEmulator;
+}
+
+async function startVendors(): Promise<Vendors> {
+  const replies = [GREETING, ANSWER];
+  const vendors: Vendors = {
+    // One transcript per utterance the emulator detects; the clip's 300 ms pause may make two.
+    deepgram: new DeepgramEmulator({ latencies: FAST, transcripts: TRANSCRIPTS }),
+    openai: new OpenAiEmulator({ latencies: FAST, replies }),
+    anthropic: new AnthropicEmulator({ latencies: FAST, replies }),
+    gemini: new GeminiEmulator({ latencies: FAST, replies }),
+    cartesia: new CartesiaEmulator({ latencies: FAST }),
+    elevenlabs: new ElevenLabsEmulator({ latencies: FAST }),
+    openaiTts: new OpenAiTtsEmulator({ latencies: FAST }),
+  };
+  emulators = await startEmulatorServer(Object.values(vendors));
+  const url = emulators.url;
+  server = await startCallServer(() => undefined, {
+    SWITCHBOARD_DEEPGRAM_URL: url,
+    SWITCHBOARD_OPENAI_URL: url,
+    SWITCHBOARD_ANTHROPIC_URL: url,
+    SWITCHBOARD_GEMINI_URL: url,
+    SWITCHBOARD_CARTESIA_URL: url,
+    SWITCHBOARD_ELEVENLABS_URL: url,
+  });
+  return vendors;
+}
+
+async function callWithGreetingAndOneTurn(services: { llm: string; tts: string }): Promise<CallReport> {
+  const { wssUrl } = await server!.createConfig({
+    services: { stt: 'deepgram', ...services },
+    config: [
+      {
+        service: 'llm',
+        options: [
+          { name: 'initial_messages', value: [{ role: 'system', content: 'You are the front desk of a hotel.' }] },
+          { name: 'run_on_config', value: true },
+        ],
+      },
+    ],
+    api_keys: { deepgram: 'dg-key', openai: 'sk-key', anthropic: 'ant-key', gemini: 'gem-key', cartesia: 'car-key', elevenlabs: 'el-key' },
+  });
+  return runPhoneCall({
+    target: { wssUrl },
+    clips: { birch: { mulaw: await readMulawFile(fixture('A06_birch_canoe.ulaw')) } },
+    scenario: {
+      steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'play', clip: 'birch' }, { do: 'wait-bot-silence', ms: 600 }],
+    },
+  });
+}
+
+function expectGreetingAndReply(report: CallReport): void {
+  expect(report.outcome).toBe('completed');
+  expect(report.metrics.violations.total).toBe(0);
+  expect(report.metrics.firstBotAudioMs).not.toBeNull();
+  expect(report.metrics.bot.segments).toBe(2);
+  expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
+}
+
+describe('a phone call through the vendor adapters and their emulators', () => {
+  it('deepgram + openai + cartesia: greeting, the transcript reaches the model, the answer is spoken', async () => {
+    const vendors = await startVendors();
+    const report = await callWithGreetingAndOneTurn({ llm: 'openai', tts: 'cartesia' });
+    expectGreetingAndReply(report);
+
+    // Deepgram heard mu-law 8 kHz, and its socket opened with the call, before anyone spoke.
+    const listen = vendors.deepgram.log.find((c) => c.path === 'listen')!;
+    expect(listen.query).toMatchObject({ encoding: 'mulaw', sample_rate: '8000', interim_results: 'true', vad_events: 'true' });
+    // The second request carries the caller's whole turn (every final of it, in order) after the greeting.
+    const second = vendors.openai.requests[1]!.body as { messages: Array<{ role: string; content: string }> };
+    expect(second.messages.at(-2)).toEqual({ role: 'assistant', content: GREETING });
+    const heard = second.messages.at(-1)!;
+    expect(heard.role).toBe('user');
+    const wholeTurns = TRANSCRIPTS.map((_, i) => TRANSCRIPTS.slice(0, i + 1).join(' '));
+    expect(wholeTurns).toContain(heard.content);
+    // Cartesia spoke both replies as mu-law 8 kHz, each in its own context.
+    expect(vendors.cartesia.contexts.length).toBeGreaterThanOrEqual(2);
+    expect(vendors.cartesia.contexts.every((c) => c.requests[0]!.output_format.encoding === 'pcm_mulaw')).toBe(true);
+    expect(vendors.cartesia.contexts.map((c) => c.transcripts.join('').trim())).toEqual([GREETING, ANSWER]);
+    expect(vendors.openai.requests).toHaveLength(2);
+  });
+
+  it('deepgram + anthropic + elevenlabs', async () => {
+    const vendors = await startVendors();
+    expectGreetingAndReply(await callWithGreetingAndOneTurn({ llm: 'anthropic', tts: 'elevenlabs' }));
+    expect(vendors.anthropic.requests).toHaveLength(2);
+    expect(vendors.elevenlabs.connections.length).toBeGreaterThanOrEqual(1);
+  });
+
+  it('deepgram + gemini + deepgram_tts (Aura), one Deepgram key for both', async () => {
+    const vendors = await startVendors();
+    expectGreetingAndReply(await callWithGreetingAndOneTurn({ llm: 'gemini', tts: 'deepgram_tts' }));
+    expect(vendors.gemini.requests).toHaveLength(2);
+    const speak = vendors.deepgram.log.filter((c) => c.path === 'speak');
+    expect(speak.flatMap((c) => c.texts).join(' ')).toContain('harbour hotel');
+  });
+
+  it('deepgram + openai + openai_tts, resampled from 24 kHz to the phone’s 8 kHz', async () => {
+    const vendors = await startVendors();
+    expectGreetingAndReply(await callWithGreetingAndOneTurn({ llm: 'openai', tts: 'openai_tts' }));
+    expect(vendors.openaiTts.requests.length).toBeGreaterThanOrEqual(2);
+  });
+});
