@@ -10,6 +10,7 @@ import {
   type LlmMessage,
   type LlmProvider,
   type ProviderContext,
+  ProviderError,
   type SttEvent,
   type SttProvider,
   type SttStream,
@@ -23,6 +24,7 @@ import { CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
 import type { CallVad, CallVadFactory } from './call-vad.js';
 import { Conversation } from './conversation.js';
 import { Playout, type PlayoutClock } from './playout.js';
+import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { SentenceSplitter } from './sentence-splitter.js';
 import { type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
 
@@ -165,6 +167,7 @@ export class CallSession implements TransportHandler {
     const stt = this.stt;
     this.stt = undefined;
     stt?.close().catch((err: unknown) => this.log.debug({ err }, 'stt close failed'));
+    this.tts?.close?.();
     this.log.info({ reason, ...this.metrics.summary(), transport: this.transport.stats }, 'call ended');
   }
 
@@ -181,6 +184,8 @@ export class CallSession implements TransportHandler {
     const services = body.services;
     this.llm = this.deps.registry.createLlm(services.llm!, this.providerSettings(services.llm!, settings.llm));
     this.tts = this.deps.registry.createTts(services.tts!, this.providerSettings(services.tts!, settings.tts));
+    // Provider sockets open with the call, so the first reply does not wait for a handshake.
+    this.tts.warmUp?.(this.log);
     const stt = this.deps.registry.createStt(services.stt!, this.providerSettings(services.stt!, settings.stt));
     this.vad = this.deps.createVad(settings.vad, {
       onSpeechStart: () => this.turns.onVadStart(),
@@ -293,15 +298,23 @@ export class CallSession implements TransportHandler {
     const tools = this.settings!.llm.tools as Array<Record<string, unknown>> | undefined;
     this.startReply(kind, false, this.tts!, async function* (session, reply, ctx, messages) {
       const splitter = new SentenceSplitter();
-      try {
-        for await (const delta of llm.complete({ messages, tools }, ctx)) {
-          if (delta.type !== 'text') continue;
-          reply.timings.llmFirstTokenMs ??= elapsedSince(reply.originMs);
-          session.conversation!.appendReplyText(delta.text);
-          for (const piece of splitter.push(delta.text)) yield piece;
+      for (let attempt = 0; ; attempt++) {
+        let used = false;
+        try {
+          for await (const delta of llm.complete({ messages, tools }, ctx)) {
+            if (delta.type !== 'text') continue;
+            used = true;
+            reply.timings.llmFirstTokenMs ??= elapsedSince(reply.originMs);
+            session.conversation!.appendReplyText(delta.text);
+            for (const piece of splitter.push(delta.text)) yield piece;
+          }
+          break;
+        } catch (err) {
+          if (used || !mayRetry(err, attempt, ctx.signal)) throw new LlmFailure(err);
+          session.log.warn({ err, provider: llm.name, attempt: attempt + 1 }, 'llm request failed before any text; retrying');
+          await retryDelay(attempt, ctx.signal);
+          if (ctx.signal.aborted) return;
         }
-      } catch (err) {
-        throw new LlmFailure(err);
       }
       const rest = splitter.flush();
       if (rest) yield rest;
@@ -347,42 +360,69 @@ export class CallSession implements TransportHandler {
   }
 
   private async runReply(reply: Reply, tts: TtsProvider, text: AsyncIterable<string>, ctx: ProviderContext): Promise<void> {
+    const replayable = new ReplayableText(text);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.speak(reply, tts, replayable.reader(), ctx);
+        return;
+      } catch (err) {
+        if (ctx.signal.aborted || isAbortError(err)) return;
+        // The LLM retries on its own; a TTS failure is retried only while the caller heard nothing.
+        if (!(err instanceof LlmFailure) && reply.audioMs === 0 && mayRetry(err, attempt, ctx.signal)) {
+          this.log.warn({ err, provider: tts.name, attempt: attempt + 1 }, 'tts failed before any audio; retrying');
+          await retryDelay(attempt, ctx.signal);
+          if (ctx.signal.aborted) return;
+          continue;
+        }
+        this.onReplyFailed(reply, err);
+        return;
+      }
+    }
+  }
+
+  /** One TTS attempt: its audio goes to Playout, its spoken marks to the conversation. */
+  private async speak(reply: Reply, tts: TtsProvider, text: AsyncIterable<string>, ctx: ProviderContext): Promise<void> {
     const converter = toTelephony(tts.outputFormat);
     let pieceStartMs = 0;
-    try {
-      for await (const out of tts.synthesize(text, ctx)) {
-        if (ctx.signal.aborted) return;
-        if (out.type === 'audio') {
-          const mulaw = converter.convert(out.audio);
-          if (mulaw.length === 0) continue;
-          reply.timings.ttsFirstAudioMs ??= elapsedSince(reply.originMs);
-          reply.audioMs += mulaw.length / 8;
-          this.playout.enqueue(reply.generation, mulaw);
-        } else {
-          this.conversation?.notePiece(out.text, pieceStartMs, reply.audioMs);
-          pieceStartMs = reply.audioMs;
-        }
-      }
+    for await (const out of tts.synthesize(text, ctx)) {
       if (ctx.signal.aborted) return;
-      const tail = converter.flush();
-      if (tail.length > 0) this.playout.enqueue(reply.generation, tail);
-      this.playout.endReply(reply.generation);
-    } catch (err) {
-      if (ctx.signal.aborted || isAbortError(err)) return;
-      this.onReplyFailed(reply, err);
+      if (out.type === 'audio') {
+        const mulaw = converter.convert(out.audio);
+        if (mulaw.length === 0) continue;
+        reply.timings.ttsFirstAudioMs ??= elapsedSince(reply.originMs);
+        reply.audioMs += mulaw.length / 8;
+        this.playout.enqueue(reply.generation, mulaw);
+      } else {
+        this.conversation?.notePiece(out.text, pieceStartMs, reply.audioMs);
+        pieceStartMs = reply.audioMs;
+      }
     }
+    if (ctx.signal.aborted) return;
+    const tail = converter.flush();
+    if (tail.length > 0) this.playout.enqueue(reply.generation, tail);
+    this.playout.endReply(reply.generation);
   }
 
   private onReplyFailed(reply: Reply, err: unknown): void {
     this.metrics.providerErrors += 1;
     const llmFailed = err instanceof LlmFailure;
     const cause = llmFailed ? err.cause : err;
-    this.log.warn({ err: cause, stage: llmFailed ? 'llm' : 'tts', turn: reply.timings.turn }, 'reply failed');
+    const stage = llmFailed ? 'llm' : 'tts';
+    // Retrying cannot fix a refused key or a bad request: say so once, plainly, and end the call.
+    const fatal = cause instanceof ProviderError && !cause.retryable;
+    if (fatal) this.log.error({ provider: cause.provider, stage, turn: reply.timings.turn, error: cause.message }, `${cause.provider} refused the request; ending the call`);
+    else this.log.warn({ err: cause, stage, turn: reply.timings.turn }, 'reply failed');
     if (this.reply !== reply) return;
     if (reply.timings.kind === 'apology' || reply.endsCall) {
       // Even the apology or goodbye could not be spoken: end the reply (and the call if due).
       this.playout.endReply(reply.generation);
       if (reply.endsCall) this.endCall('max_duration');
+      return;
+    }
+    if (fatal) {
+      this.ending = true;
+      this.speakFixed('apology', PHRASES.unavailable, !llmFailed, true);
+      this.goodbyeTimer = setTimeout(() => this.endCall('error'), GOODBYE_CAP_MS);
       return;
     }
     this.speakFixed('apology', llmFailed ? PHRASES.llmFailed : PHRASES.ttsFailed, !llmFailed);

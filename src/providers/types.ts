@@ -73,6 +73,13 @@ export interface TtsProvider {
    * vendor's generation.
    */
   synthesize(text: AsyncIterable<string>, ctx: ProviderContext): AsyncIterable<TtsOutput>;
+  /**
+   * The call has started: open whatever the provider keeps for the call (a websocket) now, so the
+   * first reply does not wait for a handshake. Failures surface on the first synthesize().
+   */
+  warmUp?(log: Logger): void;
+  /** The call has ended: close whatever the provider kept open for it. */
+  close?(): void;
 }
 
 /** An error from a provider. `retryable` tells wrappers whether trying again can help. */

@@ -66,8 +66,8 @@ export interface ScriptedLlmOptions {
   replies: string[];
   firstTokenMs?: number;
   tokenMs?: number;
-  /** Throw after this many tokens on the given (1-based) request. */
-  failOnRequest?: { request: number; afterTokens: number };
+  /** Throw after this many tokens on the given (1-based) request; retryable unless said otherwise. */
+  failOnRequest?: { request: number; afterTokens: number; retryable?: boolean };
 }
 
 /** An LLM with fixed replies that records every request it gets. */
@@ -90,7 +90,7 @@ export class ScriptedLlm implements LlmProvider {
         return;
       }
       if (this.options.failOnRequest?.request === n && tokens >= this.options.failOnRequest.afterTokens) {
-        throw new ProviderError('scripted_llm', 'scripted failure', true);
+        throw new ProviderError('scripted_llm', 'scripted failure', this.options.failOnRequest.retryable ?? true);
       }
       yield { type: 'text', text: word };
       tokens += 1;
@@ -108,15 +108,31 @@ export class ToneTts implements TtsProvider {
   readonly outputFormat: AudioFormat = MULAW_8K;
   readonly pieces: string[] = [];
   cancelled = 0;
+  syntheses = 0;
+  warmUps = 0;
+  closes = 0;
 
   constructor(
     private readonly msPerChar = 40,
     private readonly firstByteMs = 20,
     private readonly failAfterPieces?: number,
+    /** The first this-many syntheses read one piece, then fail with a retryable error, before any audio. */
+    private readonly dropFirstSyntheses = 0,
   ) {}
 
+  warmUp(): void {
+    this.warmUps += 1;
+  }
+
+  close(): void {
+    this.closes += 1;
+  }
+
   async *synthesize(text: AsyncIterable<string>, ctx: ProviderContext): AsyncIterable<TtsOutput> {
+    this.syntheses += 1;
+    const drop = this.syntheses <= this.dropFirstSyntheses;
     for await (const piece of text) {
+      if (drop) throw new ProviderError('tone_tts', 'connection dropped', true);
       if (this.failAfterPieces !== undefined && this.pieces.length >= this.failAfterPieces) {
         throw new ProviderError('tone_tts', 'scripted failure');
       }

@@ -254,6 +254,67 @@ describe('a phone call to a configured bot', () => {
   });
 });
 
+describe('provider failures inside a call', () => {
+  const birchTurn = async (bot: Bot) =>
+    runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      clips: { birch: await clip('A06_birch_canoe.ulaw') },
+      scenario: { steps: [{ do: 'play', clip: 'birch' }, { do: 'wait-bot-silence', ms: 600 }], endOfScript: 'hangup' },
+    });
+
+  it('retries a model that fails before its first word, and the caller hears the answer, not an apology', async () => {
+    const bot = await startBot({
+      heard: ['the birch canoe slid on the smooth planks'],
+      llm: { replies: ['A fine canoe it is.'], failOnRequest: { request: 1, afterTokens: 0 } },
+    });
+    const report = await birchTurn(bot);
+    expect(report.outcome).toBe('completed');
+    expect(bot.llm.requests).toHaveLength(2);
+    expect(bot.llm.requests[1]!.messages).toEqual(bot.llm.requests[0]!.messages);
+    expect(bot.tts.pieces).toEqual(['A fine canoe it is.']);
+    expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
+  });
+
+  it('retries a voice that drops before any audio, replaying the text it had already taken', async () => {
+    const bot = await startBot({
+      heard: ['the birch canoe slid on the smooth planks'],
+      llm: { replies: ['A fine canoe it is. Shall I book one?'] },
+      tts: new ToneTts(40, 20, undefined, 1),
+    });
+    const report = await birchTurn(bot);
+    expect(report.outcome).toBe('completed');
+    expect(bot.tts.syntheses).toBe(2);
+    // The second attempt got the whole reply, from its first sentence.
+    expect(bot.tts.pieces).toEqual(['A fine canoe it is.', 'Shall I book one?']);
+    expect(bot.llm.requests).toHaveLength(1);
+  });
+
+  it('ends the call politely when a provider refuses the request (a bad key): apology, then close', async () => {
+    const bot = await startBot({
+      heard: ['the birch canoe slid on the smooth planks'],
+      llm: { replies: ['never said'], failOnRequest: { request: 1, afterTokens: 0, retryable: false } },
+    });
+    const report = await runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      clips: { birch: await clip('A06_birch_canoe.ulaw') },
+      scenario: { steps: [{ do: 'play', clip: 'birch' }], endOfScript: 'stay', maxDurationMs: 30_000 },
+    });
+    expect(report.outcome).toBe('server-closed');
+    expect(report.close).toMatchObject({ code: CLOSE.normal, by: 'server' });
+    expect(bot.llm.requests).toHaveLength(1);
+    expect(bot.tts.pieces).toEqual([PHRASES.unavailable]);
+    expect(report.metrics.bot.playedAudioMs).toBeGreaterThan(0);
+  });
+
+  it('opens the voice with the call and closes it when the call ends', async () => {
+    const bot = await startBot({ llm: { replies: ['Hello.'] }, runOnConfig: true });
+    await runPhoneCall({ target: { wssUrl: bot.wssUrl }, scenario: { steps: [{ do: 'wait-bot-silence', ms: 300 }] } });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(bot.tts.warmUps).toBe(1);
+    expect(bot.tts.closes).toBe(1);
+  });
+});
+
 describe('the media websocket under bad input', () => {
   /** Opens a raw carrier socket and resolves with how the server closed it. */
   function rawSocket(url: string): { ws: WebSocket; closed: Promise<{ code: number; reason: string }>; opened: Promise<void> } {

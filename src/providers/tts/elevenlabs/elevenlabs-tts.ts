@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type AudioFormat, MULAW_8K, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
-import { type ParsedFrame, SocketReply, TtsSocket, isRetryableCloseCode, oneLine } from '../cartesia/cartesia-tts.js';
+import { type ParsedFrame, SocketReply, TtsSocket, isRetryableCloseCode, oneLine } from '../tts-socket.js';
 import { type Alignment, type ElevenLabsServerMessage, serverMessage } from './elevenlabs-messages.js';
 
 const PROVIDER = 'elevenlabs';
@@ -41,6 +41,17 @@ export class ElevenLabsTts implements TtsProvider {
     // Connect (or reuse the open socket) now, while the LLM is still producing the first piece.
     if (!this.socket || this.socket.closed) this.socket = this.connect(ctx.log);
     yield* new ElevenLabsReply(this.socket, this.config, ctx).run(text);
+  }
+
+  warmUp(log: Logger): void {
+    if (!this.socket || this.socket.closed) this.socket = this.connect(log);
+  }
+
+  close(): void {
+    const socket = this.socket;
+    this.socket = undefined;
+    // close_socket makes ElevenLabs end every context and the connection cleanly.
+    socket?.close(() => socket.send({ close_socket: true }));
   }
 
   private connect(log: Logger): TtsSocket<ElevenLabsServerMessage> {

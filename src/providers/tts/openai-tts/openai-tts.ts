@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type AudioFormat, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
-import { OutputQueue, isRetryableStatus, oneLine, redact, vendorErrorText } from '../cartesia/cartesia-tts.js';
+import { OutputQueue, isRetryableStatus, oneLine, redact, vendorErrorText } from '../tts-socket.js';
 
 const PROVIDER = 'openai_tts';
 
