@@ -17,9 +17,8 @@ import {
   type TtsProvider,
   isAbortError,
 } from '../providers/types.js';
-import type { StartMessage } from '../telephony/twilio-messages.js';
-import type { TransportHandler, TwilioTransport } from '../telephony/twilio-transport.js';
 import { type BotSettings, botSettings } from './bot-settings.js';
+import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
 import { CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
 import type { CallVad, CallVadFactory } from './call-vad.js';
 import { Conversation } from './conversation.js';
@@ -74,7 +73,7 @@ interface Reply {
  * opened) and wires transport → VAD/STT → turn controller → LLM → TTS → Playout. Every background
  * promise ends in a catch here; nothing a call does can crash the process.
  */
-export class CallSession implements TransportHandler {
+export class CallSession implements CallTransportHandler {
   private readonly callAbort = new AbortController();
   private readonly metrics = new CallMetrics();
   private readonly playout: Playout;
@@ -101,7 +100,7 @@ export class CallSession implements TransportHandler {
   private ready = false;
 
   constructor(
-    private readonly transport: TwilioTransport,
+    private readonly transport: CallTransport,
     private readonly config: BotConfigForCall,
     private readonly deps: CallSessionDeps,
   ) {
@@ -122,7 +121,7 @@ export class CallSession implements TransportHandler {
 
   // ---- transport events ----
 
-  onStart(start: StartMessage['start']): void {
+  onStart(start: CallStart): void {
     this.log = this.log.child({ callSid: start.callSid, streamSid: start.streamSid });
     this.deps.clock.add(this.playout);
     this.log.info({ botConfigId: this.config.id, profile: this.config.body.bot_profile }, 'call started');

@@ -1,27 +1,15 @@
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
-import type { PlayoutSink } from '../pipeline/playout.js';
+import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import {
   CLOSE,
   INBOUND_EVENTS,
   type InboundMessage,
-  type StartMessage,
   inboundMessage,
   outboundClear,
   outboundMark,
   outboundMedia,
 } from './twilio-messages.js';
-
-/** What a call gets from the carrier's media stream, in order. */
-export interface TransportHandler {
-  onStart(start: StartMessage['start']): void;
-  /** mu-law 8 kHz; a carrier frame is 160 bytes (20 ms). The buffer is only valid during the call. */
-  onAudio(mulaw: Uint8Array): void;
-  onDtmf(digit: string): void;
-  onMark(name: string): void;
-  /** The carrier ended the stream (hang-up), or the socket closed. Called once. */
-  onEnd(reason: string): void;
-}
 
 export interface TransportLimits {
   /** Messages per second a carrier may sustain (it sends 50 media frames a second). */
@@ -46,13 +34,13 @@ export const DEFAULT_TRANSPORT_LIMITS: TransportLimits = {
  * before anything awaits, so no early message is lost; messages are held until a handler is
  * attached (the call's configuration is loaded meanwhile).
  */
-export class TwilioTransport implements PlayoutSink {
+export class TwilioTransport implements CallTransport {
   streamSid: string | undefined;
   callSid: string | undefined;
   /** Counted for the call's summary. */
   readonly stats = { messagesIn: 0, mediaIn: 0, malformed: 0, ignored: 0, mediaOut: 0, marksOut: 0, clearsOut: 0 };
 
-  private handler: TransportHandler | undefined;
+  private handler: CallTransportHandler | undefined;
   private early: InboundMessage[] = [];
   private ended = false;
   private endReason = '';
@@ -73,7 +61,7 @@ export class TwilioTransport implements PlayoutSink {
   }
 
   /** Starts delivering messages (first the ones that arrived during set-up). */
-  attach(handler: TransportHandler): void {
+  attach(handler: CallTransportHandler): void {
     this.handler = handler;
     const early = this.early;
     this.early = [];

@@ -1,0 +1,32 @@
+import type { PlayoutSink } from './playout.js';
+
+/**
+ * Where a call's audio comes from and goes to: a carrier's media stream, or a room. The call
+ * session speaks only this; each transport turns it into its own wire protocol.
+ */
+export interface CallTransport extends PlayoutSink {
+  /** The carrier's id for the call, when there is one (hang-up over REST uses it). */
+  readonly callSid: string | undefined;
+  /** Counters for the call's summary log line. */
+  readonly stats: Readonly<Record<string, number>>;
+  /** Ends the leg from our side; `code` is a websocket close code. */
+  close(code?: number, reason?: string): void;
+}
+
+/** How a call starts: identifiers for logs and the carrier, and the custom parameters it carried. */
+export interface CallStart {
+  callSid: string;
+  streamSid: string;
+  customParameters?: Record<string, string>;
+}
+
+/** What a call gets from its transport, in order. */
+export interface CallTransportHandler {
+  onStart(start: CallStart): void;
+  /** mu-law 8 kHz, 20 ms (160 bytes) per frame. The buffer is only valid during the call. */
+  onAudio(mulaw: Uint8Array): void;
+  onDtmf(digit: string): void;
+  onMark(name: string): void;
+  /** The far end left (hang-up), or the connection closed. Called once. */
+  onEnd(reason: string): void;
+}
