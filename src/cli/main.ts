@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { EnvError, loadConfig } from '../config/env.js';
 import { runCall } from './call.js';
+import { runEmulate } from './emulate.js';
 import { runKeys } from './keys.js';
 import { runServe } from './serve.js';
 
@@ -15,6 +16,9 @@ commands:
   call (--url URL | --wss URL) [--play FILE ...] [--barge-in-ms N] [--dtmf DIGITS] [--out FILE.wav]
                                 place a simulated phone call against a running server and print
                                 its timeline and latencies (switchboard call --help for more)
+  emulate [--port N] [--llm-first-token-ms N] ...
+                                serve stand-ins for the vendors' APIs on one port, for offline calls
+                                and load tests (switchboard emulate --help for more)
   help                          show this text
 `;
 
@@ -26,6 +30,7 @@ async function main(argv: string[]): Promise<number> {
   }
   // A phone call is placed from the outside: it needs no server configuration.
   if (command === 'call') return runCall(rest);
+  if (command === 'emulate') return runEmulate(rest);
   const config = loadConfig();
   switch (command) {
     case 'serve':
