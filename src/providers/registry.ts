@@ -65,9 +65,12 @@ export class ProviderRegistry {
   }
 }
 
-/** The vendor behind a provider name: `deepgram_tts` → `deepgram`, `openai_realtime` → `openai`. */
+/**
+ * The vendor behind a provider name: `deepgram_tts` → `deepgram`, `openai_realtime` → `openai`.
+ * `custom_llm` is a vendor of its own (CUSTOM_LLM_API_KEY).
+ */
 export function vendorOf(provider: string): string {
-  return provider.replace(/_(tts|stt|llm|realtime)$/, '');
+  return provider.replace(/_(tts|stt|realtime)$/, '');
 }
 
 /** The environment variable holding a vendor's key: `deepgram_tts` → `DEEPGRAM_API_KEY`. */
