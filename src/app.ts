@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -9,6 +10,7 @@ import { ApiError, errorHandler, sendError } from './http/errors.js';
 import { buildOpenApiDocument } from './http/openapi.js';
 import { twilioWebhookRoutes } from './http/twilio-webhook-routes.js';
 import type { Logger } from './observability/logger.js';
+import { ServiceMetrics } from './observability/metrics.js';
 import { hashApiKey } from './security/api-key-hash.js';
 import type { SecretBox } from './security/secret-box.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
@@ -26,12 +28,23 @@ export interface AppDeps {
   logger: Logger;
   /** Providers, VAD and clock for calls; tests pass scripted providers here. */
   runtime?: CallRuntime;
+  /** What /metrics serves; one per app. */
+  metrics?: ServiceMetrics;
+}
+
+/** Constant-time check of `Bearer <token>`. */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const presented = Buffer.from(header ?? '');
+  const expected = Buffer.from(`Bearer ${token}`);
+  return presented.length === expected.length && timingSafeEqual(presented, expected);
 }
 
 /** Builds the whole HTTP surface. Never listens: the CLI does, and tests inject or listen on port 0. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, database, secrets } = deps;
   const runtime = deps.runtime ?? defaultRuntime();
+  const metrics = deps.metrics ?? new ServiceMetrics();
+  runtime.clock.onTickLag = (lagMs) => metrics.observePlayoutTickLag(lagMs);
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
@@ -50,6 +63,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/healthz', async (_request, reply) => {
     if (!database.ping()) return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
     return { status: 'ok', version: VERSION };
+  });
+
+  app.get('/metrics', async (request, reply) => {
+    if (config.metricsToken && !bearerMatches(request.headers.authorization, config.metricsToken)) {
+      return sendError(reply, new ApiError('authentication-error', 'GET /metrics needs Authorization: Bearer <SWITCHBOARD_METRICS_TOKEN>'));
+    }
+    reply.type(metrics.registry.contentType);
+    return metrics.registry.metrics();
   });
 
   const document = buildOpenApiDocument(VERSION);
@@ -87,6 +108,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     session: {
       ...runtime,
       env: config.env,
+      observer: metrics,
       hangup:
         accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
     },

@@ -26,6 +26,7 @@ const envSchema = z.object({
   TWILIO_ACCOUNT_SID: z.string().optional(),
   TWILIO_AUTH_TOKEN: z.string().optional(),
   LOG_LEVEL: z.enum(logLevels).default('info'),
+  SWITCHBOARD_METRICS_TOKEN: z.string().optional(),
 });
 
 export interface AppConfig {
@@ -39,6 +40,8 @@ export interface AppConfig {
   bodyLimitBytes: number;
   twilio: { accountSid?: string; authToken?: string };
   logLevel: (typeof logLevels)[number];
+  /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
+  metricsToken?: string;
   /** The raw environment, for provider keys (`<VENDOR>_API_KEY`) and endpoint overrides. */
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -72,6 +75,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     bodyLimitBytes: e.SWITCHBOARD_BODY_LIMIT_BYTES,
     twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN },
     logLevel: e.LOG_LEVEL,
+    metricsToken: e.SWITCHBOARD_METRICS_TOKEN,
     env,
   };
 }

@@ -9,6 +9,17 @@ export interface TurnTimings {
   interrupted: boolean;
 }
 
+/** The end-of-call figures: logged once per call, and counted by /metrics. */
+export interface CallSummary {
+  durationMs: number;
+  turns: number;
+  bargeIns: number;
+  falseAlarms: number;
+  providerErrors: number;
+  dtmfDigits: number;
+  perTurn: Array<Omit<TurnTimings, 'turn'>>;
+}
+
 export class CallMetrics {
   readonly startedAtMs = performance.now();
   turns: TurnTimings[] = [];
@@ -17,7 +28,7 @@ export class CallMetrics {
   providerErrors = 0;
   dtmfDigits = 0;
 
-  summary(): Record<string, unknown> {
+  summary(): CallSummary {
     return {
       durationMs: Math.round(performance.now() - this.startedAtMs),
       turns: this.turns.length,

@@ -19,7 +19,7 @@ import {
 } from '../providers/types.js';
 import { type BotSettings, botSettings } from './bot-settings.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
-import { CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
+import { CallMetrics, type CallSummary, type TurnTimings, elapsedSince } from './call-metrics.js';
 import type { CallVad, CallVadFactory } from './call-vad.js';
 import { Conversation } from './conversation.js';
 import { Playout, type PlayoutClock } from './playout.js';
@@ -37,6 +37,8 @@ export interface CallSessionDeps {
   fallbackTts: () => TtsProvider;
   /** Ends the call at the carrier (REST), when credentials allow. */
   hangup?: (callSid: string) => Promise<void>;
+  /** Told when the call starts and ends (/metrics counts calls and turn latencies). */
+  observer?: { callStarted(): void; callEnded(reason: string, summary: CallSummary): void };
   leadMs?: number;
   turnPolicy?: TurnPolicy;
 }
@@ -98,6 +100,7 @@ export class CallSession implements CallTransportHandler {
   private ending = false;
   private ended = false;
   private ready = false;
+  private started = false;
 
   constructor(
     private readonly transport: CallTransport,
@@ -124,6 +127,8 @@ export class CallSession implements CallTransportHandler {
   onStart(start: CallStart): void {
     this.log = this.log.child({ callSid: start.callSid, streamSid: start.streamSid });
     this.deps.clock.add(this.playout);
+    this.started = true;
+    this.deps.observer?.callStarted();
     this.log.info({ botConfigId: this.config.id, profile: this.config.body.bot_profile }, 'call started');
     this.setUp().catch((err: unknown) => this.fail(err, 'call set-up failed'));
   }
@@ -167,7 +172,9 @@ export class CallSession implements CallTransportHandler {
     this.stt = undefined;
     stt?.close().catch((err: unknown) => this.log.debug({ err }, 'stt close failed'));
     this.tts?.close?.();
-    this.log.info({ reason, ...this.metrics.summary(), transport: this.transport.stats }, 'call ended');
+    const summary = this.metrics.summary();
+    this.log.info({ reason, ...summary, transport: this.transport.stats }, 'call ended');
+    if (this.started) this.deps.observer?.callEnded(reason, summary);
   }
 
   // ---- set-up ----

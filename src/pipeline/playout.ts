@@ -257,13 +257,20 @@ const EMPTY = new Uint8Array(0);
 export class PlayoutClock {
   private readonly playouts = new Set<Playout>();
   private timer: NodeJS.Timeout | undefined;
+  private lastTickAtMs = 0;
+  /** Told how late each tick woke up (ms), for /metrics: frames go out at most that late. */
+  onTickLag: ((lagMs: number) => void) | undefined;
 
   constructor(private readonly tickMs = 10) {}
 
   add(playout: Playout): void {
     this.playouts.add(playout);
     if (!this.timer) {
+      this.lastTickAtMs = performance.now();
       this.timer = setInterval(() => {
+        const nowMs = performance.now();
+        this.onTickLag?.(Math.max(0, nowMs - this.lastTickAtMs - this.tickMs));
+        this.lastTickAtMs = nowMs;
         for (const p of this.playouts) p.pump();
       }, this.tickMs);
       this.timer.unref();

@@ -1,0 +1,69 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { CallSummary } from '../pipeline/call-metrics.js';
+
+/**
+ * What an operator scrapes at /metrics (Prometheus text format): the process's own figures
+ * (CPU, memory, event-loop delay, from prom-client's defaults) and the call path's. One registry
+ * per app, so several apps in one process (tests) do not collide.
+ */
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  private readonly callsActive: Gauge;
+  private readonly callsEnded: Counter<'reason'>;
+  private readonly bargeIns: Counter;
+  private readonly providerErrors: Counter;
+  private readonly turnLatency: Histogram<'kind' | 'stage'>;
+  private readonly playoutTickLag: Histogram;
+
+  constructor() {
+    // 10 ms resolution: the budget is about delays of 20 ms.
+    collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
+    this.callsActive = new Gauge({ name: 'switchboard_calls_active', help: 'Calls in progress.', registers: [this.registry] });
+    this.callsEnded = new Counter({
+      name: 'switchboard_calls_ended_total',
+      help: 'Calls ended, by reason.',
+      labelNames: ['reason'],
+      registers: [this.registry],
+    });
+    this.bargeIns = new Counter({ name: 'switchboard_barge_ins_total', help: 'Replies cut off by the caller.', registers: [this.registry] });
+    this.providerErrors = new Counter({
+      name: 'switchboard_provider_errors_total',
+      help: 'Provider failures inside calls.',
+      registers: [this.registry],
+    });
+    this.turnLatency = new Histogram({
+      name: 'switchboard_turn_latency_seconds',
+      help: 'From the end of the caller’s turn (or the reply’s start) to each stage of the reply.',
+      labelNames: ['kind', 'stage'],
+      buckets: [0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5],
+      registers: [this.registry],
+    });
+    this.playoutTickLag = new Histogram({
+      name: 'switchboard_playout_tick_lag_seconds',
+      help: 'How late the shared playout clock woke up; outbound frames are at most this late.',
+      buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25],
+      registers: [this.registry],
+    });
+  }
+
+  callStarted(): void {
+    this.callsActive.inc();
+  }
+
+  callEnded(reason: string, summary: CallSummary): void {
+    this.callsActive.dec();
+    // Reasons are a small fixed set (hang-up, max_duration, error, ...); free text would explode the label.
+    this.callsEnded.inc({ reason: reason.length <= 32 ? reason : 'other' });
+    this.bargeIns.inc(summary.bargeIns);
+    this.providerErrors.inc(summary.providerErrors);
+    for (const turn of summary.perTurn) {
+      if (turn.llmFirstTokenMs !== undefined) this.turnLatency.observe({ kind: turn.kind, stage: 'llm_first_token' }, turn.llmFirstTokenMs / 1000);
+      if (turn.ttsFirstAudioMs !== undefined) this.turnLatency.observe({ kind: turn.kind, stage: 'tts_first_audio' }, turn.ttsFirstAudioMs / 1000);
+      if (turn.firstFrameSentMs !== undefined) this.turnLatency.observe({ kind: turn.kind, stage: 'first_frame_sent' }, turn.firstFrameSentMs / 1000);
+    }
+  }
+
+  observePlayoutTickLag(lagMs: number): void {
+    this.playoutTickLag.observe(lagMs / 1000);
+  }
+}
