@@ -1,3 +1,4 @@
+import type { InjectOptions } from 'fastify';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -105,7 +106,7 @@ describe('telephony bot configurations: CRUD', () => {
 
 describe('telephony bot configurations: errors', () => {
   it('answers every bad request with the hosted error shape', async () => {
-    const cases: Array<{ name: string; req: Parameters<TestApp['app']['inject']>[0]; status: number; error: string }> = [
+    const cases: Array<{ name: string; req: InjectOptions; status: number; error: string }> = [
       { name: 'no header', req: { method: 'GET', url: '/v1/bots/twilio-config' }, status: 400, error: 'authorization-header-error' },
       {
         name: 'not bearer',

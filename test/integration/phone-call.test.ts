@@ -5,7 +5,6 @@ import { readMulawFile, sliceMulaw } from '../../src/simulator/clip-file.js';
 import type { CallReport } from '../../src/simulator/call-report.js';
 import type { CallerClip } from '../../src/simulator/caller-clip.js';
 import { runPhoneCall } from '../../src/simulator/phone-call.js';
-import type { Scenario } from '../../src/simulator/scenario.js';
 import { PHRASES } from '../../src/pipeline/call-session.js';
 import { CLOSE } from '../../src/telephony/twilio-messages.js';
 import { ScriptedLlm, type ScriptedLlmOptions, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';

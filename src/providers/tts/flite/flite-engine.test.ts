@@ -114,7 +114,7 @@ describe('synthesizeFlite', () => {
 
   it('runs concurrent syntheses without mixing their outputs', async () => {
     const texts = ['One.', 'Two two two two two.', 'Three, three, three.', SENTENCE];
-    const sequential = [];
+    const sequential: Array<Awaited<ReturnType<typeof synthesizeFlite>>> = [];
     for (const text of texts) sequential.push(await synthesizeFlite(text, { voice: 'kal16' }));
     const concurrent = await Promise.all(texts.map((text) => synthesizeFlite(text, { voice: 'kal16' })));
     concurrent.forEach((audio, i) => {

@@ -1,0 +1,116 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { CallSummary } from '../src/pipeline/call-metrics.js';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+export const BENCH_API_KEY = 'sb_bench_key_0123456789abcdef';
+
+/** The server under test, in its own process (built JavaScript, as in production). */
+export interface ServerProcess {
+  baseUrl: string;
+  child: ChildProcess;
+  /** Every `call ended` log line so far. */
+  readonly calls: CallSummary[];
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
+}
+
+export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
+  const child = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve'], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      SWITCHBOARD_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      SWITCHBOARD_DATA_DIR: dataDir,
+      SWITCHBOARD_API_KEY: BENCH_API_KEY,
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const calls: CallSummary[] = [];
+  let pending = '';
+  let output = '';
+  const listening = new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the server did not start:\n${output.slice(-2000)}`)), 30_000);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      pending += chunk.toString();
+      let newline = pending.indexOf('\n');
+      while (newline >= 0) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        newline = pending.indexOf('\n');
+        if (output.length < 100_000) output += `${line}\n`;
+        if (line.includes('"switchboard listening"')) {
+          clearTimeout(timer);
+          resolve();
+        }
+        if (line.includes('"call ended"')) {
+          try {
+            calls.push(JSON.parse(line) as CallSummary);
+          } catch {
+            // A partial line cannot happen (split on newlines); anything else is not ours to judge.
+          }
+        }
+      }
+    });
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`the server exited with ${code}:\n${output.slice(-2000)}`));
+    });
+  });
+  await listening;
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    child,
+    calls,
+    async stop() {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        await once(child, 'exit');
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Creates a telephony configuration on the server and returns its id. */
+export async function createBotConfig(baseUrl: string, body: Record<string, unknown>): Promise<string> {
+  const res = await fetch(`${baseUrl}/v1/bots/twilio-config`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${BENCH_API_KEY}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (res.status !== 200) throw new Error(`configuration refused: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { id: string }).id;
+}
+
+/** The server's /metrics, as name{labels} → value. */
+export async function scrapeMetrics(baseUrl: string): Promise<Map<string, number>> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  const values = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#') || line.trim() === '') continue;
+    const space = line.lastIndexOf(' ');
+    values.set(line.slice(0, space), Number(line.slice(space + 1)));
+  }
+  return values;
+}
