@@ -239,9 +239,13 @@ export class CallSession implements CallTransportHandler {
         return;
       case 'error':
         this.metrics.providerErrors += 1;
-        this.log.warn({ err: event.error }, 'speech-to-text failed');
+        this.log.error({ provider: event.error.provider, error: event.error.message }, 'speech-to-text failed for good; ending the call');
         this.stt = undefined;
-        this.speakFixed('apology', PHRASES.sttFailed, true);
+        if (this.ending) return;
+        // Without ears the bot cannot hold a conversation: say so and hang up.
+        this.ending = true;
+        this.speakFixed('apology', PHRASES.sttFailed, true, true);
+        this.goodbyeTimer = setTimeout(() => this.endCall('error'), GOODBYE_CAP_MS);
         return;
       default:
         return;

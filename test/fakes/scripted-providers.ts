@@ -42,9 +42,14 @@ export class ScriptedStt implements SttProvider {
   constructor(
     private readonly lines: string[],
     private readonly finalDelayMs = 30,
+    /** Reports a lost connection (for good) this long after opening. */
+    private readonly failAfterMs?: number,
   ) {}
 
   async open(_ctx: ProviderContext, onEvent: (event: SttEvent) => void): Promise<SttStream> {
+    if (this.failAfterMs !== undefined) {
+      setTimeout(() => onEvent({ type: 'error', error: new ProviderError('scripted_stt', 'reconnection failed', true) }), this.failAfterMs);
+    }
     return {
       write: (audio) => {
         this.bytesReceived += audio.length;

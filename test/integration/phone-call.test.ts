@@ -305,6 +305,23 @@ describe('provider failures inside a call', () => {
     expect(report.metrics.bot.playedAudioMs).toBeGreaterThan(0);
   });
 
+  it('says it cannot hear and hangs up when speech-to-text is lost for good', async () => {
+    const stt = new ScriptedStt([], 30, 500);
+    const llm = new ScriptedLlm({ replies: ['unused'] });
+    const tts = new ToneTts();
+    server = await startCallServer((registry) => {
+      registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+    });
+    const { wssUrl } = await server.createConfig({ services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' }, config: [] });
+    const report = await runPhoneCall({ target: { wssUrl }, scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 } });
+    expect(report.outcome).toBe('server-closed');
+    expect(report.close).toMatchObject({ code: CLOSE.normal, by: 'server' });
+    // The apology is spoken by the offline fallback voice, then the call ends.
+    expect(report.metrics.bot.playedAudioMs).toBeGreaterThan(1000);
+    expect(tts.pieces).toEqual([]);
+    expect(llm.requests).toHaveLength(0);
+  });
+
   it('opens the voice with the call and closes it when the call ends', async () => {
     const bot = await startBot({ llm: { replies: ['Hello.'] }, runOnConfig: true });
     await runPhoneCall({ target: { wssUrl: bot.wssUrl }, scenario: { steps: [{ do: 'wait-bot-silence', ms: 300 }] } });
