@@ -15,6 +15,10 @@ import { hashApiKey } from './security/api-key-hash.js';
 import type { SecretBox } from './security/secret-box.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
 import { BotConfigsRepo } from './store/bot-configs-repo.js';
+import { PhoneNumbersRepo } from './store/phone-numbers-repo.js';
+import { createCarrier } from './telephony/carrier/create-carrier.js';
+import { PhoneNumberService } from './telephony/phone-number-service.js';
+import { phoneNumberRoutes } from './http/phone-number-routes.js';
 import type { OpenedDatabase } from './store/database.js';
 import { type CallRuntime, defaultRuntime } from './runtime.js';
 import { mediaStreamRoutes } from './telephony/media-stream-route.js';
@@ -54,6 +58,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const accounts = new AccountsRepo(database.db);
   const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
   const botConfigs = new BotConfigService(new BotConfigsRepo(database.db), secrets, config.publicUrl);
+  const phoneNumbersRepo = new PhoneNumbersRepo(database.db);
+  const phoneNumbers = new PhoneNumberService(phoneNumbersRepo, createCarrier(config, phoneNumbersRepo), `${config.publicUrl}/twilio/voice`);
 
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) =>
@@ -88,6 +94,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)),
       });
       await v1.register(botConfigRoutes, { service: botConfigs, registry: runtime.registry, env: config.env });
+      await v1.register(phoneNumberRoutes, { service: phoneNumbers });
     },
     { prefix: '/v1' },
   );

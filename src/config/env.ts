@@ -27,6 +27,7 @@ const envSchema = z.object({
   TWILIO_AUTH_TOKEN: z.string().optional(),
   LOG_LEVEL: z.enum(logLevels).default('info'),
   SWITCHBOARD_METRICS_TOKEN: z.string().optional(),
+  SWITCHBOARD_CARRIER: z.enum(['sandbox', 'twilio']).default('sandbox'),
 });
 
 export interface AppConfig {
@@ -40,6 +41,8 @@ export interface AppConfig {
   bodyLimitBytes: number;
   twilio: { accountSid?: string; authToken?: string };
   logLevel: (typeof logLevels)[number];
+  /** Where phone numbers come from: the embedded sandbox, or Twilio (needs its credentials). */
+  carrier: 'sandbox' | 'twilio';
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
   /** The raw environment, for provider keys (`<VENDOR>_API_KEY`) and endpoint overrides. */
@@ -62,6 +65,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (e.DATABASE_URL) {
     throw new EnvError('invalid environment:\n  DATABASE_URL: the PostgreSQL store is not available in this build; unset it to use the embedded SQLite store');
   }
+  if (e.SWITCHBOARD_CARRIER === 'twilio' && !(e.TWILIO_ACCOUNT_SID && e.TWILIO_AUTH_TOKEN)) {
+    throw new EnvError('invalid environment:\n  SWITCHBOARD_CARRIER: twilio needs TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN');
+  }
   const publicUrl = (e.SWITCHBOARD_PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
   return {
     port: e.PORT,
@@ -76,6 +82,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN },
     logLevel: e.LOG_LEVEL,
     metricsToken: e.SWITCHBOARD_METRICS_TOKEN,
+    carrier: e.SWITCHBOARD_CARRIER,
     env,
   };
 }

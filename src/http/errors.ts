@@ -13,10 +13,14 @@ export const ERROR_TYPES = {
   'invalid-request-error': 400,
   'not-found': 404,
   'method-not-allowed': 405,
+  /** The resource is held by someone else (a phone number another account bought). */
+  'conflict-error': 409,
   'payload-too-large': 413,
   'unsupported-media-type': 415,
   'rate-limit-error': 429,
   'server-error': 500,
+  /** The carrier (Twilio) refused or failed; `info` carries its words. */
+  'carrier-error': 502,
   'service-unavailable': 503,
 } as const;
 

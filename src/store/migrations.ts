@@ -37,6 +37,25 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('bot_configs_account_seq').on('bot_configs').columns(['account_id', 'seq']).execute();
     },
   },
+  '0002_phone_numbers': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('phone_numbers')
+        .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('id', 'text', (c) => c.notNull().unique())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        // One holder per number: a second purchase fails on this constraint, not on a race.
+        .addColumn('number', 'text', (c) => c.notNull().unique())
+        .addColumn('name', 'text')
+        .addColumn('region', 'text', (c) => c.notNull())
+        .addColumn('city', 'text', (c) => c.notNull())
+        .addColumn('carrier', 'text', (c) => c.notNull())
+        .addColumn('carrier_ref', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('phone_numbers_account_seq').on('phone_numbers').columns(['account_id', 'seq']).execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

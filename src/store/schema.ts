@@ -34,8 +34,25 @@ export interface BotConfigsTable {
   updated_at: string;
 }
 
+export interface PhoneNumbersTable {
+  seq: Generated<number>;
+  id: string;
+  account_id: string;
+  /** E.164. */
+  number: string;
+  name: string | null;
+  region: string;
+  city: string;
+  /** `sandbox` or `twilio`: who the number was bought from. */
+  carrier: string;
+  /** The carrier's handle, needed to release it (Twilio's IncomingPhoneNumber sid). */
+  carrier_ref: string;
+  created_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   bot_configs: BotConfigsTable;
+  phone_numbers: PhoneNumbersTable;
 }

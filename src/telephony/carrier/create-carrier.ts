@@ -1,0 +1,17 @@
+import type { AppConfig } from '../../config/env.js';
+import type { PhoneNumbersRepo } from '../../store/phone-numbers-repo.js';
+import type { Carrier } from './carrier.js';
+import { SandboxCarrier } from './sandbox-carrier.js';
+import { TwilioCarrier } from './twilio-carrier.js';
+
+/** The carrier SWITCHBOARD_CARRIER names; env validation has already required Twilio's credentials. */
+export function createCarrier(config: AppConfig, repo: PhoneNumbersRepo): Carrier {
+  if (config.carrier === 'twilio') {
+    return new TwilioCarrier({
+      accountSid: config.twilio.accountSid!,
+      authToken: config.twilio.authToken!,
+      baseUrl: config.env.SWITCHBOARD_TWILIO_URL,
+    });
+  }
+  return new SandboxCarrier(() => repo.heldNumbers());
+}

@@ -1,0 +1,50 @@
+import { type AvailableNumber, type Carrier, CarrierError, type NumberSearch, type PurchasedAtCarrier } from './carrier.js';
+import { SANDBOX_INVENTORY, sandboxNumber } from './sandbox-inventory.js';
+
+/** National digits of a +1 number: "+14155550123" → "4155550123". */
+export function nationalDigits(number: string): string {
+  return number.replace(/^\+1/, '');
+}
+
+/** Applies the search filters the way the route documents them, to any list of numbers. */
+export function matchesSearch(entry: AvailableNumber, filters: NumberSearch): boolean {
+  const digits = nationalDigits(entry.number);
+  if (filters.region && entry.region !== filters.region.toUpperCase()) return false;
+  if (filters.city && entry.city.toLowerCase() !== filters.city.toLowerCase()) return false;
+  if (filters.areacode && !digits.startsWith(filters.areacode)) return false;
+  if (filters.contains && !digits.includes(filters.contains)) return false;
+  if (filters.startsWith && !digits.startsWith(filters.startsWith)) return false;
+  if (filters.endsWith && !digits.endsWith(filters.endsWith)) return false;
+  return true;
+}
+
+/**
+ * The embedded carrier: a fixed inventory of fictional numbers; purchases live in the store (the
+ * caller passes which numbers are held), and calls to them are simulated through the same
+ * webhook and media websocket a real carrier uses.
+ */
+export class SandboxCarrier implements Carrier {
+  readonly name = 'sandbox' as const;
+
+  constructor(private readonly heldNumbers: () => Promise<ReadonlySet<string>>) {}
+
+  async search(filters: NumberSearch): Promise<AvailableNumber[]> {
+    const held = await this.heldNumbers();
+    const found: AvailableNumber[] = [];
+    for (const entry of SANDBOX_INVENTORY) {
+      if (found.length >= filters.limit) break;
+      if (!held.has(entry.number) && matchesSearch(entry, filters)) found.push(entry);
+    }
+    return found;
+  }
+
+  async purchase(number: string): Promise<PurchasedAtCarrier> {
+    const entry = sandboxNumber(number);
+    if (!entry) throw new CarrierError(`${number} is not a number the sandbox carrier has; search with GET /v1/list-available-numbers`, 'not-found');
+    return { carrierRef: `sandbox:${number}`, region: entry.region, city: entry.city };
+  }
+
+  async release(): Promise<void> {
+    // The inventory is fixed: a released number is simply no longer held.
+  }
+}
