@@ -19,6 +19,9 @@ import { PhoneNumbersRepo } from './store/phone-numbers-repo.js';
 import { createCarrier } from './telephony/carrier/create-carrier.js';
 import { PhoneNumberService } from './telephony/phone-number-service.js';
 import { phoneNumberRoutes } from './http/phone-number-routes.js';
+import { domainRoutes } from './http/domain-routes.js';
+import { PinlessConfigService } from './dialin/pinless-config.js';
+import { DialinConfigsRepo } from './store/dialin-configs-repo.js';
 import type { OpenedDatabase } from './store/database.js';
 import { type CallRuntime, defaultRuntime } from './runtime.js';
 import { mediaStreamRoutes } from './telephony/media-stream-route.js';
@@ -59,6 +62,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
   const botConfigs = new BotConfigService(new BotConfigsRepo(database.db), secrets, config.publicUrl);
   const phoneNumbersRepo = new PhoneNumbersRepo(database.db);
+  const pinless = new PinlessConfigService(
+    new DialinConfigsRepo(database.db),
+    phoneNumbersRepo,
+    secrets,
+    `sip.${new URL(config.publicUrl).hostname}`,
+    { allowLinkLocal: config.webhookAllowLinkLocal },
+    deps.logger as Logger,
+  );
   const phoneNumbers = new PhoneNumberService(phoneNumbersRepo, createCarrier(config, phoneNumbersRepo), `${config.publicUrl}/twilio/voice`);
 
   app.setErrorHandler(errorHandler);
@@ -95,6 +106,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       });
       await v1.register(botConfigRoutes, { service: botConfigs, registry: runtime.registry, env: config.env });
       await v1.register(phoneNumberRoutes, { service: phoneNumbers });
+      await v1.register(domainRoutes, { service: pinless });
     },
     { prefix: '/v1' },
   );

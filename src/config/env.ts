@@ -28,6 +28,7 @@ const envSchema = z.object({
   LOG_LEVEL: z.enum(logLevels).default('info'),
   SWITCHBOARD_METRICS_TOKEN: z.string().optional(),
   SWITCHBOARD_CARRIER: z.enum(['sandbox', 'twilio']).default('sandbox'),
+  SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL: z.enum(['true', 'false']).default('false'),
 });
 
 export interface AppConfig {
@@ -43,6 +44,8 @@ export interface AppConfig {
   logLevel: (typeof logLevels)[number];
   /** Where phone numbers come from: the embedded sandbox, or Twilio (needs its credentials). */
   carrier: 'sandbox' | 'twilio';
+  /** Customer webhooks may point at link-local and metadata addresses (off: a safety default). */
+  webhookAllowLinkLocal: boolean;
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
   /** The raw environment, for provider keys (`<VENDOR>_API_KEY`) and endpoint overrides. */
@@ -83,6 +86,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel: e.LOG_LEVEL,
     metricsToken: e.SWITCHBOARD_METRICS_TOKEN,
     carrier: e.SWITCHBOARD_CARRIER,
+    webhookAllowLinkLocal: e.SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL === 'true',
     env,
   };
 }

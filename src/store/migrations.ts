@@ -56,6 +56,17 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('phone_numbers_account_seq').on('phone_numbers').columns(['account_id', 'seq']).execute();
     },
   },
+  '0003_dialin_configs': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('dialin_configs')
+        .addColumn('account_id', 'text', (c) => c.primaryKey().references('accounts.id'))
+        // The pinless_dialin entries as JSON, sealed: they carry the webhook signing secrets.
+        .addColumn('entries_sealed', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

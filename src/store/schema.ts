@@ -50,9 +50,16 @@ export interface PhoneNumbersTable {
   created_at: string;
 }
 
+export interface DialinConfigsTable {
+  account_id: string;
+  entries_sealed: string;
+  updated_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   bot_configs: BotConfigsTable;
   phone_numbers: PhoneNumbersTable;
+  dialin_configs: DialinConfigsTable;
 }
