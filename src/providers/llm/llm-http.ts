@@ -2,6 +2,7 @@ import { type EventSourceMessage, createParser } from 'eventsource-parser';
 import { z } from 'zod';
 import type { ProviderSettings } from '../registry.js';
 import { type ProviderContext, ProviderError } from '../types.js';
+import { networkErrorText } from '../network-error.js';
 
 /**
  * What the HTTP LLM adapters (OpenAI-compatible, Anthropic, Gemini) share: option parsing, the
@@ -306,12 +307,4 @@ export function redact(text: string, secrets: string[]): string {
     if (secret.length >= 4) out = out.split(secret).join('[redacted]');
   }
   return out;
-}
-
-function networkErrorText(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  // fetch reports "fetch failed" and keeps the useful part (ECONNREFUSED, ...) in the cause.
-  const cause = err.cause;
-  if (cause instanceof Error && cause.message) return cause.message;
-  return err.message;
 }

@@ -1,16 +1,15 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
 import { OpenAiEmulator, type OpenAiEmulatorOptions } from '../../../emulators/openai-emulator.js';
 import type { ProviderSettings } from '../../registry.js';
-import { type LlmDelta, type LlmProvider, type LlmRequest, type ProviderContext, ProviderError } from '../../types.js';
+import { type LlmDelta, type LlmProvider, type LlmRequest, ProviderError } from '../../types.js';
 import { OPENAI_COMPATIBLE, OPENAI_COMPATIBLE_NAMES, createOpenAiCompatibleLlm } from './index.js';
+import { context, providerFailure as failure, textOf as text } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'sk-test-0123456789';
 const FAST = { llmFirstTokenMs: 1, llmTokensPerSec: 2000 };
-const log = pino({ level: 'silent' });
 
 let server: RunningEmulators;
 let emulator: OpenAiEmulator;
@@ -28,29 +27,12 @@ function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
   return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
 }
 
-function context(signal = new AbortController().signal): ProviderContext {
-  return { signal, log };
-}
-
 const hello: LlmRequest = { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What time do you open?' }] };
 
 async function collect(llm: LlmProvider, request: LlmRequest = hello, ctx = context()): Promise<LlmDelta[]> {
   const out: LlmDelta[] = [];
   for await (const delta of llm.complete(request, ctx)) out.push(delta);
   return out;
-}
-
-function text(deltas: LlmDelta[]): string {
-  return deltas.map((d) => (d.type === 'text' ? d.text : '')).join('');
-}
-
-async function failure(run: Promise<unknown>): Promise<ProviderError> {
-  const err = await run.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ProviderError);
-  return err as ProviderError;
 }
 
 describe('OpenAI-compatible LLM against the emulator', () => {

@@ -1,18 +1,17 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { DeepgramEmulator, type DeepgramEmulatorOptions } from '../../../emulators/deepgram-emulator.js';
 import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
 import type { ProviderSettings } from '../../registry.js';
-import { type ProviderContext, ProviderError, type SttEvent, type SttStream } from '../../types.js';
+import { ProviderError, type SttEvent, type SttStream } from '../../types.js';
 import { DeepgramStt, type DeepgramSttConfig, createDeepgramStt, deepgramSttConfig } from './index.js';
+import { context, until } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'dg_test_key_0123456789abcdef';
 const SENTENCE = 'The birch canoe slid on the smooth planks.';
 const FAST = { sttFinalDelayMs: 20 };
-const log = pino({ level: 'silent' });
 /** 8 kHz mu-law, 3.26 s: "The birch canoe slid on the smooth planks." */
 const BIRCH = new Uint8Array(readFileSync(new URL('../../../../fixtures/audio/A06_birch_canoe.ulaw', import.meta.url)));
 const FRAME_BYTES = 160;
@@ -31,10 +30,6 @@ afterEach(() => server.close());
 
 function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
   return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
-}
-
-function context(signal = new AbortController().signal): ProviderContext {
-  return { signal, log };
 }
 
 /** Records a stream's events and waits for the ones a test expects. */
@@ -75,14 +70,6 @@ function feed(stream: SttStream, audio: Uint8Array): void {
 
 function silence(ms: number): Uint8Array {
   return new Uint8Array(ms * 8).fill(0xff);
-}
-
-async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 async function rejection(run: Promise<unknown>): Promise<ProviderError> {

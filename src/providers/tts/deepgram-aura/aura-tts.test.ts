@@ -1,16 +1,15 @@
 import type { IncomingMessage } from 'node:http';
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { DeepgramEmulator, type DeepgramEmulatorOptions } from '../../../emulators/deepgram-emulator.js';
 import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
 import type { ProviderSettings } from '../../registry.js';
-import { type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
+import { ProviderError, type TtsOutput } from '../../types.js';
 import { DeepgramAuraTts, type DeepgramAuraConfig, createDeepgramAuraTts, deepgramAuraConfig } from './index.js';
+import { audioBytes, collectSpeech as collect, context, pieces, spoken, TextFeed, until } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'dg_test_key_0123456789abcdef';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
-const log = pino({ level: 'silent' });
 /** 8 kHz mu-law bytes per character of emulated speech (60 ms each). */
 const BYTES_PER_CHAR = 480;
 
@@ -30,79 +29,12 @@ function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
   return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
 }
 
-function context(signal = new AbortController().signal): ProviderContext {
-  return { signal, log };
-}
-
-async function* pieces(...texts: string[]): AsyncGenerator<string> {
-  for (const text of texts) yield text;
-}
-
 /** A text source the test feeds by hand, like an LLM that is still talking. */
-class TextFeed implements AsyncIterable<string> {
-  private queue: string[] = [];
-  private ended = false;
-  private error: unknown;
-  private wake: (() => void) | undefined;
-
-  push(text: string): void {
-    this.queue.push(text);
-    this.wake?.();
-  }
-
-  end(): void {
-    this.ended = true;
-    this.wake?.();
-  }
-
-  fail(error: unknown): void {
-    this.error = error;
-    this.ended = true;
-    this.wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<string> {
-    for (;;) {
-      if (this.queue.length > 0) {
-        yield this.queue.shift()!;
-        continue;
-      }
-      if (this.error) throw this.error;
-      if (this.ended) return;
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
-    }
-  }
-}
-
-async function collect(tts: TtsProvider, text: AsyncIterable<string>, ctx = context()): Promise<TtsOutput[]> {
-  const out: TtsOutput[] = [];
-  for await (const item of tts.synthesize(text, ctx)) out.push(item);
-  return out;
-}
-
-function audioBytes(outputs: TtsOutput[]): number {
-  return outputs.reduce((n, o) => n + (o.type === 'audio' ? o.audio.length : 0), 0);
-}
-
-function spoken(outputs: TtsOutput[]): string[] {
-  return outputs.flatMap((o) => (o.type === 'spoken' ? [o.text] : []));
-}
-
 async function failure(run: Promise<unknown>): Promise<unknown> {
   return run.then(
     () => undefined,
     (e: unknown) => e,
   );
-}
-
-async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 describe('Deepgram Aura TTS against the emulator', () => {

@@ -1,14 +1,13 @@
-import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
 import { OpenAiTtsEmulator, type OpenAiTtsEmulatorOptions } from '../../../emulators/openai-tts-emulator.js';
 import type { ProviderSettings } from '../../registry.js';
-import { type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
+import type { TtsOutput } from '../../types.js';
 import { createOpenAiTts } from './index.js';
+import { audioBytes, collectSpeech as collect, context, pieces, providerFailure as failure, TextFeed } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'sk-test-0123456789';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
-const log = pino({ level: 'silent' });
 /** 24 kHz 16-bit bytes per character of emulated speech (60 ms each). */
 const BYTES_PER_CHAR = 2880;
 
@@ -28,71 +27,7 @@ function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
   return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
 }
 
-function context(signal = new AbortController().signal): ProviderContext {
-  return { signal, log };
-}
-
-async function* pieces(...texts: string[]): AsyncGenerator<string> {
-  for (const text of texts) yield text;
-}
-
 /** A text source the test feeds by hand, like an LLM that is still talking. */
-class TextFeed implements AsyncIterable<string> {
-  private queue: string[] = [];
-  private ended = false;
-  private error: unknown;
-  private wake: (() => void) | undefined;
-
-  push(text: string): void {
-    this.queue.push(text);
-    this.wake?.();
-  }
-
-  end(): void {
-    this.ended = true;
-    this.wake?.();
-  }
-
-  fail(error: unknown): void {
-    this.error = error;
-    this.ended = true;
-    this.wake?.();
-  }
-
-  async *[Symbol.asyncIterator](): AsyncGenerator<string> {
-    for (;;) {
-      if (this.queue.length > 0) {
-        yield this.queue.shift()!;
-        continue;
-      }
-      if (this.error) throw this.error;
-      if (this.ended) return;
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
-    }
-  }
-}
-
-async function collect(tts: TtsProvider, text: AsyncIterable<string>, ctx = context()): Promise<TtsOutput[]> {
-  const out: TtsOutput[] = [];
-  for await (const item of tts.synthesize(text, ctx)) out.push(item);
-  return out;
-}
-
-function audioBytes(outputs: TtsOutput[]): number {
-  return outputs.reduce((n, o) => n + (o.type === 'audio' ? o.audio.length : 0), 0);
-}
-
-async function failure(run: Promise<unknown>): Promise<ProviderError> {
-  const err = await run.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ProviderError);
-  return err as ProviderError;
-}
-
 describe('OpenAI TTS against the emulator', () => {
   it('sends the exact request', async () => {
     const tts = createOpenAiTts(settings());

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { type AudioFormat, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
 import { OutputQueue, isRetryableStatus, oneLine, redact, vendorErrorText } from '../tts-socket.js';
+import { networkErrorText } from '../../network-error.js';
 
 const PROVIDER = 'openai_tts';
 
@@ -217,12 +218,4 @@ class PieceRequest {
     body.response_format = 'pcm';
     return body;
   }
-}
-
-function networkErrorText(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  // fetch reports "fetch failed" and keeps the useful part (ECONNREFUSED, ...) in the cause.
-  const cause = err.cause;
-  if (cause instanceof Error && cause.message) return cause.message;
-  return err.message;
 }
