@@ -21,6 +21,7 @@ import { PhoneNumberService } from './telephony/phone-number-service.js';
 import { phoneNumberRoutes } from './http/phone-number-routes.js';
 import { domainRoutes } from './http/domain-routes.js';
 import { PinlessConfigService } from './dialin/pinless-config.js';
+import { DialinCalls } from './dialin/dialin-calls.js';
 import { DialinConfigsRepo } from './store/dialin-configs-repo.js';
 import type { OpenedDatabase } from './store/database.js';
 import { type CallRuntime, defaultRuntime } from './runtime.js';
@@ -111,16 +112,26 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     { prefix: '/v1' },
   );
 
+  const dialinCalls = new DialinCalls({
+    clock: runtime.clock,
+    fallbackTts: runtime.fallbackTts,
+    policy: { allowLinkLocal: config.webhookAllowLinkLocal },
+    holdTimeoutMs: config.dialinHoldTimeoutSecs * 1000,
+    log: deps.logger as Logger,
+  });
+
   await app.register(twilioWebhookRoutes, {
     service: botConfigs,
     accounts,
     publicUrl: config.publicUrl,
     authToken: config.twilio.authToken,
+    dialin: { config: pinless, calls: dialinCalls },
   });
 
   const { accountSid, authToken } = config.twilio;
   const twilioUrl = config.env.SWITCHBOARD_TWILIO_URL;
   await app.register(mediaStreamRoutes, {
+    dialinCalls,
     service: botConfigs,
     publicUrl: config.publicUrl,
     authToken,

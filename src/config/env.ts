@@ -29,6 +29,7 @@ const envSchema = z.object({
   SWITCHBOARD_METRICS_TOKEN: z.string().optional(),
   SWITCHBOARD_CARRIER: z.enum(['sandbox', 'twilio']).default('sandbox'),
   SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL: z.enum(['true', 'false']).default('false'),
+  SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: z.coerce.number().int().min(5).max(600).default(60),
 });
 
 export interface AppConfig {
@@ -46,6 +47,8 @@ export interface AppConfig {
   carrier: 'sandbox' | 'twilio';
   /** Customer webhooks may point at link-local and metadata addresses (off: a safety default). */
   webhookAllowLinkLocal: boolean;
+  /** How long a dial-in caller waits on hold for a bot before a polite message and hang-up. */
+  dialinHoldTimeoutSecs: number;
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
   /** The raw environment, for provider keys (`<VENDOR>_API_KEY`) and endpoint overrides. */
@@ -87,6 +90,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     metricsToken: e.SWITCHBOARD_METRICS_TOKEN,
     carrier: e.SWITCHBOARD_CARRIER,
     webhookAllowLinkLocal: e.SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL === 'true',
+    dialinHoldTimeoutSecs: e.SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS,
     env,
   };
 }

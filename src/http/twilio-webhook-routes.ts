@@ -1,8 +1,11 @@
 import formbody from '@fastify/formbody';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { websocketBase } from '../config/env.js';
+import type { DialinCalls } from '../dialin/dialin-calls.js';
+import type { PinlessConfigService } from '../dialin/pinless-config.js';
 import type { BotConfigService } from '../bots/bot-config-service.js';
 import type { AccountsRepo } from '../store/accounts-repo.js';
-import { buildSayHangupTwiml } from '../telephony/twiml.js';
+import { buildSayHangupTwiml, buildStreamTwiml } from '../telephony/twiml.js';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.js';
 
 export interface TwilioWebhookOptions {
@@ -11,6 +14,8 @@ export interface TwilioWebhookOptions {
   publicUrl: string;
   /** When set, every webhook must carry a valid X-Twilio-Signature. */
   authToken?: string;
+  /** Numbers with pinless dial-in, and the calls waiting on them. */
+  dialin: { config: PinlessConfigService; calls: DialinCalls };
 }
 
 const XML = 'text/xml; charset=utf-8';
@@ -22,16 +27,41 @@ const XML = 'text/xml; charset=utf-8';
 export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebhookOptions): Promise<void> {
   await app.register(formbody, { bodyLimit: 64 * 1024 });
 
+  /** Whether the request is the carrier's; answers 403 TwiML when it is not. */
+  function verified(request: FastifyRequest, reply: FastifyReply, params: Record<string, unknown>): boolean {
+    if (!opts.authToken) return true;
+    const url = opts.publicUrl + request.url;
+    const signature = request.headers['x-twilio-signature'];
+    if (isValidTwilioSignature(opts.authToken, typeof signature === 'string' ? signature : undefined, url, params)) return true;
+    request.log.warn('twilio webhook signature rejected');
+    void reply.status(403).type(XML).send(buildSayHangupTwiml('This request could not be verified.'));
+    return false;
+  }
+
+  /**
+   * The voice webhook of every number bought through this service, routed by `To`: a number with
+   * pinless dial-in puts the caller on hold and tells the customer's server, which starts a bot.
+   */
+  app.post('/twilio/voice', async (request, reply) => {
+    const params = (request.body ?? {}) as Record<string, unknown>;
+    if (!verified(request, reply, params)) return reply;
+    const to = typeof params.To === 'string' ? params.To : '';
+    const from = typeof params.From === 'string' ? params.From.slice(0, 64) : 'unknown';
+    const found = to ? await opts.dialin.config.findByNumber(to) : undefined;
+    if (!found) {
+      request.log.info({ to }, 'call to a number with no dial-in configured');
+      return reply.type(XML).send(buildSayHangupTwiml('This number is not connected to an assistant.'));
+    }
+    const domain = await opts.accounts.domainOf(found.accountId);
+    const callId = opts.dialin.calls.open(found.accountId, domain, found.entry, from, to);
+    return reply.type(XML).send(
+      buildStreamTwiml({ streamUrl: `${websocketBase(opts.publicUrl)}/ws/dialin/${callId}`, parameters: { callId, from, to } }),
+    );
+  });
+
   app.post<{ Params: { id: string } }>('/twilio/voice/:id', async (request, reply) => {
     const params = (request.body ?? {}) as Record<string, unknown>;
-    if (opts.authToken) {
-      const url = opts.publicUrl + request.url;
-      const signature = request.headers['x-twilio-signature'];
-      if (!isValidTwilioSignature(opts.authToken, typeof signature === 'string' ? signature : undefined, url, params)) {
-        request.log.warn('twilio webhook signature rejected');
-        return reply.status(403).type(XML).send(buildSayHangupTwiml('This request could not be verified.'));
-      }
-    }
+    if (!verified(request, reply, params)) return reply;
     const config = await opts.service.loadForCall(request.params.id);
     if (!config) {
       return reply.status(404).type(XML).send(buildSayHangupTwiml('This bot is not available.'));

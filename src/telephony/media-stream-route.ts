@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { BotConfigService } from '../bots/bot-config-service.js';
 import { websocketBase } from '../config/env.js';
+import type { DialinCalls } from '../dialin/dialin-calls.js';
 import { CallSession, type CallSessionDeps } from '../pipeline/call-session.js';
 import { CLOSE } from './twilio-messages.js';
 import { isValidTwilioSignature } from './twilio-signature.js';
@@ -14,6 +15,8 @@ export interface MediaStreamOptions {
   publicUrl: string;
   /** When set, the upgrade request must carry a valid X-Twilio-Signature. */
   authToken?: string;
+  /** Pinless dial-in calls waiting for a bot; their streams come to /ws/dialin/:callId. */
+  dialinCalls: DialinCalls;
 }
 
 /** Largest websocket message accepted; a 20 ms media frame is about 300 bytes of JSON. */
@@ -23,21 +26,37 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
 export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamOptions): Promise<void> {
   await app.register(websocket, { options: { maxPayload: MAX_MESSAGE_BYTES } });
 
+  app.get<{ Params: { callId: string } }>('/ws/dialin/:callId', { websocket: true }, (socket, request) => {
+    const log = request.log.child({ callId: request.params.callId }) as Logger;
+    const transport = new TwilioTransport(socket, log);
+    if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
+      log.warn('dial-in media stream signature rejected');
+      transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
+      return;
+    }
+    if (!opts.dialinCalls.connect(request.params.callId, transport)) {
+      log.info('media stream for an unknown or finished dial-in call');
+      transport.close(CLOSE.unknownConfig, 'unknown or finished dial-in call');
+    }
+  });
+
+  /** The carrier signs the wss:// URL of the upgrade, without query parameters. */
+  function signatureValid(requestUrl: string, signature: string | string[] | undefined): boolean {
+    if (!opts.authToken) return true;
+    const url = websocketBase(opts.publicUrl) + requestUrl.split('?')[0];
+    return isValidTwilioSignature(opts.authToken, typeof signature === 'string' ? signature : undefined, url, {});
+  }
+
   app.get<{ Params: { id: string } }>('/ws/twilio/:id', { websocket: true }, (socket, request) => {
     // Fastify's logger is the process's pino instance (buildApp passes it in), typed more narrowly.
     const log = request.log.child({ botConfigId: request.params.id }) as Logger;
     // Listeners first: the carrier sends `connected` and `start` right after the upgrade.
     const transport = new TwilioTransport(socket, log);
 
-    if (opts.authToken) {
-      // The carrier signs the wss:// URL of the upgrade, without query parameters.
-      const url = websocketBase(opts.publicUrl) + request.url.split('?')[0];
-      const signature = request.headers['x-twilio-signature'];
-      if (!isValidTwilioSignature(opts.authToken, typeof signature === 'string' ? signature : undefined, url, {})) {
-        log.warn('media stream signature rejected');
-        transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
-        return;
-      }
+    if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
+      log.warn('media stream signature rejected');
+      transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
+      return;
     }
 
     opts.service

@@ -1,3 +1,5 @@
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/env.js';
@@ -27,13 +29,22 @@ export async function startCallServer(
   env: Record<string, string> = {},
 ): Promise<CallServer> {
   const dataDir = tempDataDir();
-  const config = loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_API_KEY: TEST_KEY, LOG_LEVEL: 'silent', ...env });
+  // A known port, so the TwiML's stream URLs (built from the public URL) reach this server.
+  const port = await freePort();
+  const config = loadConfig({
+    SWITCHBOARD_DATA_DIR: dataDir,
+    SWITCHBOARD_API_KEY: TEST_KEY,
+    LOG_LEVEL: 'silent',
+    PORT: String(port),
+    SWITCHBOARD_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    ...env,
+  });
   const database: OpenedDatabase = await openDatabase(dataDir);
   const registry = builtinRegistry();
   register(registry);
   const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const app = await buildApp({ config, database, secrets: SecretBox.forDataDir(dataDir), logger, runtime: defaultRuntime(registry) });
-  const baseUrl = await app.listen({ port: 0, host: '127.0.0.1' });
+  const baseUrl = await app.listen({ port, host: '127.0.0.1' });
   return {
     app,
     baseUrl,
@@ -56,4 +67,13 @@ export async function startCallServer(
       removeDir(dataDir);
     },
   };
+}
+
+/** A port nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  const probe = createServer();
+  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
+  const { port } = probe.address() as AddressInfo;
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+  return port;
 }

@@ -1,11 +1,10 @@
 import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseWav } from '../../src/audio/wav.js';
+import { freePort } from '../helpers/call-server.js';
 import { runCli, spawnCli, startServeProcess } from '../helpers/cli-process.js';
 import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
 
@@ -44,14 +43,6 @@ async function startEmulate(): Promise<string> {
     });
     child.once('exit', (code) => reject(new Error(`emulate exited with ${code}:\n${output}`)));
   });
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 describe('an offline call through the CLI', () => {

@@ -1,0 +1,232 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { toTelephony } from '../audio/format-converter.js';
+import { ApiError } from '../http/errors.js';
+import type { CallStart, CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
+import { Playout, type PlayoutClock } from '../pipeline/playout.js';
+import type { TtsProvider } from '../providers/types.js';
+import type { Account } from '../store/accounts-repo.js';
+import { deliverDialinWebhook } from './dialin-webhook.js';
+import { holdChime } from './hold-audio.js';
+import type { PinlessEntry } from './pinless-config.js';
+import type { WebhookPolicy } from './webhook-client.js';
+
+export const DEFAULT_NO_BOT_MESSAGE = 'Sorry, no one is available to take your call right now. Please try again later.';
+
+/** A dial-in call from the moment the carrier asks for TwiML until a bot takes it or it ends. */
+interface WaitingCall {
+  callId: string;
+  callDomain: string;
+  accountId: string;
+  from: string;
+  to: string;
+  entry: PinlessEntry;
+  transport?: CallTransport;
+  holder?: HoldingLeg;
+  state: 'waiting' | 'connected' | 'ended';
+  timer: NodeJS.Timeout;
+}
+
+export interface DialinCallsOptions {
+  clock: PlayoutClock;
+  fallbackTts: () => TtsProvider;
+  policy: WebhookPolicy;
+  holdTimeoutMs: number;
+  log: Logger;
+}
+
+/** What POST /v1/bots/start gets when its dialin_settings name a waiting call. */
+export interface ClaimedCall {
+  callId: string;
+  from: string;
+  to: string;
+  namePrefix: string | undefined;
+  /** The caller's leg, held until now; attach a handler to take it over (the hold chime stops). */
+  transport: CallTransport;
+  attach(handler: CallTransportHandler): void;
+}
+
+/**
+ * Pinless dial-in calls in flight. An incoming call gets a callId, its media stream plays a hold
+ * chime, the customer's room_creation_api is told (signed, retried), and the call waits for
+ * POST /v1/bots/start to claim it with dialin_settings; without a bot by the hold timeout the
+ * caller hears a polite message and the call ends. Every call, re-dials too, is a new callId.
+ */
+export class DialinCalls {
+  private readonly calls = new Map<string, WaitingCall>();
+
+  constructor(private readonly options: DialinCallsOptions) {}
+
+  /** The carrier's webhook: a call to a configured number has arrived. */
+  open(accountId: string, callDomain: string, entry: PinlessEntry, from: string, to: string): string {
+    const callId = randomUUID();
+    const call: WaitingCall = {
+      callId,
+      callDomain,
+      accountId,
+      from,
+      to,
+      entry,
+      state: 'waiting',
+      timer: setTimeout(() => this.giveUp(call), this.options.holdTimeoutMs),
+    };
+    this.calls.set(callId, call);
+    const log = this.options.log.child({ callId, to });
+    log.info('dial-in call waiting for a bot');
+    const deadlineMs = performance.now() + this.options.holdTimeoutMs;
+    void deliverDialinWebhook({
+      url: entry.room_creation_api,
+      secretBase64: entry.hmac,
+      body: { From: from, To: to, callId, callDomain },
+      deadlineMs,
+      policy: this.options.policy,
+      log,
+      stillWaiting: () => call.state === 'waiting',
+    });
+    return callId;
+  }
+
+  /** The carrier's media stream for a waiting call: play the hold chime until a bot claims it. */
+  connect(callId: string, transport: CallTransport & { attach(handler: CallTransportHandler): void }): boolean {
+    const call = this.calls.get(callId);
+    if (!call || call.state !== 'waiting' || call.transport) return false;
+    call.transport = transport;
+    call.holder = new HoldingLeg(transport, this.options.clock, () => this.end(call));
+    transport.attach(call.holder);
+    return true;
+  }
+
+  /** POST /v1/bots/start with dialin_settings: hand the waiting caller to the bot. */
+  claim(account: Account, callId: string, callDomain: string | undefined): ClaimedCall {
+    const call = this.calls.get(callId);
+    if (!call || call.accountId !== account.id) throw new ApiError('not-found', `dialin_settings: no dial-in call ${callId} is waiting`);
+    if (callDomain !== undefined && callDomain !== call.callDomain) throw new ApiError('invalid-request-error', 'dialin_settings: callDomain does not match the call');
+    if (call.state !== 'waiting') throw new ApiError('invalid-request-error', `dialin_settings: call ${callId} is no longer waiting`);
+    if (!call.transport || !call.holder) throw new ApiError('invalid-request-error', `dialin_settings: call ${callId} has not connected its audio yet; try again in a moment`);
+    call.state = 'connected';
+    clearTimeout(call.timer);
+    const holder = call.holder;
+    const transport = call.transport;
+    return {
+      callId,
+      from: call.from,
+      to: call.to,
+      namePrefix: call.entry.name_prefix,
+      transport,
+      attach: (handler) => {
+        holder.handOver(handler);
+        // Forget the call once it ends; the bot's session owns it now.
+        const onEnd = handler.onEnd.bind(handler);
+        handler.onEnd = (reason) => {
+          this.calls.delete(callId);
+          onEnd(reason);
+        };
+      },
+    };
+  }
+
+  /** Calls still waiting (for logs and tests). */
+  get waiting(): number {
+    let n = 0;
+    for (const call of this.calls.values()) if (call.state === 'waiting') n += 1;
+    return n;
+  }
+
+  private giveUp(call: WaitingCall): void {
+    if (call.state !== 'waiting') return;
+    this.options.log.warn({ callId: call.callId, to: call.to }, 'no bot took the dial-in call in time');
+    call.state = 'ended';
+    const message = call.entry.timeout_config?.message ?? DEFAULT_NO_BOT_MESSAGE;
+    if (call.holder) call.holder.sayAndHangUp(message, this.options.fallbackTts(), this.options.log);
+    this.calls.delete(call.callId);
+  }
+
+  private end(call: WaitingCall): void {
+    if (call.state === 'waiting') this.options.log.info({ callId: call.callId }, 'dial-in caller hung up while waiting');
+    call.state = 'ended';
+    clearTimeout(call.timer);
+    this.calls.delete(call.callId);
+  }
+}
+
+/** The caller's leg while on hold: loops the chime, and hands the leg over when a bot arrives. */
+class HoldingLeg implements CallTransportHandler {
+  private readonly playout: Playout;
+  private readonly chime = holdChime();
+  private generation = 0;
+  private next: CallTransportHandler | undefined;
+  private started: CallStart | undefined;
+  /** The no-bot message is playing: when it has played, hang up instead of looping. */
+  private ending = false;
+
+  constructor(
+    private readonly transport: CallTransport,
+    private readonly clock: PlayoutClock,
+    private readonly onHangUp: () => void,
+  ) {
+    // The chime is one long reply: when it has played, it starts again.
+    this.playout = new Playout(transport, { onReplyPlayed: () => this.loop() });
+  }
+
+  onStart(start: CallStart): void {
+    this.started = start;
+    this.clock.add(this.playout);
+    this.loop();
+  }
+
+  onAudio(): void {}
+
+  onDtmf(): void {}
+
+  onMark(name: string): void {
+    this.playout.onMarkEchoed(name);
+  }
+
+  onEnd(reason: string): void {
+    this.clock.delete(this.playout);
+    if (this.next) this.next.onEnd(reason);
+    else this.onHangUp();
+  }
+
+  handOver(handler: CallTransportHandler): void {
+    this.playout.clear();
+    this.clock.delete(this.playout);
+    this.next = handler;
+    (this.transport as CallTransport & { attach(h: CallTransportHandler): void }).attach(handler);
+    if (this.started) handler.onStart(this.started);
+  }
+
+  /** No bot came: stop the chime, say the message with the offline voice, then end the call. */
+  sayAndHangUp(message: string, tts: TtsProvider, log: Logger): void {
+    this.ending = true;
+    this.playout.clear();
+    this.generation = this.playout.startReply();
+    const generation = this.generation;
+    const converter = toTelephony(tts.outputFormat);
+    const speak = async (): Promise<void> => {
+      async function* text(): AsyncGenerator<string> {
+        yield message;
+      }
+      for await (const out of tts.synthesize(text(), { signal: new AbortController().signal, log })) {
+        if (out.type === 'audio') this.playout.enqueue(generation, converter.convert(out.audio));
+      }
+      this.playout.enqueue(generation, converter.flush());
+      this.playout.endReply(generation);
+    };
+    speak().catch((err: unknown) => {
+      log.error({ err }, 'could not say the no-bot message');
+      this.transport.close(1000, 'no bot');
+    });
+  }
+
+  private loop(): void {
+    if (this.ending) {
+      this.transport.close(1000, 'no bot');
+      return;
+    }
+    if (this.next) return;
+    this.generation = this.playout.startReply();
+    this.playout.enqueue(this.generation, this.chime);
+    this.playout.endReply(this.generation);
+  }
+}

@@ -1,0 +1,69 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
+import { type CallServer, startCallServer } from '../helpers/call-server.js';
+import { TEST_KEY } from '../helpers/test-app.js';
+
+const SECRET = Buffer.alloc(32, 9).toString('base64');
+const NUMBER = '+14155550177';
+
+let server: CallServer | undefined;
+const closers: Array<() => Promise<void>> = [];
+
+afterEach(async () => {
+  for (const close of closers.splice(0)) await close();
+  await server?.close();
+  server = undefined;
+});
+
+async function api(method: string, path: string, payload?: unknown): Promise<{ status: number; body: any }> {
+  const res = await server!.app.inject({ method: method as 'POST', url: path, headers: { authorization: `Bearer ${TEST_KEY}` }, ...(payload ? { payload } : {}) });
+  return { status: res.statusCode, body: res.json() };
+}
+
+describe('pinless dial-in calls', () => {
+  it('holds the caller with a chime, tells the customer’s server (signed), and without a bot says so and hangs up', async () => {
+    server = await startCallServer(() => undefined, { SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: '5' });
+    const receiver = await startWebhookReceiver((to) => (to === NUMBER ? SECRET : undefined));
+    closers.push(receiver.close);
+    expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
+    const configured = await api('POST', '/v1/', {
+      properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET, timeout_config: { message: 'Nobody is here. Goodbye.' } }] },
+    });
+    expect(configured.status).toBe(200);
+
+    const report = await runPhoneCall({
+      target: { webhookUrl: `${server.baseUrl}/twilio/voice` },
+      from: '+15005550006',
+      to: NUMBER,
+      scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 20_000 },
+    });
+
+    // The verification POST, then the call's webhook with its identifiers, both signed.
+    const call = receiver.received.find((r) => r.body.callId !== undefined)!;
+    expect(call.body).toEqual({ From: '+15005550006', To: NUMBER, callId: expect.any(String), callDomain: expect.any(String) });
+    expect(call.signatureValid).toBe(true);
+    expect(report.customParameters).toMatchObject({ callId: call.body.callId, to: NUMBER });
+
+    // Hold chime from the start, the message at the timeout, then the server hangs up.
+    expect(report.outcome).toBe('server-closed');
+    expect(report.close?.code).toBe(1000);
+    expect(report.metrics.firstBotAudioMs).toBeLessThan(1000);
+    expect(report.durationMs).toBeGreaterThanOrEqual(5000);
+    expect(report.metrics.bot.receivedAudioMs).toBeGreaterThan(5000);
+  });
+
+  it('answers a number without dial-in, and an unknown stream, politely', async () => {
+    server = await startCallServer(() => undefined);
+    const res = await fetch(`${server.baseUrl}/twilio/voice`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ To: '+14155550100', From: '+15005550006', CallSid: 'CA1' }).toString(),
+    });
+    expect(res.status).toBe(200);
+    expect(await res.text()).toContain('<Say>This number is not connected to an assistant.</Say>');
+
+    const report = await runPhoneCall({ target: { wssUrl: `${server.baseUrl.replace(/^http/, 'ws')}/ws/dialin/nope` }, scenario: { steps: [], endOfScript: 'stay' } });
+    expect(report.close).toMatchObject({ code: 4404, reason: 'unknown or finished dial-in call' });
+  });
+});
