@@ -1,11 +1,11 @@
 import { writeFileSync } from 'node:fs';
+import { availableParallelism, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createEmulators } from '../src/cli/emulate.js';
-import { startEmulatorServer } from '../src/emulators/emulator-server.js';
 import type { EmulatorLatencies } from '../src/emulators/types.js';
+import { type CapacityPoint, measureCapacity, startEmulateProcess } from './capacity.js';
 import { BENCH_REPLY, runLatencyPhase } from './latency.js';
-import { BENCH_API_KEY, createBotConfig, startServerProcess } from './server-process.js';
+import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 import { type BudgetRow, formatTable, percentile } from './report.js';
 
 /**
@@ -19,6 +19,8 @@ const { values: args } = parseArgs({
     calls: { type: 'string', default: '12' },
     concurrency: { type: 'string', default: '3' },
     out: { type: 'string', default: 'bench-report.json' },
+    sweep: { type: 'string', default: '25,50,100,150,200,300' },
+    'sweep-duration-s': { type: 'string', default: '20' },
   },
 });
 
@@ -33,7 +35,15 @@ const START_SECS = 0.2;
 const FIXTURES = fileURLToPath(new URL('../fixtures/audio', import.meta.url));
 
 async function main(): Promise<void> {
-  const emulators = await startEmulatorServer(createEmulators({ latencies: LATENCIES, transcripts: ['do you have a table', 'go forward'], replies: [BENCH_REPLY], apiKey: undefined }));
+  const emulators = await startEmulateProcess([
+    '--stt-final-delay-ms', String(LATENCIES.sttFinalDelayMs),
+    '--llm-first-token-ms', String(LATENCIES.llmFirstTokenMs),
+    '--llm-tokens-per-sec', String(LATENCIES.llmTokensPerSec),
+    '--tts-first-byte-ms', String(LATENCIES.ttsFirstByteMs),
+    '--tts-real-time-factor', String(LATENCIES.ttsRealTimeFactor),
+    '--transcript', 'do you have a table',
+    '--reply', BENCH_REPLY,
+  ]);
   const vendors = emulators.url;
   const server = await startServerProcess({
     SWITCHBOARD_DEEPGRAM_URL: vendors,
@@ -72,20 +82,45 @@ async function main(): Promise<void> {
       { figure: 'calls failed / protocol violations', unit: '', measured: latency.failedCalls + latency.violations, budget: '0', ok: (v) => v === 0, samples: Number(args.calls) },
     ];
     process.stdout.write(`\n${formatTable(rows)}\n`);
+
+    // Capacity: the idle footprint first, then each step of the sweep.
+    const idle = await scrapeMetrics(server.baseUrl);
+    const idleRssBytes = idle.get('process_resident_memory_bytes') ?? 0;
+    const sweep: CapacityPoint[] = [];
+    const durationMs = Number(args['sweep-duration-s']) * 1000;
+    for (const calls of args.sweep.split(',').map(Number).filter((n) => n > 0)) {
+      process.stdout.write(`\ncapacity: ${calls} simultaneous calls for ${durationMs / 1000} s ... `);
+      const point = await measureCapacity({ baseUrl: server.baseUrl, wssUrl, calls, durationMs, warmUpMs: Math.min(6000, durationMs / 3), fixturesDir: FIXTURES, idleRssBytes });
+      sweep.push(point);
+      process.stdout.write(
+        `event loop p99 ${point.eventLoopP99Ms} ms (max ${point.eventLoopMaxMs}), playout ticks late >20 ms: ${point.lateTicks}/${point.ticks}, ` +
+          `CPU ${point.cpuPerCallPct}% of a core per call, ${point.memoryPerCallMb} MB per call, failed ${point.failedCalls}, ` +
+          `underruns ${point.underruns}, reply p50 ${point.replyLatencyP50Ms} ms, generator lag ${point.generatorClockMaxLagMs} ms: ${point.withinBudget ? 'within budget' : 'OVER BUDGET'}\n`,
+      );
+      // Far past the budget, larger steps only take longer to say the same.
+      if (point.eventLoopP99Ms > 200 || point.failedCalls > calls / 2) break;
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+    }
+    const carried = sweep.filter((p) => p.withinBudget).reduce((n, p) => Math.max(n, p.calls), 0);
+    const capacityRows: BudgetRow[] = [
+      { figure: 'simultaneous calls carried with event-loop p99 < 20 ms and no frame late > 20 ms', unit: 'calls', measured: carried, budget: '>= 300', ok: (v) => v >= 300, samples: sweep.length },
+      { figure: 'server CPU per call (at the largest step carried)', unit: '% of a core', measured: sweep.find((p) => p.calls === carried)?.cpuPerCallPct ?? null, budget: 'report', samples: 1 },
+      { figure: 'server memory per call (at the largest step carried)', unit: 'MB', measured: sweep.find((p) => p.calls === carried)?.memoryPerCallMb ?? null, budget: 'report', samples: 1 },
+    ];
+    process.stdout.write(`\n${formatTable([...rows, ...capacityRows])}\n`);
     writeFileSync(
       args.out,
-      `${JSON.stringify({ machine: machineInfo(), latencies: LATENCIES, startSecs: START_SECS, figures: rows.map(({ ok, ...row }) => ({ ...row, withinBudget: ok && row.measured !== null ? ok(row.measured) : null })), samples: latency }, null, 2)}\n`,
+      `${JSON.stringify({ machine: machineInfo(), latencies: LATENCIES, startSecs: START_SECS, figures: [...rows, ...capacityRows].map(({ ok, ...row }) => ({ ...row, withinBudget: ok && row.measured !== null ? ok(row.measured) : null })), sweep, samples: latency }, null, 2)}\n`,
     );
     process.stdout.write(`\nwrote ${args.out}\n`);
   } finally {
     await server.stop();
-    await emulators.close();
+    await emulators.stop();
   }
-  void BENCH_API_KEY;
 }
 
 function machineInfo(): Record<string, unknown> {
-  return { node: process.version, platform: process.platform, arch: process.arch, cpus: (globalThis as { navigator?: { hardwareConcurrency?: number } }).navigator?.hardwareConcurrency };
+  return { node: process.version, platform: process.platform, arch: process.arch, cpus: availableParallelism(), memoryGb: Math.round(totalmem() / 2 ** 30) };
 }
 
 main().catch((err: unknown) => {
