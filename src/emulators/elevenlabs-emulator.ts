@@ -15,7 +15,7 @@ import {
   redactQuery,
   send,
   writeHttpError,
-} from './cartesia-emulator.js';
+} from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**

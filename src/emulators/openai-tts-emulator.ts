@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { ToneStream, bearer, describeIssues, pushBounded, recordedHeaders, speechDurationMs } from './cartesia-emulator.js';
+import { ToneStream, bearer, describeIssues, pushBounded, recordedHeaders, speechDurationMs } from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
