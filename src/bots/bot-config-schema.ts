@@ -61,6 +61,9 @@ const OPTION_SCHEMAS: Record<string, Record<string, z.ZodType>> = {
     tools: z.array(z.record(z.string(), z.unknown())).max(128),
     temperature: z.number().min(0).max(2),
     max_tokens: z.number().int().min(1).max(128_000),
+    // Speech-to-speech profiles configure only the LLM, so its voice and language live here.
+    voice: shortText,
+    language: shortText,
   },
   tts: { voice: shortText, model: shortText, language: shortText, speed: z.number().min(0.25).max(4), text_filter: z.unknown() },
   vad: {

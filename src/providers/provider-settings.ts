@@ -2,6 +2,7 @@ import type { TelephonyConfigBody } from '../bots/bot-config-schema.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import type { AppConfig } from '../config/env.js';
 import { botSettings } from '../pipeline/bot-settings.js';
+import { createS2sProvider } from './s2s/index.js';
 import { type ProviderRegistry, type ProviderSettings, envKeyName, vendorOf } from './registry.js';
 
 type ConfigBody = Pick<TelephonyConfigBody, 'api_keys' | 'service_options' | 'config' | 'max_duration' | 'services' | 'bot_profile'>;
@@ -35,9 +36,17 @@ export function providerSettingsFor(
  * configuration is refused when it is written rather than failing on the first call.
  */
 export function providerSetupIssues(body: ConfigBody, registry: ProviderRegistry, env: AppConfig['env']): string[] {
-  // Speech-to-speech profiles run on their own adapters, checked when those exist.
-  if (isSpeechToSpeech(body.bot_profile)) return [];
   const settings = botSettings(body);
+  if (isSpeechToSpeech(body.bot_profile)) {
+    const name = body.services.llm;
+    if (name === undefined) return [];
+    try {
+      createS2sProvider(body.bot_profile, name, providerSettingsFor(body, name, settings.llm, env));
+      return [];
+    } catch (err) {
+      return [`services.llm: ${err instanceof Error ? err.message : String(err)}`];
+    }
+  }
   const issues: string[] = [];
   for (const kind of ['stt', 'llm', 'tts'] as const) {
     const name = body.services[kind];

@@ -4,7 +4,9 @@ import type { Logger } from 'pino';
 import type { BotConfigService } from '../bots/bot-config-service.js';
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
+import { isSpeechToSpeech } from '../bots/profiles.js';
 import { CallSession, type CallSessionDeps } from '../pipeline/call-session.js';
+import { S2sCallSession } from '../pipeline/s2s-call-session.js';
 import { CLOSE } from './twilio-messages.js';
 import { isValidTwilioSignature } from './twilio-signature.js';
 import { TwilioTransport } from './twilio-transport.js';
@@ -67,7 +69,9 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
           transport.close(CLOSE.unknownConfig, 'unknown bot configuration');
           return;
         }
-        transport.attach(new CallSession(transport, config, { ...opts.session, log }));
+        // Speech-to-speech profiles hand the whole conversation to one vendor session.
+        const Session = isSpeechToSpeech(config.body.bot_profile) ? S2sCallSession : CallSession;
+        transport.attach(new Session(transport, config, { ...opts.session, log }));
       })
       .catch((err: unknown) => {
         log.error({ err }, 'could not start the call');

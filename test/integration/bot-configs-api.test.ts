@@ -73,10 +73,16 @@ describe('telephony bot configurations: CRUD', () => {
     expect(alias.json().botConfig.bot_profile).toBe('telephony_ws_voice_2024_09');
 
     for (const profile of ['openai_realtime_beta_2024_10', 'gemini_multimodal_live_2024_12']) {
-      const s2s = await create({ bot_profile: profile, services: { llm: profile.startsWith('openai') ? 'openai' : 'gemini' } });
+      const llm = profile.startsWith('openai') ? 'openai' : 'gemini';
+      const s2s = await create({ bot_profile: profile, services: { llm }, api_keys: { [llm]: 'key-0123456789' } });
       expect(s2s.statusCode).toBe(200);
       expect(s2s.json().botConfig.max_duration).toBe(600);
     }
+    // The speech-to-speech provider must match the profile, and have a key.
+    const mismatched = await create({ bot_profile: 'gemini_multimodal_live_2024_12', services: { llm: 'openai' }, api_keys: { openai: 'k' } });
+    expect(mismatched.json().info).toContain('profile gemini_multimodal_live_2024_12 runs on services.llm "gemini", not "openai"');
+    const keyless = await create({ bot_profile: 'openai_realtime_beta_2024_10', services: { llm: 'openai_realtime' } });
+    expect(keyless.json().info).toContain('no API key: set api_keys.openai');
   });
 
   it('pages newest first with limit, starting_after and ending_before', async () => {

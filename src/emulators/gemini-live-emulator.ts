@@ -1,0 +1,233 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { ToneStream, frameText, pushBounded, speechDurationMs, writeHttpError } from './emulator-kit.js';
+import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
+
+/**
+ * Gemini Live, emulated (providers.md section 8): the BidiGenerateContent websocket with the key
+ * in the query. The first message must be `setup` (anything else closes with 1007), answered by
+ * `setupComplete`. Caller audio (`realtimeInput.audio`, PCM16 at the rate its mimeType names) is
+ * judged by energy: 100 ms of speech while the model talks interrupts it (`interrupted`, then
+ * `turnComplete`), 500 ms of silence after speech ends the caller's turn (its transcription) and
+ * starts a model turn; `clientContent` with `turnComplete` starts one too. A model turn is a
+ * 24 kHz PCM tone, 60 ms per character of the reply, with its output transcription, then
+ * `generationComplete`, and `turnComplete` once the audio has had time to play (until then the
+ * turn can still be interrupted). Every other server message goes out as a binary frame,
+ * as Gemini sometimes does.
+ */
+
+export interface GeminiLiveEmulatorOptions {
+  latencies?: Partial<EmulatorLatencies>;
+  /** The one key accepted; by default any non-empty key is. */
+  apiKey?: string;
+  replies?: string[];
+  transcripts?: string[];
+  /** RMS (int16) above which 20 ms of caller audio counts as speech. Default 300. */
+  speechRmsThreshold?: number;
+}
+
+export interface RecordedLiveConnection {
+  id: number;
+  setup: Record<string, unknown> | undefined;
+  /** Client messages other than audio, parsed. */
+  messages: Array<Record<string, unknown>>;
+  audioMimeTypes: string[];
+  audioBytes: number;
+  modelTurns: Array<{ text: string; status: 'speaking' | 'complete' | 'interrupted' }>;
+  interruptions: number;
+  closeCode?: number;
+}
+
+const OUTPUT_RATE_HZ = 24_000;
+const SPEECH_START_MS = 100;
+const SILENCE_END_MS = 500;
+
+export class GeminiLiveEmulator implements VendorEmulator {
+  readonly vendor = 'gemini_live';
+  readonly connections: RecordedLiveConnection[] = [];
+  private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly latencies: EmulatorLatencies;
+  private readonly sockets = new Set<WebSocket>();
+  private readonly sessions = new Set<LiveConnection>();
+  private nextId = 1;
+
+  constructor(private readonly options: GeminiLiveEmulatorOptions = {}) {
+    this.latencies = { ...DEFAULT_EMULATOR_LATENCIES, ...options.latencies };
+  }
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(req.url ?? '/', 'http://emulator');
+    if (!url.pathname.endsWith('.BidiGenerateContent')) return false;
+    const key = url.searchParams.get('key');
+    if (!key || (this.options.apiKey !== undefined && key !== this.options.apiKey)) {
+      writeHttpError(socket, 401, { error: { code: 401, message: 'API key not valid. Please pass a valid API key.', status: 'UNAUTHENTICATED' } });
+      return true;
+    }
+    const record: RecordedLiveConnection = { id: this.nextId++, setup: undefined, messages: [], audioMimeTypes: [], audioBytes: 0, modelTurns: [], interruptions: 0 };
+    pushBounded(this.connections, record, 200);
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      this.sockets.add(ws);
+      const session = new LiveConnection(ws, record, this.latencies, this.options);
+      this.sessions.add(session);
+      ws.on('close', (code) => {
+        record.closeCode = code;
+        session.stop();
+        this.sessions.delete(session);
+        this.sockets.delete(ws);
+      });
+    });
+    return true;
+  }
+
+  dropAll(): void {
+    for (const ws of this.sockets) ws.close(1011, 'emulated outage');
+  }
+
+  close(): void {
+    for (const session of this.sessions) session.stop();
+    for (const ws of this.sockets) ws.terminate();
+    this.sockets.clear();
+  }
+}
+
+class LiveConnection {
+  private turn: { stream: ToneStream; record: RecordedLiveConnection['modelTurns'][number]; timer?: NodeJS.Timeout } | undefined;
+  private voicedMs = 0;
+  private silentMs = 0;
+  private inSpeech = false;
+  private replyIndex = 0;
+  private transcriptIndex = 0;
+  private binaryNext = false;
+  private readonly thresholdSquared: number;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly record: RecordedLiveConnection,
+    private readonly latencies: EmulatorLatencies,
+    private readonly options: GeminiLiveEmulatorOptions,
+  ) {
+    this.thresholdSquared = (options.speechRmsThreshold ?? 300) ** 2;
+    ws.on('message', (data: RawData) => this.onMessage(data));
+  }
+
+  stop(): void {
+    this.turn?.stream.stop();
+    clearTimeout(this.turn?.timer);
+    this.turn = undefined;
+  }
+
+  private onMessage(data: RawData): void {
+    let message: Record<string, unknown>;
+    try {
+      message = JSON.parse(frameText(data)) as Record<string, unknown>;
+    } catch {
+      this.ws.close(1007, 'Request contains an invalid argument.');
+      return;
+    }
+    if (!this.record.setup) {
+      if (!message.setup || typeof message.setup !== 'object') {
+        this.ws.close(1007, 'The first message must be setup.');
+        return;
+      }
+      this.record.setup = message.setup as Record<string, unknown>;
+      this.send({ setupComplete: {} });
+      return;
+    }
+    const input = message.realtimeInput as { audio?: { mimeType?: string; data?: string } } | undefined;
+    if (input?.audio) {
+      const mimeType = String(input.audio.mimeType ?? '');
+      if (!this.record.audioMimeTypes.includes(mimeType)) this.record.audioMimeTypes.push(mimeType);
+      const pcm = Buffer.from(String(input.audio.data ?? ''), 'base64');
+      this.record.audioBytes += pcm.length;
+      const rate = Number(/rate=(\d+)/.exec(mimeType)?.[1] ?? 16_000);
+      this.onAudio(pcm, rate);
+      return;
+    }
+    this.record.messages.push(message);
+    const content = message.clientContent as { turnComplete?: boolean } | undefined;
+    if (content?.turnComplete) this.startTurn();
+  }
+
+  private onAudio(pcm: Buffer, rateHz: number): void {
+    const samples = Math.floor(pcm.length / 2);
+    if (samples === 0) return;
+    let sum = 0;
+    for (let i = 0; i < samples; i++) {
+      const s = pcm.readInt16LE(i * 2);
+      sum += s * s;
+    }
+    const ms = (samples * 1000) / rateHz;
+    if (sum / samples >= this.thresholdSquared) {
+      this.voicedMs += ms;
+      this.silentMs = 0;
+      if (!this.inSpeech && this.voicedMs >= SPEECH_START_MS) {
+        this.inSpeech = true;
+        if (this.turn) {
+          this.turn.record.status = 'interrupted';
+          this.stop();
+          this.record.interruptions += 1;
+          this.send({ serverContent: { interrupted: true } });
+          this.send({ serverContent: { turnComplete: true } });
+        }
+      }
+      return;
+    }
+    this.voicedMs = 0;
+    if (!this.inSpeech) return;
+    this.silentMs += ms;
+    if (this.silentMs < SILENCE_END_MS) return;
+    this.inSpeech = false;
+    const transcripts = this.options.transcripts ?? ['hello'];
+    this.send({ serverContent: { inputTranscription: { text: transcripts[this.transcriptIndex++ % transcripts.length], finished: true } } });
+    this.startTurn();
+  }
+
+  private startTurn(): void {
+    if (this.turn) return;
+    const replies = this.options.replies ?? ['Hello, how can I help you today?'];
+    const text = replies[this.replyIndex++ % replies.length]!;
+    const record = { text, status: 'speaking' as const } as RecordedLiveConnection['modelTurns'][number];
+    this.record.modelTurns.push(record);
+    const stream = new ToneStream(
+      { encoding: 's16le', sampleRateHz: OUTPUT_RATE_HZ },
+      { chunkMs: 100, realTimeFactor: this.latencies.ttsRealTimeFactor, firstByteMs: this.latencies.llmFirstTokenMs + this.latencies.ttsFirstByteMs },
+    );
+    this.turn = { stream, record };
+    let transcribed = false;
+    let firstAudioAtMs: number | undefined;
+    stream.play(
+      speechDurationMs(text),
+      (audio) => {
+        firstAudioAtMs ??= performance.now();
+        this.send({ serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: `audio/pcm;rate=${OUTPUT_RATE_HZ}`, data: audio.toString('base64') } }] } } });
+        if (!transcribed) {
+          transcribed = true;
+          this.send({ serverContent: { outputTranscription: { text } } });
+        }
+      },
+      () => {
+        this.send({ serverContent: { generationComplete: true } });
+        // Like Gemini, hold turnComplete until the audio has had time to play: until then the
+        // caller can still interrupt the turn.
+        const playedForMs = performance.now() - (firstAudioAtMs ?? performance.now());
+        const turn = this.turn;
+        if (turn) {
+          turn.timer = setTimeout(() => {
+            if (this.turn !== turn) return;
+            record.status = 'complete';
+            this.turn = undefined;
+            this.send({ serverContent: { turnComplete: true }, usageMetadata: { totalTokenCount: text.length } });
+          }, Math.max(0, speechDurationMs(text) - playedForMs));
+        }
+      },
+    );
+  }
+
+  private send(message: object): void {
+    if (this.ws.readyState !== this.ws.OPEN) return;
+    const json = JSON.stringify(message);
+    this.binaryNext = !this.binaryNext;
+    this.ws.send(this.binaryNext ? Buffer.from(json) : json, { binary: this.binaryNext });
+  }
+}

@@ -1,0 +1,277 @@
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import { decodeMulaw } from '../audio/mulaw.js';
+import { ToneStream, bearer, frameText, header, pushBounded, send, speechDurationMs, writeHttpError } from './emulator-kit.js';
+import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
+
+/**
+ * OpenAI Realtime, emulated (providers.md section 7): `/v1/realtime` websocket, Bearer key, the
+ * current protocol or the beta (`OpenAI-Beta: realtime=v1`, whose audio events are named
+ * `response.audio.*`). Caller audio (8 kHz mu-law) is judged by energy per 20 ms: 100 ms of speech
+ * gives `input_audio_buffer.speech_started` (cancelling a response in progress, as
+ * `interrupt_response` does), 500 ms of silence after it `speech_stopped`, `committed`, a
+ * transcription, and a new response. A response speaks its reply text as a mu-law tone, 60 ms per
+ * character, after llmFirstTokenMs + ttsFirstByteMs, at ttsRealTimeFactor. `response.cancel` ends
+ * the response with `status: "cancelled"` (or answers `response_cancel_not_active`);
+ * `conversation.item.truncate` is checked against the audio the item actually sent.
+ */
+
+export interface OpenAiRealtimeEmulatorOptions {
+  latencies?: Partial<EmulatorLatencies>;
+  /** The one key accepted; by default any non-empty key is. */
+  apiKey?: string;
+  /** Replies in turn, per connection. Default "Hello, how can I help you today?". */
+  replies?: string[];
+  /** Transcripts of the caller's turns, in turn. Default "hello". */
+  transcripts?: string[];
+  /** RMS (int16) above which 20 ms of caller audio counts as speech. Default 300. */
+  speechRmsThreshold?: number;
+}
+
+export interface RecordedRealtimeConnection {
+  id: number;
+  protocol: 'ga' | 'beta';
+  model: string | null;
+  /** Every client event, parsed (audio appends are counted, not kept). */
+  events: Array<Record<string, unknown>>;
+  appendedAudioBytes: number;
+  speechStarts: number;
+  responses: Array<{ id: string; itemId: string; text: string; status: 'in_progress' | 'completed' | 'cancelled'; audioSentMs: number }>;
+  truncations: Array<{ itemId: string; audioEndMs: number; accepted: boolean }>;
+  cancels: number;
+  closeCode?: number;
+}
+
+const FRAME_BYTES = 160;
+const SPEECH_START_FRAMES = 5;
+const SILENCE_END_FRAMES = 25;
+
+export class OpenAiRealtimeEmulator implements VendorEmulator {
+  readonly vendor = 'openai_realtime';
+  readonly connections: RecordedRealtimeConnection[] = [];
+  private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly latencies: EmulatorLatencies;
+  private readonly sockets = new Set<WebSocket>();
+  private readonly sessions = new Set<RealtimeConnection>();
+  private nextId = 1;
+
+  constructor(private readonly options: OpenAiRealtimeEmulatorOptions = {}) {
+    this.latencies = { ...DEFAULT_EMULATOR_LATENCIES, ...options.latencies };
+  }
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(req.url ?? '/', 'http://emulator');
+    if (!url.pathname.endsWith('/v1/realtime')) return false;
+    const key = bearer(req);
+    if (!key || (this.options.apiKey !== undefined && key !== this.options.apiKey)) {
+      writeHttpError(socket, 401, { error: { type: 'invalid_request_error', code: 'invalid_api_key', message: 'Incorrect API key provided.' } });
+      return true;
+    }
+    const record: RecordedRealtimeConnection = {
+      id: this.nextId++,
+      protocol: header(req, 'openai-beta') === 'realtime=v1' ? 'beta' : 'ga',
+      model: url.searchParams.get('model'),
+      events: [],
+      appendedAudioBytes: 0,
+      speechStarts: 0,
+      responses: [],
+      truncations: [],
+      cancels: 0,
+    };
+    pushBounded(this.connections, record, 200);
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      this.sockets.add(ws);
+      const session = new RealtimeConnection(ws, record, this.latencies, this.options);
+      this.sessions.add(session);
+      ws.on('close', (code) => {
+        record.closeCode = code;
+        session.stop();
+        this.sessions.delete(session);
+        this.sockets.delete(ws);
+      });
+    });
+    return true;
+  }
+
+  /** Drops every connection at once, as a vendor outage would (close code 1011). */
+  dropAll(): void {
+    for (const ws of this.sockets) ws.close(1011, 'emulated outage');
+  }
+
+  close(): void {
+    for (const session of this.sessions) session.stop();
+    for (const ws of this.sockets) ws.terminate();
+    this.sockets.clear();
+  }
+}
+
+class RealtimeConnection {
+  private response: { id: string; itemId: string; stream: ToneStream; timer?: NodeJS.Timeout; record: RecordedRealtimeConnection['responses'][number] } | undefined;
+  private readonly itemAudioMs = new Map<string, number>();
+  private voicedFrames = 0;
+  private silentFrames = 0;
+  private inSpeech = false;
+  private audioMs = 0;
+  private carry = Buffer.alloc(0);
+  private replyIndex = 0;
+  private transcriptIndex = 0;
+  private nextItem = 1;
+  private eventIdCounter = 0;
+  private readonly thresholdSquared: number;
+
+  constructor(
+    private readonly ws: WebSocket,
+    private readonly record: RecordedRealtimeConnection,
+    private readonly latencies: EmulatorLatencies,
+    private readonly options: OpenAiRealtimeEmulatorOptions,
+  ) {
+    this.thresholdSquared = (options.speechRmsThreshold ?? 300) ** 2;
+    send(ws, { type: 'session.created', event_id: this.eventId(), session: { id: `sess_${record.id}`, model: record.model } });
+    ws.on('message', (data: RawData) => this.onMessage(data));
+  }
+
+  stop(): void {
+    this.endResponse(undefined);
+  }
+
+  private onMessage(data: RawData): void {
+    let event: Record<string, unknown>;
+    try {
+      event = JSON.parse(frameText(data)) as Record<string, unknown>;
+    } catch {
+      send(this.ws, { type: 'error', event_id: this.eventId(), error: { type: 'invalid_request_error', code: 'invalid_json', message: 'Expected JSON.' } });
+      return;
+    }
+    switch (event.type) {
+      case 'input_audio_buffer.append': {
+        const audio = Buffer.from(String(event.audio ?? ''), 'base64');
+        this.record.appendedAudioBytes += audio.length;
+        this.onAudio(audio);
+        return;
+      }
+      case 'session.update':
+        this.record.events.push(event);
+        send(this.ws, { type: 'session.updated', event_id: this.eventId(), session: event.session });
+        return;
+      case 'conversation.item.create':
+        this.record.events.push(event);
+        send(this.ws, { type: this.record.protocol === 'ga' ? 'conversation.item.added' : 'conversation.item.created', event_id: this.eventId(), item: event.item });
+        return;
+      case 'response.create':
+        this.record.events.push(event);
+        this.startResponse();
+        return;
+      case 'response.cancel':
+        this.record.events.push(event);
+        this.record.cancels += 1;
+        if (this.response) this.endResponse('cancelled');
+        else send(this.ws, { type: 'error', event_id: this.eventId(), error: { type: 'invalid_request_error', code: 'response_cancel_not_active', message: 'Cancellation failed: no active response found' } });
+        return;
+      case 'conversation.item.truncate': {
+        this.record.events.push(event);
+        const itemId = String(event.item_id ?? '');
+        const audioEndMs = Number(event.audio_end_ms);
+        const sentMs = this.itemAudioMs.get(itemId);
+        const accepted = sentMs !== undefined && Number.isFinite(audioEndMs) && audioEndMs >= 0 && audioEndMs <= sentMs;
+        this.record.truncations.push({ itemId, audioEndMs, accepted });
+        if (accepted) send(this.ws, { type: 'conversation.item.truncated', event_id: this.eventId(), item_id: itemId, content_index: 0, audio_end_ms: audioEndMs });
+        else send(this.ws, { type: 'error', event_id: this.eventId(), error: { type: 'invalid_request_error', code: 'invalid_value', message: `audio_end_ms ${audioEndMs} is beyond the audio of item ${itemId} (${sentMs ?? 'unknown'} ms)` } });
+        return;
+      }
+      default:
+        this.record.events.push(event);
+    }
+  }
+
+  private onAudio(audio: Buffer): void {
+    let data = this.carry.length > 0 ? Buffer.concat([this.carry, audio]) : audio;
+    while (data.length >= FRAME_BYTES) {
+      this.onFrame(data.subarray(0, FRAME_BYTES));
+      data = data.subarray(FRAME_BYTES);
+    }
+    this.carry = Buffer.from(data);
+  }
+
+  private onFrame(frame: Buffer): void {
+    this.audioMs += 20;
+    const pcm = decodeMulaw(frame);
+    let sum = 0;
+    for (const sample of pcm) sum += sample * sample;
+    const voiced = sum / pcm.length >= this.thresholdSquared;
+    if (voiced) {
+      this.voicedFrames += 1;
+      this.silentFrames = 0;
+      if (!this.inSpeech && this.voicedFrames >= SPEECH_START_FRAMES) {
+        this.inSpeech = true;
+        this.record.speechStarts += 1;
+        // interrupt_response: the server cancels the response in progress itself.
+        if (this.response) this.endResponse('cancelled');
+        send(this.ws, { type: 'input_audio_buffer.speech_started', event_id: this.eventId(), audio_start_ms: this.audioMs - SPEECH_START_FRAMES * 20, item_id: `item_in_${this.nextItem}` });
+      }
+      return;
+    }
+    this.voicedFrames = 0;
+    if (!this.inSpeech) return;
+    this.silentFrames += 1;
+    if (this.silentFrames < SILENCE_END_FRAMES) return;
+    this.inSpeech = false;
+    const itemId = `item_in_${this.nextItem++}`;
+    send(this.ws, { type: 'input_audio_buffer.speech_stopped', event_id: this.eventId(), audio_end_ms: this.audioMs, item_id: itemId });
+    send(this.ws, { type: 'input_audio_buffer.committed', event_id: this.eventId(), item_id: itemId, previous_item_id: null });
+    const transcripts = this.options.transcripts ?? ['hello'];
+    const transcript = transcripts[this.transcriptIndex++ % transcripts.length]!;
+    send(this.ws, { type: 'conversation.item.input_audio_transcription.completed', event_id: this.eventId(), item_id: itemId, content_index: 0, transcript });
+    this.startResponse();
+  }
+
+  private startResponse(): void {
+    if (this.response) {
+      send(this.ws, { type: 'error', event_id: this.eventId(), error: { type: 'invalid_request_error', code: 'conversation_already_has_active_response', message: 'Conversation already has an active response' } });
+      return;
+    }
+    const replies = this.options.replies ?? ['Hello, how can I help you today?'];
+    const text = replies[this.replyIndex++ % replies.length]!;
+    const id = `resp_${this.record.id}_${this.replyIndex}`;
+    const itemId = `item_out_${this.record.id}_${this.replyIndex}`;
+    const record = { id, itemId, text, status: 'in_progress' as const, audioSentMs: 0 };
+    this.record.responses.push(record);
+    const stream = new ToneStream(
+      { encoding: 'mulaw', sampleRateHz: 8000 },
+      { chunkMs: 100, realTimeFactor: this.latencies.ttsRealTimeFactor, firstByteMs: this.latencies.llmFirstTokenMs + this.latencies.ttsFirstByteMs },
+    );
+    this.response = { id, itemId, stream, record };
+    this.itemAudioMs.set(itemId, 0);
+    const beta = this.record.protocol === 'beta';
+    send(this.ws, { type: 'response.created', event_id: this.eventId(), response: { id, object: 'realtime.response', status: 'in_progress', output: [] } });
+    send(this.ws, { type: 'response.output_item.added', event_id: this.eventId(), response_id: id, output_index: 0, item: { id: itemId, type: 'message', role: 'assistant', content: [] } });
+    stream.play(
+      speechDurationMs(text),
+      (audio, _startMs, endMs) => {
+        record.audioSentMs = endMs;
+        this.itemAudioMs.set(itemId, endMs);
+        send(this.ws, { type: beta ? 'response.audio.delta' : 'response.output_audio.delta', event_id: this.eventId(), response_id: id, item_id: itemId, output_index: 0, content_index: 0, delta: audio.toString('base64') });
+      },
+      () => {
+        send(this.ws, { type: beta ? 'response.audio.done' : 'response.output_audio.done', event_id: this.eventId(), response_id: id, item_id: itemId, output_index: 0, content_index: 0 });
+        send(this.ws, { type: beta ? 'response.audio_transcript.done' : 'response.output_audio_transcript.done', event_id: this.eventId(), response_id: id, item_id: itemId, output_index: 0, content_index: 0, transcript: text });
+        this.endResponse('completed');
+      },
+    );
+  }
+
+  private endResponse(status: 'completed' | 'cancelled' | undefined): void {
+    const response = this.response;
+    if (!response) return;
+    this.response = undefined;
+    response.stream.stop();
+    if (status === undefined) return;
+    response.record.status = status;
+    send(this.ws, { type: 'response.done', event_id: this.eventId(), response: { id: response.id, object: 'realtime.response', status, output: [], usage: null } });
+  }
+
+  private eventId(): string {
+    this.eventIdCounter += 1;
+    return `event_${this.record.id}_${this.eventIdCounter}`;
+  }
+}

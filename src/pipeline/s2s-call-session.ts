@@ -1,0 +1,261 @@
+import type { Logger } from 'pino';
+import { toTelephony } from '../audio/format-converter.js';
+import type { BotConfigForCall } from '../bots/bot-config-service.js';
+import { providerSettingsFor } from '../providers/provider-settings.js';
+import { createS2sProvider } from '../providers/s2s/index.js';
+import type { S2sEvents, S2sSession } from '../providers/s2s/types.js';
+import { type ProviderError, isAbortError } from '../providers/types.js';
+import { botSettings } from './bot-settings.js';
+import { CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
+import { type CallSessionDeps, PHRASES } from './call-session.js';
+import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
+import { Conversation } from './conversation.js';
+import { Playout } from './playout.js';
+
+/** How DTMF digits gather before they go to the model as one input (as in the pipeline). */
+const DTMF_GATHER_MS = 1500;
+/** The goodbye or apology may take this long before the stream is closed anyway. */
+const GOODBYE_CAP_MS = 15_000;
+/** Caller frames held while the vendor's session opens (2 s). */
+const MAX_PENDING_FRAMES = 100;
+
+interface BotItem {
+  id: string;
+  generation: number;
+  /** Audio of the item received from the vendor so far, ms. */
+  receivedMs: number;
+  timings: TurnTimings;
+  startedAtMs: number;
+}
+
+/**
+ * A phone call with a speech-to-speech model (OpenAI Realtime, Gemini Live): caller audio goes
+ * straight to the vendor, the vendor's audio goes out through Playout, which tells from echoed
+ * marks what the caller heard. When the vendor hears the caller start speaking over the bot, the
+ * line is cleared at once and the interrupted item is truncated to the milliseconds actually
+ * heard (never more than was received, counted per item, so the first turn is right too).
+ */
+export class S2sCallSession implements CallTransportHandler {
+  private readonly callAbort = new AbortController();
+  private readonly metrics = new CallMetrics();
+  private readonly playout: Playout;
+  private log: Logger;
+  private session: S2sSession | undefined;
+  private pendingFrames: Uint8Array[] = [];
+  private item: BotItem | undefined;
+  /** Items the caller interrupted: late audio of theirs is dropped. */
+  private readonly cancelled = new Set<string>();
+  private dtmfDigits = '';
+  private dtmfTimer: NodeJS.Timeout | undefined;
+  private maxDurationTimer: NodeJS.Timeout | undefined;
+  private goodbyeTimer: NodeJS.Timeout | undefined;
+  /** A fixed phrase (goodbye, apology) is playing; the call ends when it has. */
+  private closingGeneration: number | undefined;
+  private ending = false;
+  private ended = false;
+  private started = false;
+  private userSpokeAtMs = performance.now();
+
+  constructor(
+    private readonly transport: CallTransport,
+    private readonly config: BotConfigForCall,
+    private readonly deps: CallSessionDeps,
+  ) {
+    this.log = deps.log;
+    this.playout = new Playout(transport, { onReplyPlayed: (generation) => this.onPlayed(generation) }, { leadMs: deps.leadMs });
+  }
+
+  onStart(start: CallStart): void {
+    this.log = this.log.child({ callSid: start.callSid, streamSid: start.streamSid });
+    this.deps.clock.add(this.playout);
+    this.started = true;
+    this.deps.observer?.callStarted();
+    this.log.info({ botConfigId: this.config.id, profile: this.config.body.bot_profile }, 'call started');
+    this.setUp().catch((err: unknown) => this.fail(err));
+  }
+
+  onAudio(mulaw: Uint8Array): void {
+    if (this.ended || this.ending) return;
+    if (this.session) this.session.sendAudio(mulaw);
+    else if (this.pendingFrames.length < MAX_PENDING_FRAMES) this.pendingFrames.push(mulaw.slice());
+  }
+
+  onDtmf(digit: string): void {
+    if (this.ended || this.ending) return;
+    this.metrics.dtmfDigits += 1;
+    if (this.item) this.interrupt('dtmf');
+    this.dtmfDigits += digit;
+    clearTimeout(this.dtmfTimer);
+    if (digit === '#') this.flushDtmf();
+    else this.dtmfTimer = setTimeout(() => this.flushDtmf(), DTMF_GATHER_MS);
+  }
+
+  onMark(name: string): void {
+    this.playout.onMarkEchoed(name);
+  }
+
+  onEnd(reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.callAbort.abort();
+    clearTimeout(this.dtmfTimer);
+    clearTimeout(this.maxDurationTimer);
+    clearTimeout(this.goodbyeTimer);
+    this.deps.clock.delete(this.playout);
+    const session = this.session;
+    this.session = undefined;
+    session?.close().catch((err: unknown) => this.log.debug({ err }, 'speech-to-speech close failed'));
+    const summary = this.metrics.summary();
+    this.log.info({ reason, ...summary, transport: this.transport.stats }, 'call ended');
+    if (this.started) this.deps.observer?.callEnded(reason, summary);
+  }
+
+  // ---- set-up ----
+
+  private async setUp(): Promise<void> {
+    const body = this.config.body;
+    const settings = botSettings(body);
+    const llmName = body.services.llm!;
+    const provider = createS2sProvider(body.bot_profile, llmName, providerSettingsFor(body, llmName, settings.llm, this.deps.env));
+    const history = new Conversation(settings.initialMessages).messages;
+    const options = {
+      history,
+      greet: settings.runOnConfig,
+      model: typeof settings.llm.model === 'string' ? settings.llm.model : undefined,
+      voice: typeof settings.llm.voice === 'string' ? settings.llm.voice : undefined,
+    };
+    this.maxDurationTimer = setTimeout(() => this.sayGoodbye(), settings.maxDurationSecs * 1000);
+    const session = await provider.open({ signal: this.callAbort.signal, log: this.log }, options, this.vendorEvents());
+    if (this.ended) {
+      await session.close();
+      return;
+    }
+    this.session = session;
+    for (const frame of this.pendingFrames) session.sendAudio(frame);
+    this.pendingFrames = [];
+  }
+
+  private vendorEvents(): S2sEvents {
+    return {
+      onAudio: (itemId, mulaw) => this.onBotAudio(itemId, mulaw),
+      onItemDone: (itemId) => {
+        if (this.item?.id === itemId) this.playout.endReply(this.item.generation);
+      },
+      onSpeechStarted: () => {
+        this.userSpokeAtMs = performance.now();
+        if (this.item && this.playout.audible) this.interrupt('speech');
+      },
+      onUserTranscript: (text) => this.log.debug({ chars: text.length }, 'caller said'),
+      onBotTranscript: (_itemId, text) => this.log.debug({ chars: text.length }, 'bot said'),
+      onError: (error) => this.onVendorLost(error),
+    };
+  }
+
+  // ---- the bot's audio ----
+
+  private onBotAudio(itemId: string, mulaw: Uint8Array): void {
+    if (this.ended || this.ending || this.cancelled.has(itemId)) return;
+    if (this.item?.id !== itemId) {
+      // A new item: its own generation, so its heard time starts from zero.
+      const timings: TurnTimings = { turn: this.metrics.turns.length + 1, kind: this.metrics.turns.length === 0 ? 'greeting' : 'answer', interrupted: false };
+      timings.ttsFirstAudioMs = elapsedSince(this.userSpokeAtMs);
+      this.metrics.turns.push(timings);
+      this.item = { id: itemId, generation: this.playout.startReply(), receivedMs: 0, timings, startedAtMs: performance.now() };
+    }
+    const item = this.item;
+    item.receivedMs += mulaw.length / 8;
+    this.playout.enqueue(item.generation, mulaw);
+    item.timings.firstFrameSentMs ??= elapsedSince(this.userSpokeAtMs);
+  }
+
+  private onPlayed(generation: number): void {
+    if (this.closingGeneration === generation) {
+      this.endCall(this.ending ? 'max_duration' : 'error');
+      return;
+    }
+    if (this.item?.generation === generation) this.item = undefined;
+  }
+
+  /** Barge-in: clear the line, and make the vendor keep only what the caller heard of the item. */
+  private interrupt(cause: 'speech' | 'dtmf'): void {
+    const item = this.item;
+    if (!item) return;
+    this.item = undefined;
+    const cleared = this.playout.clear();
+    const heardMs = Math.min(cleared.heardMs, item.receivedMs);
+    item.timings.interrupted = true;
+    this.cancelled.add(item.id);
+    this.metrics.bargeIns += 1;
+    this.session?.interrupt(item.id, heardMs);
+    this.log.info({ cause, itemId: item.id, heardMs, receivedMs: Math.round(item.receivedMs), clearSent: cleared.cleared }, 'caller interrupted the bot');
+  }
+
+  private flushDtmf(): void {
+    clearTimeout(this.dtmfTimer);
+    const digits = this.dtmfDigits;
+    this.dtmfDigits = '';
+    if (digits.length === 0 || this.ending || this.ended) return;
+    this.userSpokeAtMs = performance.now();
+    this.session?.sendText(`DTMF: ${digits}`);
+  }
+
+  // ---- ending ----
+
+  private sayGoodbye(): void {
+    if (this.ended || this.ending) return;
+    this.ending = true;
+    this.log.info('max duration reached');
+    if (this.item) this.interrupt('speech');
+    this.speakAndEnd(PHRASES.goodbye);
+  }
+
+  private onVendorLost(error: ProviderError): void {
+    if (this.ended) return;
+    this.metrics.providerErrors += 1;
+    this.log.error({ provider: error.provider, error: error.message }, 'speech-to-speech session lost; ending the call');
+    this.session = undefined;
+    if (this.ending) return;
+    this.ending = true;
+    if (this.item) this.interrupt('speech');
+    this.speakAndEnd(PHRASES.unavailable);
+  }
+
+  private fail(err: unknown): void {
+    if (this.ended || isAbortError(err)) return;
+    this.metrics.providerErrors += 1;
+    this.log.error({ err }, 'call set-up failed');
+    if (this.ending) return;
+    this.ending = true;
+    this.speakAndEnd(PHRASES.unavailable);
+  }
+
+  /** Says a fixed phrase with the offline voice, then ends the call once it has played. */
+  private speakAndEnd(text: string): void {
+    this.goodbyeTimer = setTimeout(() => this.endCall('timeout'), GOODBYE_CAP_MS);
+    const tts = this.deps.fallbackTts();
+    const converter = toTelephony(tts.outputFormat);
+    const generation = this.playout.startReply();
+    this.closingGeneration = generation;
+    const speak = async (): Promise<void> => {
+      async function* pieces(): AsyncGenerator<string> {
+        yield text;
+      }
+      for await (const out of tts.synthesize(pieces(), { signal: this.callAbort.signal, log: this.log })) {
+        if (out.type === 'audio') this.playout.enqueue(generation, converter.convert(out.audio));
+      }
+      this.playout.enqueue(generation, converter.flush());
+      this.playout.endReply(generation);
+    };
+    speak().catch((err: unknown) => {
+      this.log.error({ err }, 'could not speak the closing phrase');
+      this.endCall('error');
+    });
+  }
+
+  private endCall(reason: string): void {
+    if (this.ended) return;
+    const callSid = this.transport.callSid;
+    this.transport.close(1000, reason);
+    if (callSid && this.deps.hangup) this.deps.hangup(callSid).catch((err: unknown) => this.log.warn({ err }, 'carrier hang-up failed'));
+  }
+}

@@ -1,0 +1,213 @@
+import type { IncomingMessage } from 'node:http';
+import WebSocket, { type RawData } from 'ws';
+import { AudioConverter, fromTelephony } from '../../../audio/format-converter.js';
+import { type ProviderContext, ProviderError } from '../../types.js';
+import { isRetryableCloseCode, isRetryableStatus, oneLine, readErrorBody, redact, vendorErrorText } from '../../tts/tts-socket.js';
+import type { S2sEvents, S2sOptions, S2sProvider, S2sSession } from '../types.js';
+import { pcmRateHz, serverMessage } from './live-messages.js';
+
+const PROVIDER = 'gemini_live';
+const INPUT_RATE_HZ = 16_000;
+const TELEPHONY = { encoding: 'mulaw', sampleRateHz: 8000 } as const;
+
+export interface GeminiLiveConfig {
+  /** ws(s)://host/ws/...BidiGenerateContent, without the key. */
+  url: string;
+  apiKey: string;
+  model: string;
+  voice: string;
+  language: string | undefined;
+  handshakeTimeoutMs: number;
+}
+
+/**
+ * Gemini Live over its BidiGenerateContent websocket: `setup` first and wait for `setupComplete`;
+ * the caller's 8 kHz mu-law goes in as 16 kHz PCM, the model's 24 kHz PCM comes back as 8 kHz
+ * mu-law. Gemini has no item ids and no truncate: each model turn gets an id here, and on
+ * `interrupted` the call session clears the line and the turn simply ends.
+ */
+export class GeminiLive implements S2sProvider {
+  readonly name = PROVIDER;
+
+  constructor(readonly config: GeminiLiveConfig) {}
+
+  open(ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<S2sSession> {
+    return LiveSession.connect(this.config, ctx, options, events);
+  }
+}
+
+class LiveSession implements S2sSession {
+  private readonly input = fromTelephony({ encoding: 'linear16', sampleRateHz: INPUT_RATE_HZ });
+  private output: AudioConverter | undefined;
+  private turn = 1;
+  private turnHasAudio = false;
+  private closedByUs = false;
+
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly ctx: ProviderContext,
+    private readonly events: S2sEvents,
+  ) {
+    ws.on('message', (data) => this.onMessage(data));
+    ws.on('close', (code, reason) => {
+      if (this.closedByUs || ctx.signal.aborted) return;
+      const detail = reason.length > 0 ? `: ${oneLine(reason.toString())}` : '';
+      events.onError(new ProviderError(PROVIDER, `the connection closed mid-call (code ${code}${detail})`, isRetryableCloseCode(code)));
+    });
+    ws.on('error', (err) => ctx.log.debug({ provider: PROVIDER, err }, 'live socket error'));
+    ctx.signal.addEventListener('abort', () => void this.close(), { once: true });
+  }
+
+  static async connect(config: GeminiLiveConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<LiveSession> {
+    const ws = new WebSocket(`${config.url}?key=${encodeURIComponent(config.apiKey)}`, { handshakeTimeout: config.handshakeTimeoutMs, perMessageDeflate: false });
+    const fail = (error: ProviderError, reject: (e: ProviderError) => void) => {
+      ws.removeAllListeners('message');
+      ws.terminate();
+      reject(error);
+    };
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => fail(new ProviderError(PROVIDER, `no setupComplete within ${config.handshakeTimeoutMs} ms`, true), reject), config.handshakeTimeoutMs);
+      ws.once('open', () => ws.send(JSON.stringify(setupMessage(config, options))));
+      ws.on('message', (data) => {
+        if (!textOf(data).includes('setupComplete')) return;
+        clearTimeout(timer);
+        ws.removeAllListeners('message');
+        resolve();
+      });
+      ws.once('unexpected-response', (_req, res: IncomingMessage) => {
+        clearTimeout(timer);
+        const status = res.statusCode ?? 0;
+        readErrorBody(res, (body) => {
+          const text = redact(vendorErrorText(body), config.apiKey) || res.statusMessage || 'no details';
+          fail(new ProviderError(PROVIDER, `handshake failed: HTTP ${status}: ${text}`, isRetryableStatus(status)), reject);
+        });
+      });
+      ws.once('close', (code, reason) => {
+        clearTimeout(timer);
+        // Gemini refuses a bad setup (model, key) by closing with a reason.
+        reject(new ProviderError(PROVIDER, `closed during setup (code ${code}${reason.length > 0 ? `: ${oneLine(redact(reason.toString(), config.apiKey))}` : ''})`, isRetryableCloseCode(code)));
+      });
+      ws.once('error', (err) => {
+        clearTimeout(timer);
+        fail(new ProviderError(PROVIDER, `connection failed: ${redact(err.message, config.apiKey)}`, true, { cause: err }), reject);
+      });
+      ctx.signal.addEventListener('abort', () => ws.terminate(), { once: true });
+    });
+    ws.removeAllListeners('close');
+    ws.removeAllListeners('error');
+    const session = new LiveSession(ws, ctx, events);
+    session.start(options);
+    return session;
+  }
+
+  sendAudio(mulaw: Uint8Array): void {
+    const pcm = this.input.convert(mulaw);
+    this.send({ realtimeInput: { audio: { mimeType: `audio/pcm;rate=${INPUT_RATE_HZ}`, data: Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64') } } });
+  }
+
+  sendText(text: string): void {
+    this.send({ clientContent: { turns: [{ role: 'user', parts: [{ text }] }], turnComplete: true } });
+  }
+
+  interrupt(): void {
+    // Gemini has no cancel or truncate: it stopped on its own (`interrupted`); audio of this turn is dropped.
+    this.nextTurn();
+  }
+
+  async close(): Promise<void> {
+    if (this.closedByUs) return;
+    this.closedByUs = true;
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(1000);
+    else this.ws.terminate();
+  }
+
+  private start(options: S2sOptions): void {
+    const turns = options.history
+      .filter((m) => m.role !== 'system')
+      .map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: [{ text: m.content }] }));
+    if (options.greet) {
+      if (turns.length === 0) turns.push({ role: 'user', parts: [{ text: 'The caller has just connected. Greet them.' }] });
+      this.send({ clientContent: { turns, turnComplete: true } });
+    } else if (turns.length > 0) {
+      this.send({ clientContent: { turns, turnComplete: false } });
+    }
+  }
+
+  private onMessage(data: RawData): void {
+    let json: unknown;
+    try {
+      // Gemini may send JSON in binary frames.
+      json = JSON.parse(textOf(data));
+    } catch {
+      this.ctx.log.debug({ provider: PROVIDER }, 'skipped a frame that is not JSON');
+      return;
+    }
+    const parsed = serverMessage.safeParse(json);
+    if (!parsed.success) return;
+    const content = parsed.data.serverContent;
+    if (parsed.data.goAway) this.ctx.log.warn({ provider: PROVIDER, timeLeft: parsed.data.goAway.timeLeft }, 'gemini live will close the session soon');
+    if (!content) return;
+    if (content.interrupted) {
+      this.events.onSpeechStarted();
+      return;
+    }
+    for (const part of content.modelTurn?.parts ?? []) {
+      const inline = part.inlineData;
+      if (!inline || !inline.mimeType.startsWith('audio/pcm')) continue;
+      const rateHz = pcmRateHz(inline.mimeType);
+      if (!this.output || this.output.from.sampleRateHz !== rateHz) this.output = new AudioConverter({ encoding: 'linear16', sampleRateHz: rateHz }, TELEPHONY);
+      const mulaw = this.output.convert(Buffer.from(inline.data, 'base64'));
+      if (mulaw.length === 0) continue;
+      this.turnHasAudio = true;
+      this.events.onAudio(this.turnId(), mulaw);
+    }
+    if (content.outputTranscription?.text) this.events.onBotTranscript(this.turnId(), content.outputTranscription.text);
+    if (content.inputTranscription?.text && content.inputTranscription.finished !== false) this.events.onUserTranscript(content.inputTranscription.text);
+    // turnComplete may wait for playback; generationComplete says the audio is all here.
+    if (content.generationComplete || content.turnComplete) {
+      if (this.turnHasAudio) {
+        const tail = this.output?.flush();
+        if (tail && tail.length > 0) this.events.onAudio(this.turnId(), tail);
+        this.events.onItemDone(this.turnId());
+      }
+      this.nextTurn();
+    }
+  }
+
+  private nextTurn(): void {
+    if (!this.turnHasAudio) return;
+    this.turn += 1;
+    this.turnHasAudio = false;
+  }
+
+  private turnId(): string {
+    return `turn-${this.turn}`;
+  }
+
+  private send(message: Record<string, unknown>): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+  }
+}
+
+function setupMessage(config: GeminiLiveConfig, options: S2sOptions): Record<string, unknown> {
+  const instructions = options.history.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+  return {
+    setup: {
+      model: config.model.startsWith('models/') ? config.model : `models/${config.model}`,
+      generationConfig: {
+        responseModalities: ['AUDIO'],
+        speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: config.voice } }, ...(config.language ? { languageCode: config.language } : {}) },
+      },
+      ...(instructions ? { systemInstruction: { parts: [{ text: instructions }] } } : {}),
+      realtimeInputConfig: { automaticActivityDetection: { disabled: false }, activityHandling: 'START_OF_ACTIVITY_INTERRUPTS' },
+      inputAudioTranscription: {},
+      outputAudioTranscription: {},
+    },
+  };
+}
+
+function textOf(data: RawData): string {
+  if (Buffer.isBuffer(data)) return data.toString('utf8');
+  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
+  return Buffer.from(data).toString('utf8');
+}

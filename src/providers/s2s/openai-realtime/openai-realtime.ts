@@ -1,0 +1,198 @@
+import type { IncomingMessage } from 'node:http';
+import WebSocket, { type RawData } from 'ws';
+import { type ProviderContext, ProviderError } from '../../types.js';
+import { isRetryableCloseCode, isRetryableStatus, oneLine, readErrorBody, redact, vendorErrorText } from '../../tts/tts-socket.js';
+import type { S2sEvents, S2sOptions, S2sProvider, S2sSession } from '../types.js';
+import {
+  AUDIO_DELTA,
+  AUDIO_DONE,
+  HARMLESS_ERROR_CODES,
+  type RealtimeProtocol,
+  TRANSCRIPT_DONE,
+  audioDelta,
+  audioDone,
+  envelope,
+  errorEvent,
+  inputTranscription,
+  transcriptDone,
+} from './realtime-messages.js';
+
+const PROVIDER = 'openai_realtime';
+
+export interface OpenAiRealtimeConfig {
+  /** ws(s)://host/v1/realtime, without the query. */
+  url: string;
+  apiKey: string;
+  protocol: RealtimeProtocol;
+  model: string;
+  voice: string;
+  handshakeTimeoutMs: number;
+  /** Merged into the session (e.g. turn_detection tuning). */
+  sessionExtras: Record<string, unknown>;
+}
+
+/**
+ * OpenAI Realtime over its websocket. The phone's 8 kHz mu-law goes in and comes out untouched
+ * (`audio/pcmu` in the current protocol, `g711_ulaw` in the beta). The server's VAD detects the
+ * caller and cancels its own response; the call session then truncates the assistant item to
+ * what the caller heard.
+ */
+export class OpenAiRealtime implements S2sProvider {
+  readonly name = PROVIDER;
+
+  constructor(readonly config: OpenAiRealtimeConfig) {}
+
+  open(ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<S2sSession> {
+    return RealtimeSession.connect(this.config, ctx, options, events);
+  }
+}
+
+class RealtimeSession implements S2sSession {
+  private closedByUs = false;
+
+  private constructor(
+    private readonly ws: WebSocket,
+    private readonly config: OpenAiRealtimeConfig,
+    private readonly ctx: ProviderContext,
+    private readonly events: S2sEvents,
+  ) {
+    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    ws.on('close', (code, reason) => {
+      if (this.closedByUs || ctx.signal.aborted) return;
+      const detail = reason.length > 0 ? `: ${oneLine(reason.toString())}` : '';
+      events.onError(new ProviderError(PROVIDER, `the connection closed mid-call (code ${code}${detail})`, isRetryableCloseCode(code)));
+    });
+    ws.on('error', (err) => ctx.log.debug({ provider: PROVIDER, err }, 'realtime socket error'));
+    ctx.signal.addEventListener('abort', () => void this.close(), { once: true });
+  }
+
+  static async connect(config: OpenAiRealtimeConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<RealtimeSession> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${config.apiKey}` };
+    if (config.protocol === 'beta') headers['OpenAI-Beta'] = 'realtime=v1';
+    const ws = new WebSocket(`${config.url}?model=${encodeURIComponent(config.model)}`, {
+      headers,
+      handshakeTimeout: config.handshakeTimeoutMs,
+      perMessageDeflate: false,
+    });
+    await new Promise<void>((resolve, reject) => {
+      const fail = (error: ProviderError) => {
+        ws.removeAllListeners('open');
+        reject(error);
+      };
+      ws.once('open', () => resolve());
+      ws.once('unexpected-response', (_req, res: IncomingMessage) => {
+        const status = res.statusCode ?? 0;
+        readErrorBody(res, (body) => {
+          const text = redact(vendorErrorText(body), config.apiKey) || res.statusMessage || 'no details';
+          fail(new ProviderError(PROVIDER, `handshake failed: HTTP ${status}: ${text}`, isRetryableStatus(status)));
+          ws.terminate();
+        });
+      });
+      ws.once('error', (err) => {
+        const timedOut = /timed out/i.test(err.message);
+        fail(new ProviderError(PROVIDER, timedOut ? `no connection within ${config.handshakeTimeoutMs} ms` : `connection failed: ${redact(err.message, config.apiKey)}`, true, { cause: err }));
+      });
+      ctx.signal.addEventListener('abort', () => ws.terminate(), { once: true });
+    });
+    const session = new RealtimeSession(ws, config, ctx, events);
+    session.configure(options);
+    return session;
+  }
+
+  sendAudio(mulaw: Uint8Array): void {
+    this.send({ type: 'input_audio_buffer.append', audio: Buffer.from(mulaw.buffer, mulaw.byteOffset, mulaw.byteLength).toString('base64') });
+  }
+
+  sendText(text: string): void {
+    this.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
+    this.send({ type: 'response.create' });
+  }
+
+  interrupt(itemId: string, heardMs: number): void {
+    // The server's VAD has usually cancelled already; a second cancel only earns a harmless error.
+    this.send({ type: 'response.cancel' });
+    this.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: Math.max(0, Math.round(heardMs)) });
+  }
+
+  async close(): Promise<void> {
+    if (this.closedByUs) return;
+    this.closedByUs = true;
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(1000);
+    else this.ws.terminate();
+  }
+
+  private configure(options: S2sOptions): void {
+    const { protocol, voice, model } = this.config;
+    const instructions = options.history.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+    const turnDetection = { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500, create_response: true, interrupt_response: true };
+    const session =
+      protocol === 'ga'
+        ? {
+            type: 'realtime',
+            model,
+            output_modalities: ['audio'],
+            instructions,
+            audio: {
+              input: { format: { type: 'audio/pcmu' }, turn_detection: turnDetection, transcription: { model: 'gpt-4o-mini-transcribe' } },
+              output: { format: { type: 'audio/pcmu' }, voice },
+            },
+          }
+        : {
+            modalities: ['audio', 'text'],
+            instructions,
+            voice,
+            input_audio_format: 'g711_ulaw',
+            output_audio_format: 'g711_ulaw',
+            input_audio_transcription: { model: 'whisper-1' },
+            turn_detection: turnDetection,
+          };
+    this.send({ type: 'session.update', session: { ...session, ...this.config.sessionExtras } });
+    const assistantContentType = protocol === 'ga' ? 'output_text' : 'text';
+    for (const message of options.history) {
+      if (message.role === 'system') continue;
+      const contentType = message.role === 'user' ? 'input_text' : assistantContentType;
+      this.send({ type: 'conversation.item.create', item: { type: 'message', role: message.role, content: [{ type: contentType, text: message.content }] } });
+    }
+    if (options.greet) this.send({ type: 'response.create' });
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    if (isBinary) return;
+    let json: unknown;
+    try {
+      json = JSON.parse(data.toString());
+    } catch {
+      this.ctx.log.debug({ provider: PROVIDER }, 'skipped a frame that is not JSON');
+      return;
+    }
+    const head = envelope.safeParse(json);
+    if (!head.success) return;
+    const protocol = this.config.protocol;
+    const type = head.data.type;
+    if (type === AUDIO_DELTA[protocol]) {
+      const event = audioDelta.safeParse(json);
+      if (event.success) this.events.onAudio(event.data.item_id, Buffer.from(event.data.delta, 'base64'));
+    } else if (type === AUDIO_DONE[protocol]) {
+      const event = audioDone.safeParse(json);
+      if (event.success) this.events.onItemDone(event.data.item_id);
+    } else if (type === 'input_audio_buffer.speech_started') {
+      this.events.onSpeechStarted();
+    } else if (type === TRANSCRIPT_DONE[protocol]) {
+      const event = transcriptDone.safeParse(json);
+      if (event.success) this.events.onBotTranscript(event.data.item_id, event.data.transcript);
+    } else if (type === 'conversation.item.input_audio_transcription.completed') {
+      const event = inputTranscription.safeParse(json);
+      if (event.success) this.events.onUserTranscript(event.data.transcript);
+    } else if (type === 'error') {
+      const event = errorEvent.safeParse(json);
+      const code = event.success ? (event.data.error.code ?? undefined) : undefined;
+      const message = event.success ? event.data.error.message : undefined;
+      if (code && HARMLESS_ERROR_CODES.has(code)) this.ctx.log.debug({ provider: PROVIDER, code }, 'realtime race reported');
+      else this.ctx.log.warn({ provider: PROVIDER, code, message }, 'realtime error event');
+    }
+  }
+
+  private send(event: Record<string, unknown>): void {
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(event));
+  }
+}

@@ -1,0 +1,225 @@
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type RunningEmulators, startEmulatorServer } from '../../src/emulators/emulator-server.js';
+import { OpenAiRealtimeEmulator } from '../../src/emulators/openai-realtime-emulator.js';
+import { GeminiLiveEmulator } from '../../src/emulators/gemini-live-emulator.js';
+import { readMulawFile } from '../../src/simulator/clip-file.js';
+import type { CallReport } from '../../src/simulator/call-report.js';
+import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import type { Scenario } from '../../src/simulator/scenario.js';
+import { type CallServer, startCallServer } from '../helpers/call-server.js';
+
+/**
+ * Phone calls on the speech-to-speech profiles, through the real adapters and the vendors'
+ * emulated websockets: the caller's audio goes to the model, its audio comes back, and barge-in
+ * clears the line and truncates the model's item to what the simulator actually played.
+ */
+
+const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
+const FAST = { llmFirstTokenMs: 80, ttsFirstByteMs: 40, ttsRealTimeFactor: 4 };
+const GREETING = 'Hello and welcome to the harbour hotel, how may I help you this fine evening?';
+const ANSWER = 'We have a lovely room with a view of the harbour for tonight, and breakfast is included in the price.';
+
+let emulators: RunningEmulators | undefined;
+let server: CallServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  await emulators?.close();
+  server = undefined;
+  emulators = undefined;
+});
+
+async function clips() {
+  return {
+    question: { mulaw: await readMulawFile(fixture('A06_birch_canoe.ulaw')) },
+    interruption: { mulaw: await readMulawFile(fixture('A07_go_forward.ulaw')) },
+  };
+}
+
+/** Milliseconds of bot audio the simulator played from the start of the segment to the clear. */
+function playedBeforeClear(report: CallReport, clearIndex = 0): number {
+  const clear = report.timeline.filter((e) => e.kind === 'clear-received')[clearIndex]!;
+  const start = report.timeline.filter((e) => e.kind === 'bot-audio-start' && e.atMs <= clear.atMs).at(-1)!;
+  return clear.atMs - start.atMs;
+}
+
+async function startOpenAi(protocol: 'ga' | 'beta' = 'ga', realTimeFactor = FAST.ttsRealTimeFactor) {
+  const realtime = new OpenAiRealtimeEmulator({ latencies: { ...FAST, ttsRealTimeFactor: realTimeFactor }, replies: [GREETING, ANSWER, 'Of course.'], transcripts: ['do you have a room'] });
+  emulators = await startEmulatorServer([realtime]);
+  server = await startCallServer(() => undefined, { SWITCHBOARD_OPENAI_URL: emulators.url });
+  const { wssUrl } = await server.createConfig({
+    bot_profile: 'openai_realtime_beta_2024_10',
+    services: { llm: 'openai_realtime' },
+    config: [
+      {
+        service: 'llm',
+        options: [
+          { name: 'initial_messages', value: [{ role: 'system', content: 'You are the front desk of a hotel.' }] },
+          { name: 'run_on_config', value: true },
+          { name: 'voice', value: 'cedar' },
+        ],
+      },
+    ],
+    service_options: protocol === 'beta' ? { openai_realtime: { protocol: 'beta' } } : {},
+  });
+  return { realtime, wssUrl };
+}
+
+describe('a phone call on the OpenAI Realtime profile', () => {
+  it('greets, answers the caller, and configures the session for mu-law both ways', async () => {
+    const { realtime, wssUrl } = await startOpenAi();
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      clips: await clips(),
+      scenario: { steps: [{ do: 'wait-bot-silence', ms: 500 }, { do: 'play', clip: 'question' }, { do: 'wait-bot-silence', ms: 500 }] },
+    });
+    expect(report.outcome).toBe('completed');
+    expect(report.metrics.violations.total).toBe(0);
+    expect(report.metrics.bot.segments).toBe(2);
+    expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
+
+    const connection = realtime.connections[0]!;
+    expect(connection.protocol).toBe('ga');
+    expect(connection.model).toBe('gpt-realtime');
+    const update = connection.events.find((e) => e.type === 'session.update') as { session: Record<string, any> };
+    expect(update.session.audio.input.format).toEqual({ type: 'audio/pcmu' });
+    expect(update.session.audio.output).toEqual({ format: { type: 'audio/pcmu' }, voice: 'cedar' });
+    expect(update.session.instructions).toBe('You are the front desk of a hotel.');
+    expect(update.session.audio.input.turn_detection).toMatchObject({ type: 'server_vad', interrupt_response: true });
+    // The caller's audio went through untouched: 8 kHz mu-law, one byte per sample.
+    expect(connection.appendedAudioBytes).toBeGreaterThan(report.metrics.caller.framesSent * 160 * 0.9);
+    expect(connection.responses.map((r) => r.status)).toEqual(['completed', 'completed']);
+  });
+
+  it('barges in on the first turn: clear at once, nothing stale after it, the greeting truncated to what was heard', async () => {
+    // Generated at real time, the greeting is still being generated when the caller speaks: the
+    // server's VAD cancels it, and the client truncates it.
+    const { realtime, wssUrl } = await startOpenAi('ga', 1);
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      clips: await clips(),
+      scenario: { steps: [{ do: 'wait-bot-audio', thenMs: 1500 }, { do: 'play', clip: 'interruption' }, { do: 'wait-bot-silence', ms: 500 }] },
+    });
+    expect(report.outcome).toBe('completed');
+    expect(report.metrics.clears).toHaveLength(1);
+    expect(report.metrics.clears[0]!.lateAudioMs).toBe(0);
+
+    const connection = realtime.connections[0]!;
+    expect(connection.responses[0]!.status).toBe('cancelled');
+    expect(connection.truncations).toHaveLength(1);
+    const [truncation] = connection.truncations;
+    expect(truncation!.itemId).toBe(connection.responses[0]!.itemId);
+    expect(truncation!.accepted).toBe(true);
+    // What the server says was heard matches what the simulated phone played, within a few frames.
+    const played = playedBeforeClear(report);
+    expect(Math.abs(truncation!.audioEndMs - played)).toBeLessThan(120);
+    expect(truncation!.audioEndMs).toBeLessThanOrEqual(connection.responses[0]!.audioSentMs);
+    // And the bot answered the interruption.
+    expect(connection.responses).toHaveLength(2);
+    expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
+  });
+
+  it('barges in on a later turn, truncating that turn’s item from its own start', async () => {
+    // Generated ten times faster than it plays, the answer is complete at the server and still
+    // playing on the phone when the caller speaks: only the truncate can fix the context.
+    const { realtime, wssUrl } = await startOpenAi('ga', 10);
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      clips: await clips(),
+      scenario: {
+        steps: [
+          { do: 'wait-bot-silence', ms: 500 },
+          { do: 'play', clip: 'question' },
+          { do: 'wait-bot-audio', thenMs: 1200 },
+          { do: 'play', clip: 'interruption' },
+          { do: 'wait-bot-silence', ms: 500 },
+        ],
+      },
+    });
+    expect(report.outcome).toBe('completed');
+    const connection = realtime.connections[0]!;
+    expect(connection.responses.map((r) => r.status)).toEqual(['completed', 'completed', 'completed']);
+    expect(connection.truncations).toHaveLength(1);
+    const [truncation] = connection.truncations;
+    expect(truncation!.itemId).toBe(connection.responses[1]!.itemId);
+    expect(truncation!.accepted).toBe(true);
+    expect(Math.abs(truncation!.audioEndMs - playedBeforeClear(report))).toBeLessThan(120);
+    expect(report.metrics.clears[0]!.lateAudioMs).toBe(0);
+  });
+
+  it('speaks the beta protocol when asked: OpenAI-Beta header and g711_ulaw', async () => {
+    const { realtime, wssUrl } = await startOpenAi('beta');
+    const report = await runPhoneCall({ target: { wssUrl }, scenario: { steps: [{ do: 'wait-bot-silence', ms: 400 }] } });
+    expect(report.metrics.firstBotAudioMs).not.toBeNull();
+    const connection = realtime.connections[0]!;
+    expect(connection.protocol).toBe('beta');
+    const update = connection.events.find((e) => e.type === 'session.update') as { session: Record<string, unknown> };
+    expect(update.session).toMatchObject({ input_audio_format: 'g711_ulaw', output_audio_format: 'g711_ulaw', voice: 'cedar' });
+  });
+
+  it('apologises and hangs up when the vendor drops the connection mid-call', async () => {
+    const { realtime, wssUrl } = await startOpenAi();
+    const call = runPhoneCall({ target: { wssUrl }, scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 } });
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    realtime.dropAll();
+    const report = await call;
+    expect(report.outcome).toBe('server-closed');
+    expect(report.close).toMatchObject({ code: 1000, by: 'server' });
+    // The greeting was cut, then the offline voice apologised before the close.
+    expect(report.metrics.bot.segments).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe('a phone call on the Gemini Live profile', () => {
+  async function startGemini() {
+    const live = new GeminiLiveEmulator({ latencies: FAST, replies: [GREETING, ANSWER, 'Of course.'] });
+    emulators = await startEmulatorServer([live]);
+    server = await startCallServer(() => undefined, { SWITCHBOARD_GEMINI_URL: emulators.url });
+    const { wssUrl } = await server.createConfig({
+      bot_profile: 'gemini_multimodal_live_2024_12',
+      services: { llm: 'gemini' },
+      config: [
+        {
+          service: 'llm',
+          options: [
+            { name: 'initial_messages', value: [{ role: 'system', content: 'You are the front desk of a hotel.' }] },
+            { name: 'run_on_config', value: true },
+          ],
+        },
+      ],
+      api_keys: { gemini: 'gem-key-0123' },
+    });
+    return { live, wssUrl };
+  }
+
+  it('sets up, greets, answers in 8 kHz from its 24 kHz, and is interrupted cleanly', async () => {
+    const { live, wssUrl } = await startGemini();
+    const scenario: Scenario = {
+      steps: [
+        { do: 'wait-bot-silence', ms: 500 },
+        { do: 'play', clip: 'question' },
+        { do: 'wait-bot-audio', thenMs: 1000 },
+        { do: 'play', clip: 'interruption' },
+        { do: 'wait-bot-silence', ms: 500 },
+      ],
+    };
+    const report = await runPhoneCall({ target: { wssUrl }, clips: await clips(), scenario });
+    expect(report.outcome).toBe('completed');
+    expect(report.metrics.violations.total).toBe(0);
+
+    const connection = live.connections[0]!;
+    expect(connection.setup).toMatchObject({
+      model: 'models/gemini-2.5-flash-native-audio-preview-12-2025',
+      generationConfig: { responseModalities: ['AUDIO'] },
+      systemInstruction: { parts: [{ text: 'You are the front desk of a hotel.' }] },
+    });
+    // 16 kHz PCM in: two bytes per sample, twice the samples of the phone's 8 kHz.
+    expect(connection.audioMimeTypes).toEqual(['audio/pcm;rate=16000']);
+    expect(connection.audioBytes).toBeGreaterThan(report.metrics.caller.framesSent * 160 * 4 * 0.9);
+    expect(connection.interruptions).toBe(1);
+    expect(report.metrics.clears).toHaveLength(1);
+    expect(report.metrics.clears[0]!.lateAudioMs).toBe(0);
+    expect(report.metrics.utterances.map((u) => u.replyLatencyMs !== null)).toEqual([true, true]);
+  });
+});
