@@ -6,6 +6,8 @@ import { ElevenLabsEmulator } from '../emulators/elevenlabs-emulator.js';
 import { type RunningEmulators, startEmulatorServer } from '../emulators/emulator-server.js';
 import { GeminiEmulator } from '../emulators/gemini-emulator.js';
 import { OpenAiEmulator } from '../emulators/openai-emulator.js';
+import { GeminiLiveEmulator } from '../emulators/gemini-live-emulator.js';
+import { OpenAiRealtimeEmulator } from '../emulators/openai-realtime-emulator.js';
 import { OpenAiTtsEmulator } from '../emulators/openai-tts-emulator.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from '../emulators/types.js';
 
@@ -13,8 +15,8 @@ const HELP = `usage: switchboard emulate [options]
 
 Serves stand-ins for the vendors' APIs on one port, each speaking its vendor's wire protocol:
 Deepgram (live STT on /v1/listen, Aura TTS on /v1/speak), OpenAI-compatible chat completions
-(openai, groq, together, grok, ollama, custom_llm), OpenAI speech, Anthropic Messages, Gemini,
-Cartesia and ElevenLabs. Point SWITCHBOARD_<VENDOR>_URL at it (printed at start) and calls,
+(openai, groq, together, grok, ollama, custom_llm), OpenAI speech and Realtime, Anthropic
+Messages, Gemini and Gemini Live, Cartesia and ElevenLabs. Point SWITCHBOARD_<VENDOR>_URL at it (printed at start) and calls,
 load tests and benchmarks run offline, measuring Switchboard rather than the vendors.
 
 The emulated STT decides speech by audio energy and answers each utterance with the next of the
@@ -113,6 +115,8 @@ export function createEmulators(options: Omit<EmulateOptions, 'port' | 'host'>):
     new GeminiEmulator({ latencies, apiKey, replies }),
     new CartesiaEmulator({ latencies, apiKey }),
     new ElevenLabsEmulator({ latencies, apiKey }),
+    new OpenAiRealtimeEmulator({ latencies, apiKey, replies, transcripts: options.transcripts }),
+    new GeminiLiveEmulator({ latencies, apiKey, replies, transcripts: options.transcripts }),
   ];
 }
 
