@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { toTelephony } from '../audio/format-converter.js';
 import { ApiError } from '../http/errors.js';
 import type { CallStart, CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
+import { speakFixedPhrase } from '../pipeline/fixed-phrase.js';
 import { Playout, type PlayoutClock } from '../pipeline/playout.js';
 import type { TtsProvider } from '../providers/types.js';
 import type { Account } from '../store/accounts-repo.js';
@@ -201,19 +201,7 @@ class HoldingLeg implements CallTransportHandler {
     this.ending = true;
     this.playout.clear();
     this.generation = this.playout.startReply();
-    const generation = this.generation;
-    const converter = toTelephony(tts.outputFormat);
-    const speak = async (): Promise<void> => {
-      async function* text(): AsyncGenerator<string> {
-        yield message;
-      }
-      for await (const out of tts.synthesize(text(), { signal: new AbortController().signal, log })) {
-        if (out.type === 'audio') this.playout.enqueue(generation, converter.convert(out.audio));
-      }
-      this.playout.enqueue(generation, converter.flush());
-      this.playout.endReply(generation);
-    };
-    speak().catch((err: unknown) => {
+    speakFixedPhrase(this.playout, this.generation, tts, message, new AbortController().signal, log).catch((err: unknown) => {
       log.error({ err }, 'could not say the no-bot message');
       this.transport.close(1000, 'no bot');
     });

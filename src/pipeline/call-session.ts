@@ -22,6 +22,7 @@ import type { CallStart, CallTransport, CallTransportHandler } from './call-tran
 import { CallMetrics, type CallSummary, type TurnTimings, elapsedSince } from './call-metrics.js';
 import type { CallVad, CallVadFactory } from './call-vad.js';
 import { Conversation } from './conversation.js';
+import { DtmfGatherer } from './dtmf-gatherer.js';
 import { Playout, type PlayoutClock } from './playout.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { SentenceSplitter } from './sentence-splitter.js';
@@ -52,8 +53,6 @@ export const PHRASES = {
   unavailable: 'Sorry, this assistant is not available right now. Please try again later.',
 } as const;
 
-/** How long DTMF digits gather before they go to the model as one input. */
-const DTMF_GATHER_MS = 1500;
 /** The goodbye may take this long to play before the stream is closed anyway. */
 const GOODBYE_CAP_MS = 15_000;
 /** Frames held while the STT socket opens (2 s). */
@@ -93,8 +92,7 @@ export class CallSession implements CallTransportHandler {
   private reply: Reply | undefined;
   private turnCount = 0;
   private vadStopAtMs: number | undefined;
-  private dtmfDigits = '';
-  private dtmfTimer: NodeJS.Timeout | undefined;
+  private readonly dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits));
   private maxDurationTimer: NodeJS.Timeout | undefined;
   private goodbyeTimer: NodeJS.Timeout | undefined;
   private ending = false;
@@ -152,17 +150,14 @@ export class CallSession implements CallTransportHandler {
     this.metrics.dtmfDigits += 1;
     // A key press while the bot talks is an interruption, as on any phone menu.
     if (this.reply) this.interrupt('dtmf');
-    this.dtmfDigits += digit;
-    clearTimeout(this.dtmfTimer);
-    if (digit === '#') this.flushDtmf();
-    else this.dtmfTimer = setTimeout(() => this.flushDtmf(), DTMF_GATHER_MS);
+    this.dtmf.press(digit);
   }
 
   onEnd(reason: string): void {
     if (this.ended) return;
     this.ended = true;
     this.callAbort.abort();
-    clearTimeout(this.dtmfTimer);
+    this.dtmf.dispose();
     clearTimeout(this.maxDurationTimer);
     clearTimeout(this.goodbyeTimer);
     this.turns.dispose();
@@ -274,11 +269,8 @@ export class CallSession implements CallTransportHandler {
     }
   }
 
-  private flushDtmf(): void {
-    clearTimeout(this.dtmfTimer);
-    const digits = this.dtmfDigits;
-    this.dtmfDigits = '';
-    if (digits.length === 0 || this.ending || this.ended) return;
+  private onDtmfInput(digits: string): void {
+    if (this.ending || this.ended) return;
     this.conversation!.addUser(`DTMF: ${digits}`);
     this.answer('dtmf');
   }

@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import { toTelephony } from '../audio/format-converter.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { providerSettingsFor } from '../providers/provider-settings.js';
 import { createS2sProvider } from '../providers/s2s/index.js';
@@ -10,10 +9,10 @@ import { CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
 import { type CallSessionDeps, PHRASES } from './call-session.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
 import { Conversation } from './conversation.js';
+import { DtmfGatherer } from './dtmf-gatherer.js';
+import { speakFixedPhrase } from './fixed-phrase.js';
 import { Playout } from './playout.js';
 
-/** How DTMF digits gather before they go to the model as one input (as in the pipeline). */
-const DTMF_GATHER_MS = 1500;
 /** The goodbye or apology may take this long before the stream is closed anyway. */
 const GOODBYE_CAP_MS = 15_000;
 /** Caller frames held while the vendor's session opens (2 s). */
@@ -45,8 +44,7 @@ export class S2sCallSession implements CallTransportHandler {
   private item: BotItem | undefined;
   /** Items the caller interrupted: late audio of theirs is dropped. */
   private readonly cancelled = new Set<string>();
-  private dtmfDigits = '';
-  private dtmfTimer: NodeJS.Timeout | undefined;
+  private readonly dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits));
   private maxDurationTimer: NodeJS.Timeout | undefined;
   private goodbyeTimer: NodeJS.Timeout | undefined;
   /** A fixed phrase (goodbye, apology) is playing; the call ends when it has. */
@@ -84,10 +82,7 @@ export class S2sCallSession implements CallTransportHandler {
     if (this.ended || this.ending) return;
     this.metrics.dtmfDigits += 1;
     if (this.item) this.interrupt('dtmf');
-    this.dtmfDigits += digit;
-    clearTimeout(this.dtmfTimer);
-    if (digit === '#') this.flushDtmf();
-    else this.dtmfTimer = setTimeout(() => this.flushDtmf(), DTMF_GATHER_MS);
+    this.dtmf.press(digit);
   }
 
   onMark(name: string): void {
@@ -98,7 +93,7 @@ export class S2sCallSession implements CallTransportHandler {
     if (this.ended) return;
     this.ended = true;
     this.callAbort.abort();
-    clearTimeout(this.dtmfTimer);
+    this.dtmf.dispose();
     clearTimeout(this.maxDurationTimer);
     clearTimeout(this.goodbyeTimer);
     this.deps.clock.delete(this.playout);
@@ -190,11 +185,8 @@ export class S2sCallSession implements CallTransportHandler {
     this.log.info({ cause, itemId: item.id, heardMs, receivedMs: Math.round(item.receivedMs), clearSent: cleared.cleared }, 'caller interrupted the bot');
   }
 
-  private flushDtmf(): void {
-    clearTimeout(this.dtmfTimer);
-    const digits = this.dtmfDigits;
-    this.dtmfDigits = '';
-    if (digits.length === 0 || this.ending || this.ended) return;
+  private onDtmfInput(digits: string): void {
+    if (this.ending || this.ended) return;
     this.userSpokeAtMs = performance.now();
     this.session?.sendText(`DTMF: ${digits}`);
   }
@@ -232,21 +224,9 @@ export class S2sCallSession implements CallTransportHandler {
   /** Says a fixed phrase with the offline voice, then ends the call once it has played. */
   private speakAndEnd(text: string): void {
     this.goodbyeTimer = setTimeout(() => this.endCall('timeout'), GOODBYE_CAP_MS);
-    const tts = this.deps.fallbackTts();
-    const converter = toTelephony(tts.outputFormat);
     const generation = this.playout.startReply();
     this.closingGeneration = generation;
-    const speak = async (): Promise<void> => {
-      async function* pieces(): AsyncGenerator<string> {
-        yield text;
-      }
-      for await (const out of tts.synthesize(pieces(), { signal: this.callAbort.signal, log: this.log })) {
-        if (out.type === 'audio') this.playout.enqueue(generation, converter.convert(out.audio));
-      }
-      this.playout.enqueue(generation, converter.flush());
-      this.playout.endReply(generation);
-    };
-    speak().catch((err: unknown) => {
+    speakFixedPhrase(this.playout, generation, this.deps.fallbackTts(), text, this.callAbort.signal, this.log).catch((err: unknown) => {
       this.log.error({ err }, 'could not speak the closing phrase');
       this.endCall('error');
     });
