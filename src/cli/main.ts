@@ -3,6 +3,7 @@ import { EnvError, loadConfig } from '../config/env.js';
 import { runCall } from './call.js';
 import { runEmulate } from './emulate.js';
 import { runKeys } from './keys.js';
+import { runLoadtestCli } from './loadtest.js';
 import { runServe } from './serve.js';
 
 const USAGE = `usage: switchboard <command> [options]
@@ -16,6 +17,9 @@ commands:
   call (--url URL | --wss URL) [--play FILE ...] [--barge-in-ms N] [--dtmf DIGITS] [--out FILE.wav]
                                 place a simulated phone call against a running server and print
                                 its timeline and latencies (switchboard call --help for more)
+  loadtest (--server URL --config ID | --wss URL | --url WEBHOOK) [--concurrency N] [--calls N | --duration-s S]
+                                many simulated calls at once, with live progress and JSON and HTML
+                                reports (switchboard loadtest --help for more)
   emulate [--port N] [--llm-first-token-ms N] ...
                                 serve stand-ins for the vendors' APIs on one port, for offline calls
                                 and load tests (switchboard emulate --help for more)
@@ -31,6 +35,7 @@ async function main(argv: string[]): Promise<number> {
   // A phone call is placed from the outside: it needs no server configuration.
   if (command === 'call') return runCall(rest);
   if (command === 'emulate') return runEmulate(rest);
+  if (command === 'loadtest') return runLoadtestCli(rest);
   const config = loadConfig();
   switch (command) {
     case 'serve':

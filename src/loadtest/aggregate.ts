@@ -1,0 +1,58 @@
+import type { LoadCallSummary } from './call-summary.js';
+
+export interface Distribution {
+  count: number;
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+  max: number | null;
+}
+
+/**
+ * Nearest-rank percentile: the smallest value with at least p% of the values at or below it, so
+ * every reported figure is one that was measured. p in (0, 100]; null without values.
+ */
+export function percentile(sorted: readonly number[], p: number): number | null {
+  if (sorted.length === 0) return null;
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1]!;
+}
+
+export function distribution(values: readonly number[]): Distribution {
+  const sorted = values.slice().sort((a, b) => a - b);
+  return { count: sorted.length, p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.at(-1) ?? null };
+}
+
+export interface LoadAggregate {
+  calls: { total: number; ok: number; failed: number; byOutcome: Record<string, number> };
+  firstBotAudioMs: Distribution;
+  replyLatencyMs: Distribution;
+  bargeInLatencyMs: Distribution;
+  /** Per clear: bot audio of the cancelled reply received after it. */
+  lateAudioMs: Distribution;
+  /** Gaps in bot audio longer than a frame, over all calls. */
+  underruns: { total: number; callsWithAny: number; longestMs: number };
+  violations: number;
+  /** The load generator's own clock lag: above a few tens of ms its timings are not to be trusted. */
+  generatorClockMaxLagMs: number;
+}
+
+export function aggregate(calls: readonly LoadCallSummary[]): LoadAggregate {
+  const byOutcome: Record<string, number> = {};
+  for (const call of calls) byOutcome[call.outcome] = (byOutcome[call.outcome] ?? 0) + 1;
+  const ok = calls.filter((c) => c.ok).length;
+  return {
+    calls: { total: calls.length, ok, failed: calls.length - ok, byOutcome },
+    firstBotAudioMs: distribution(calls.flatMap((c) => (c.firstBotAudioMs === null ? [] : [c.firstBotAudioMs]))),
+    replyLatencyMs: distribution(calls.flatMap((c) => c.replyLatenciesMs)),
+    bargeInLatencyMs: distribution(calls.flatMap((c) => c.bargeInLatenciesMs)),
+    lateAudioMs: distribution(calls.flatMap((c) => c.lateAudioMs)),
+    underruns: {
+      total: calls.reduce((n, c) => n + c.underruns, 0),
+      callsWithAny: calls.filter((c) => c.underruns > 0).length,
+      longestMs: calls.reduce((n, c) => Math.max(n, c.longestUnderrunMs), 0),
+    },
+    violations: calls.reduce((n, c) => n + c.violations, 0),
+    generatorClockMaxLagMs: calls.reduce((n, c) => Math.max(n, c.clockMaxLagMs), 0),
+  };
+}
