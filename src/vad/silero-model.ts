@@ -19,7 +19,7 @@ export const SILERO_SAMPLE_RATE = 'sr';
 export const SILERO_OUTPUT = 'output';
 export const SILERO_STATE_OUT = 'stateN';
 
-/** Recurrent state shape [2, batch, 128]; batch is always 1 here (one stream per run). */
+/** One stream's recurrent state, [2, 1, 128]; silero-batcher.ts stacks streams into [2, B, 128]. */
 export const SILERO_STATE_DIMS: readonly number[] = [2, 1, 128];
 export const SILERO_STATE_SIZE = 2 * 1 * 128;
 

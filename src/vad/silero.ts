@@ -7,21 +7,15 @@
  * a full window is ready (about every other frame).
  *
  * All buffers are allocated once per stream; the per-frame path only copies samples and, when a
- * window is ready, wraps the existing buffers in tensors for one model run.
+ * window is ready, hands it to the process's batcher, which runs the windows of all calls together.
  */
 
 import * as ort from 'onnxruntime-node';
+import { sileroBatcher } from './silero-batcher.js';
 import {
   getSileroSession,
   SILERO_GEOMETRY,
-  SILERO_INPUT,
-  SILERO_OUTPUT,
-  SILERO_SAMPLE_RATE,
-  SILERO_STATE,
-  SILERO_STATE_DIMS,
-  SILERO_STATE_OUT,
   SILERO_STATE_SIZE,
-  sampleRateTensor,
   type SileroSampleRateHz,
 } from './silero-model.js';
 
@@ -52,10 +46,8 @@ export class SileroVad {
   private session: ort.InferenceSession | null = null;
   private readonly sessionReady: Promise<ort.InferenceSession>;
   private readonly onWindow: SileroWindowListener | undefined;
-  private readonly srTensor: ort.Tensor;
   /** Model input: context followed by the window, scaled to -1..1. */
   private readonly input: Float32Array;
-  private readonly inputDims: readonly number[];
   private readonly state = new Float32Array(SILERO_STATE_SIZE);
   /** Samples received but not yet run through the model (less than two windows in practice). */
   private pending: Int16Array;
@@ -93,9 +85,7 @@ export class SileroVad {
     this.windowSamples = geometry.windowSamples;
     this.contextSamples = geometry.contextSamples;
     this.onWindow = options.onWindow;
-    this.srTensor = sampleRateTensor(sampleRateHz);
     this.input = new Float32Array(geometry.contextSamples + geometry.windowSamples);
-    this.inputDims = [1, this.input.length];
     this.pending = new Int16Array(geometry.windowSamples * 4);
   }
 
@@ -190,19 +180,11 @@ export class SileroVad {
     for (let i = 0; i < size; i++) input[context + i] = window[i]! * INT16_SCALE;
 
     const session = this.session ?? (await this.sessionReady);
-    const results = await session.run({
-      [SILERO_INPUT]: new ort.Tensor('float32', input, this.inputDims),
-      [SILERO_STATE]: new ort.Tensor('float32', this.state, SILERO_STATE_DIMS),
-      [SILERO_SAMPLE_RATE]: this.srTensor,
-    });
+    // Windows of every call on this session run together; the state is updated in place.
+    const probability = await sileroBatcher(session, this.sampleRateHz).infer(input, this.state);
     if (generation !== this.generation) return 0;
-
-    const output = results[SILERO_OUTPUT];
-    const nextState = results[SILERO_STATE_OUT];
-    if (!output || !nextState) throw new Error('Silero VAD model returned no output/stateN tensor');
-    this.state.set(nextState.data as Float32Array);
     // The next window's context is the tail of this one.
     input.copyWithin(0, size, context + size);
-    return (output.data as Float32Array)[0]!;
+    return probability;
   }
 }
