@@ -6,6 +6,39 @@ const STATE_WIDTH = 128;
 /** More streams than this in one run would make the first of them wait for the last. */
 const MAX_BATCH = 256;
 
+/**
+ * Runs one batched Silero inference: `input` is [batchSize, rowSamples] (context + window per
+ * stream), `state` is [2, batchSize, 128]. In this thread (sessionRunner) or in a worker thread
+ * (silero-worker-runner.ts). The arrays are only read until the returned promise settles.
+ */
+export interface SileroBatchRunner {
+  run(input: Float32Array, state: Float32Array, batchSize: number, rowSamples: number): Promise<SileroBatchResult>;
+}
+
+export interface SileroBatchResult {
+  /** Speech probability per stream, [batchSize]. */
+  output: Float32Array;
+  /** Next recurrent state, [2, batchSize, 128]. */
+  stateN: Float32Array;
+}
+
+/** Runs batches on a session in this thread. onnxruntime-node's run is synchronous under its promise. */
+export function sessionRunner(session: ort.InferenceSession, sampleRateHz: SileroSampleRateHz): SileroBatchRunner {
+  return {
+    async run(input, state, batchSize, rowSamples) {
+      const results = await session.run({
+        [SILERO_INPUT]: new ort.Tensor('float32', input, [batchSize, rowSamples]),
+        [SILERO_STATE]: new ort.Tensor('float32', state, [2, batchSize, STATE_WIDTH]),
+        [SILERO_SAMPLE_RATE]: sampleRateTensor(sampleRateHz),
+      });
+      const output = results[SILERO_OUTPUT]?.data as Float32Array | undefined;
+      const stateN = results[SILERO_STATE_OUT]?.data as Float32Array | undefined;
+      if (!output || !stateN) throw new Error('Silero VAD model returned no output/stateN tensor');
+      return { output, stateN };
+    },
+  };
+}
+
 interface Pending {
   input: Float32Array;
   state: Float32Array;
@@ -16,10 +49,15 @@ interface Pending {
 /**
  * Runs the windows of many calls as one Silero inference. Silero's graph takes a batch dimension
  * (input [B, samples], state [2, B, 128]) and gives each row the same result it would give alone,
- * while one batched run costs a fraction of B single runs (0.24 ms per window alone, under
- * 0.05 ms in a batch of 64 here). Windows that arrive while a run is in flight, or in the same
+ * while one batched run costs a fraction of B single runs (bench/vad-throughput.ts on the 2-core
+ * box: about 0.21 ms per window alone, 0.05 ms in a batch of 64, 0.03 ms in a batch of 300). Windows that arrive while a run is in flight, or in the same
  * turn of the event loop, go into the next run: under load, batches grow by themselves; a quiet
  * server runs them one by one, with no added wait.
+ *
+ * Added latency, which counts against barge-in (start_secs + 40 ms): a window waits at most for
+ * the run in flight plus its own run. Measured by bench/vad-throughput.ts, a full batch of 300
+ * calls takes about 8 ms on one core of the 2-core reference box, so a window is reported within
+ * about 20 ms of its last sample arriving even at 300 calls; there is no timer to wait out.
  */
 export class SileroBatcher {
   private queue: Pending[] = [];
@@ -29,10 +67,7 @@ export class SileroBatcher {
   /** Largest batch run so far (for benchmarks and tests). */
   maxBatchSeen = 0;
 
-  constructor(
-    private readonly session: ort.InferenceSession,
-    private readonly sampleRateHz: SileroSampleRateHz,
-  ) {}
+  constructor(private readonly runner: SileroBatchRunner) {}
 
   /** One window (context + samples, scaled to -1..1) of one stream; `state` is updated in place. */
   infer(input: Float32Array, state: Float32Array): Promise<number> {
@@ -72,14 +107,10 @@ export class SileroBatcher {
       state.set(item.state.subarray(STATE_WIDTH, 2 * STATE_WIDTH), (size + i) * STATE_WIDTH);
     }
     this.maxBatchSeen = Math.max(this.maxBatchSeen, size);
-    const results = await this.session.run({
-      [SILERO_INPUT]: new ort.Tensor('float32', input, [size, samples]),
-      [SILERO_STATE]: new ort.Tensor('float32', state, [2, size, STATE_WIDTH]),
-      [SILERO_SAMPLE_RATE]: sampleRateTensor(this.sampleRateHz),
-    });
-    const output = results[SILERO_OUTPUT]?.data as Float32Array | undefined;
-    const nextState = results[SILERO_STATE_OUT]?.data as Float32Array | undefined;
-    if (!output || !nextState) throw new Error('Silero VAD model returned no output/stateN tensor');
+    const { output, stateN: nextState } = await this.runner.run(input, state, size, samples);
+    if (output.length < size || nextState.length < 2 * size * STATE_WIDTH) {
+      throw new Error(`Silero VAD batch of ${size} returned ${output.length} outputs`);
+    }
     for (let i = 0; i < size; i++) {
       const item = batch[i]!;
       item.state.set(nextState.subarray(i * STATE_WIDTH, (i + 1) * STATE_WIDTH), 0);
@@ -100,7 +131,7 @@ export function sileroBatcher(session: ort.InferenceSession, sampleRateHz: Siler
   }
   let batcher = byRate.get(sampleRateHz);
   if (!batcher) {
-    batcher = new SileroBatcher(session, sampleRateHz);
+    batcher = new SileroBatcher(sessionRunner(session, sampleRateHz));
     byRate.set(sampleRateHz, batcher);
   }
   return batcher;

@@ -1,16 +1,22 @@
 import type { CallVadFactory } from '../pipeline/call-vad.js';
+import { workerSileroBatcher } from './silero-worker-runner.js';
 import { VadStream } from './vad-stream.js';
 
 /**
- * The call's VAD on Silero: the ONNX session is shared by the process, the state is the call's.
+ * The call's VAD on Silero: inference runs in the process's Silero worker thread, batched with
+ * every other call's windows (silero-batcher.ts); the recurrent state is the call's.
  * If inference fails the call goes on without VAD (STT finals still end turns) rather than dying.
  */
 export const createSileroCallVad: CallVadFactory = (params, events, log) => {
   let failed = false;
-  const stream = new VadStream(params, {
-    onSpeechStart: () => events.onSpeechStart(),
-    onSpeechStop: () => events.onSpeechStop(),
-  });
+  const stream = new VadStream(
+    params,
+    {
+      onSpeechStart: () => events.onSpeechStart(),
+      onSpeechStop: () => events.onSpeechStop(),
+    },
+    { batcher: workerSileroBatcher() },
+  );
   const onError = (err: unknown) => {
     if (failed) return;
     failed = true;

@@ -11,7 +11,7 @@
  */
 
 import * as ort from 'onnxruntime-node';
-import { sileroBatcher } from './silero-batcher.js';
+import { type SileroBatcher, sileroBatcher } from './silero-batcher.js';
 import {
   getSileroSession,
   SILERO_GEOMETRY,
@@ -33,6 +33,11 @@ export interface SileroVadOptions {
   onWindow?: SileroWindowListener;
   /** The model session; defaults to the process-wide shared one (loaded on first use). */
   session?: ort.InferenceSession | Promise<ort.InferenceSession>;
+  /**
+   * Where windows are run instead of `session`: e.g. workerSileroBatcher(), which runs them in a
+   * worker thread. Defaults to the batcher of `session`.
+   */
+  batcher?: SileroBatcher;
 }
 
 const INT16_SCALE = 1 / 32768;
@@ -42,9 +47,9 @@ export class SileroVad {
   readonly windowSamples: number;
   readonly contextSamples: number;
 
-  /** Set once the session promise settles; until then runs wait on `sessionReady`. */
-  private session: ort.InferenceSession | null = null;
-  private readonly sessionReady: Promise<ort.InferenceSession>;
+  /** Set once the session promise settles; until then runs wait on `batcherReady`. */
+  private batcher: SileroBatcher | null = null;
+  private readonly batcherReady: Promise<SileroBatcher>;
   private readonly onWindow: SileroWindowListener | undefined;
   /** Model input: context followed by the window, scaled to -1..1. */
   private readonly input: Float32Array;
@@ -62,6 +67,7 @@ export class SileroVad {
 
   /** Creates a stream once the model is loaded, so a load failure surfaces here. */
   static async create(options: SileroVadOptions = {}): Promise<SileroVad> {
+    if (options.batcher) return new SileroVad(options);
     const session = await (options.session ?? getSileroSession());
     return new SileroVad({ ...options, session });
   }
@@ -74,10 +80,12 @@ export class SileroVad {
     const sampleRateHz = options.sampleRateHz ?? 8000;
     const geometry = SILERO_GEOMETRY[sampleRateHz];
     if (!geometry) throw new RangeError(`Silero VAD supports 8000 or 16000 Hz, got ${sampleRateHz}`);
-    this.sessionReady = Promise.resolve(options.session ?? getSileroSession());
-    this.sessionReady.then(
-      (session) => {
-        this.session = session;
+    this.batcherReady = options.batcher
+      ? Promise.resolve(options.batcher)
+      : Promise.resolve(options.session ?? getSileroSession()).then((session) => sileroBatcher(session, sampleRateHz));
+    this.batcherReady.then(
+      (batcher) => {
+        this.batcher = batcher;
       },
       () => undefined, // reported through the pushes that await it
     );
@@ -179,10 +187,15 @@ export class SileroVad {
     const size = this.windowSamples;
     for (let i = 0; i < size; i++) input[context + i] = window[i]! * INT16_SCALE;
 
-    const session = this.session ?? (await this.sessionReady);
-    // Windows of every call on this session run together; the state is updated in place.
-    const probability = await sileroBatcher(session, this.sampleRateHz).infer(input, this.state);
-    if (generation !== this.generation) return 0;
+    const batcher = this.batcher ?? (await this.batcherReady);
+    // Windows of every call on this batcher run together; the state is updated in place.
+    const probability = await batcher.infer(input, this.state);
+    if (generation !== this.generation) {
+      // Reset while the window was in flight: the batch wrote its (stale) state back on completion.
+      // Runs are serialised per stream, so no window of the new generation has run yet.
+      this.state.fill(0);
+      return 0;
+    }
     // The next window's context is the tail of this one.
     input.copyWithin(0, size, context + size);
     return probability;

@@ -10,6 +10,7 @@ import type { InferenceSession } from 'onnxruntime-node';
 import { loudnessVolume } from '../audio/energy.js';
 import { decodeMulaw } from '../audio/mulaw.js';
 import { SileroVad } from './silero.js';
+import type { SileroBatcher } from './silero-batcher.js';
 import { VadAnalyzer, type VadAnalyzerParams, type VadEvent, type VadState } from './vad-analyzer.js';
 
 export interface VadWindowInfo {
@@ -35,6 +36,8 @@ export interface VadStreamEvents {
 export interface VadStreamOptions {
   /** Model session; defaults to the shared process-wide one. */
   session?: InferenceSession | Promise<InferenceSession>;
+  /** Runs the windows instead of `session` (see SileroVadOptions.batcher). */
+  batcher?: SileroBatcher;
 }
 
 export class VadStream {
@@ -51,6 +54,7 @@ export class VadStream {
       sampleRateHz: 8000,
       onWindow: (probability, window, windowEndSample) => this.onWindow(probability, window, windowEndSample),
       ...(options.session ? { session: options.session } : {}),
+      ...(options.batcher ? { batcher: options.batcher } : {}),
     });
     this.msPerSample = 1000 / this.vad.sampleRateHz;
     this.analyzer = new VadAnalyzer(params, this.vad.windowSamples * this.msPerSample);

@@ -1,0 +1,47 @@
+import { describe, expect, it } from 'vitest';
+import { isWellFormedMedia, mediaMessage, outboundMedia, outboundMessage } from './twilio-messages.js';
+
+const payload = Buffer.alloc(160, 0xff).toString('base64');
+const good = { event: 'media', sequenceNumber: '3', streamSid: 'MZ1', media: { track: 'inbound', chunk: '2', timestamp: '40', payload } };
+
+/** Messages on both sides of every rule of mediaMessage. */
+const cases: unknown[] = [
+  good,
+  { event: 'media', media: { payload } },
+  { event: 'media', media: { payload: '' }, extra: 1 },
+  { ...good, sequenceNumber: 3 },
+  { ...good, sequenceNumber: 'x'.repeat(21) },
+  { ...good, sequenceNumber: null },
+  { ...good, streamSid: 'x'.repeat(129) },
+  { ...good, streamSid: 5 },
+  { ...good, media: null },
+  { ...good, media: [payload] },
+  { ...good, media: 'payload' },
+  { event: 'media' },
+  { ...good, media: { ...good.media, track: 'x'.repeat(33) } },
+  { ...good, media: { ...good.media, chunk: 2 } },
+  { ...good, media: { ...good.media, timestamp: 'x'.repeat(21) } },
+  { ...good, media: { ...good.media, payload: 7 } },
+  { ...good, media: { ...good.media, payload: 'A'.repeat(64 * 1024) } },
+  { ...good, media: { ...good.media, payload: 'A'.repeat(64 * 1024 + 1) } },
+  { ...good, event: 'mark' },
+  null,
+  [],
+  'media',
+];
+
+describe('isWellFormedMedia', () => {
+  it('accepts exactly what the mediaMessage schema accepts', () => {
+    for (const message of cases) {
+      expect({ message, ok: isWellFormedMedia(message) }).toEqual({ message, ok: mediaMessage.safeParse(message).success });
+    }
+  });
+});
+
+describe('outboundMedia', () => {
+  it('is valid JSON of the outbound media shape, whatever the stream id holds', () => {
+    const sid = 'MZ"\\\u2028odd';
+    const text = outboundMedia(sid, payload);
+    expect(outboundMessage.parse(JSON.parse(text))).toEqual({ event: 'media', streamSid: sid, media: { payload } });
+  });
+});

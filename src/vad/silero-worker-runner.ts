@@ -1,0 +1,122 @@
+/**
+ * Runs Silero batches in a worker thread that owns its own session (DESIGN.md: one ONNX session
+ * per process or per worker thread). The main thread only gathers and scatters state rows and
+ * posts one message per batch; bench/hot-path.ts shows why: at 300 calls, inference in the main
+ * thread takes a third of a core in runs of up to 8 ms, which the event loop cannot spare on a
+ * 2-core box.
+ *
+ * The worker starts on first use and is unref'd, so it never keeps the process alive. If it dies,
+ * the batches in flight fail (their calls go on without VAD) and the next batch starts a new one.
+ */
+
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { SileroBatcher, type SileroBatchResult, type SileroBatchRunner } from './silero-batcher.js';
+import type { SileroSampleRateHz } from './silero-model.js';
+import type { SileroWorkerMessage, SileroWorkerRequest, SileroWorkerResponse } from './silero-worker.js';
+
+interface InFlight {
+  resolve: (result: SileroBatchResult) => void;
+  reject: (error: unknown) => void;
+}
+
+/** The compiled worker next to this file, or, from the TypeScript sources (tests, tsx), the .ts one through tsx. */
+function startWorker(): Worker {
+  const compiled = new URL('./silero-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(compiled))) return new Worker(compiled);
+  const source = new URL('./silero-worker.ts', import.meta.url).href;
+  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}); });`;
+  return new Worker(bootstrap, { eval: true });
+}
+
+export class SileroWorkerRunner implements SileroBatchRunner {
+  private worker: Worker | undefined;
+  private readonly inFlight = new Map<number, InFlight>();
+  private nextId = 1;
+
+  constructor(private readonly sampleRateHz: SileroSampleRateHz) {}
+
+  run(input: Float32Array, state: Float32Array, batchSize: number, rowSamples: number): Promise<SileroBatchResult> {
+    const worker = this.worker ?? this.start();
+    const id = this.nextId++;
+    // Copied into fresh arrays (once per batch, not per frame) so they can be transferred while
+    // the batcher keeps its own buffers.
+    const request: SileroWorkerRequest = {
+      type: 'run',
+      id,
+      sampleRateHz: this.sampleRateHz,
+      input: input.slice(),
+      state: state.slice(),
+      batchSize,
+      rowSamples,
+    };
+    return new Promise<SileroBatchResult>((resolve, reject) => {
+      this.inFlight.set(id, { resolve, reject });
+      worker.postMessage(request, [request.input.buffer, request.state.buffer]);
+    });
+  }
+
+  /**
+   * Stops the worker (tests, shutdown); batches in flight fail at once. The thread releases its
+   * session and ends by itself (never terminate(): killing it inside a native onnxruntime call
+   * aborts the process). The next run starts a new worker.
+   */
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = undefined;
+    this.failAll(new Error('Silero VAD worker closed'));
+    if (!worker) return;
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    const message: SileroWorkerMessage = { type: 'close' };
+    worker.postMessage(message);
+    await exited;
+  }
+
+  private start(): Worker {
+    const worker = startWorker();
+    worker.unref();
+    worker.on('message', (response: SileroWorkerResponse) => {
+      const pending = this.inFlight.get(response.id);
+      if (!pending) return;
+      this.inFlight.delete(response.id);
+      if ('error' in response) pending.reject(new Error(`Silero VAD inference failed: ${response.error}`));
+      else pending.resolve(response);
+    });
+    const onGone = (error: Error) => {
+      if (this.worker !== worker) return;
+      this.worker = undefined;
+      this.failAll(error);
+    };
+    worker.on('error', onGone);
+    worker.on('exit', (code) => onGone(new Error(`Silero VAD worker exited (code ${code})`)));
+    this.worker = worker;
+    return worker;
+  }
+
+  private failAll(error: Error): void {
+    const pending = [...this.inFlight.values()];
+    this.inFlight.clear();
+    for (const item of pending) item.reject(error);
+  }
+}
+
+const workerRunners = new Map<SileroSampleRateHz, SileroWorkerRunner>();
+const workerBatchers = new Map<SileroSampleRateHz, SileroBatcher>();
+
+/** The process-wide batcher whose inference runs in the Silero worker thread; calls share it. */
+export function workerSileroBatcher(sampleRateHz: SileroSampleRateHz = 8000): SileroBatcher {
+  let batcher = workerBatchers.get(sampleRateHz);
+  if (!batcher) {
+    const runner = new SileroWorkerRunner(sampleRateHz);
+    batcher = new SileroBatcher(runner);
+    workerRunners.set(sampleRateHz, runner);
+    workerBatchers.set(sampleRateHz, batcher);
+  }
+  return batcher;
+}
+
+/** Stops the process-wide Silero worker threads (shutdown, tests); later windows start new ones. */
+export async function closeSileroWorkers(): Promise<void> {
+  await Promise.all([...workerRunners.values()].map((runner) => runner.close()));
+}
