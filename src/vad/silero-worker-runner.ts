@@ -75,7 +75,6 @@ export class SileroWorkerRunner implements SileroBatchRunner {
 
   private start(): Worker {
     const worker = startWorker();
-    worker.unref();
     worker.on('message', (response: SileroWorkerResponse) => {
       const pending = this.inFlight.get(response.id);
       if (!pending) return;
@@ -90,6 +89,8 @@ export class SileroWorkerRunner implements SileroBatchRunner {
     };
     worker.on('error', onGone);
     worker.on('exit', (code) => onGone(new Error(`Silero VAD worker exited (code ${code})`)));
+    // After the listeners: adding a 'message' listener refs the worker's port again.
+    worker.unref();
     this.worker = worker;
     return worker;
   }
