@@ -4,7 +4,7 @@ import { aggregate, distribution, percentile } from './aggregate.js';
 import { summarizeCall } from './call-summary.js';
 
 /** A CallReport with only what the summary reads, the rest neutral. */
-function report(over: { outcome?: CallReport['outcome']; close?: CallReport['close']; reply?: number[]; bargeIn?: number[]; late?: number[]; underruns?: number; longest?: number; violations?: number; first?: number | null }): CallReport {
+function report(over: { outcome?: CallReport['outcome']; close?: CallReport['close']; reply?: number[]; bargeIn?: number[]; late?: number[]; underruns?: number; longest?: number; violations?: number; first?: number | null; lagMs?: number }): CallReport {
   return {
     callSid: 'CA1',
     streamSid: 'MZ1',
@@ -34,7 +34,7 @@ function report(over: { outcome?: CallReport['outcome']; close?: CallReport['clo
       marks: { received: 1, echoed: 1 },
       caller: { framesSent: 500, dtmfSent: 0 },
       violations: { total: over.violations ?? 0, byKind: {}, samples: [] },
-      clockMaxLagMs: 4,
+      clockMaxLagMs: over.lagMs ?? 4,
     },
   };
 }
@@ -73,5 +73,29 @@ describe('aggregate', () => {
     expect(a.underruns).toEqual({ total: 2, callsWithAny: 1, longestMs: 60 });
     expect(a.violations).toBe(3);
     expect(a.generatorClockMaxLagMs).toBe(4);
+    expect(a.generatorOverloaded).toBe(false);
+  });
+
+  it('treats a normal close by either side and a hang-up at the end of a duration run as ok', () => {
+    const calls = [
+      summarizeCall(report({ outcome: 'server-closed', close: { code: 1000, reason: 'bye', by: 'server' } }), 0, 0),
+      summarizeCall(report({ outcome: 'aborted', close: { code: 1000, reason: '', by: 'caller' } }), 1, 0),
+      summarizeCall(report({ outcome: 'error', close: null }), 2, 0),
+    ];
+    expect(calls.map((c) => c.ok)).toEqual([true, true, false]);
+    expect(aggregate(calls).calls.byOutcome).toEqual({ 'server-closed': 1, aborted: 1, error: 1 });
+  });
+
+  it('flags an overloaded generator from the worst clock lag of any call', () => {
+    const a = aggregate([summarizeCall(report({ lagMs: 3 }), 0, 0), summarizeCall(report({ lagMs: 180 }), 1, 0)]);
+    expect(a.generatorClockMaxLagMs).toBe(180);
+    expect(a.generatorOverloaded).toBe(true);
+  });
+
+  it('has empty distributions, not zeros, when nothing was measured', () => {
+    const a = aggregate([]);
+    expect(a.calls).toEqual({ total: 0, ok: 0, failed: 0, byOutcome: {} });
+    expect(a.replyLatencyMs).toEqual({ count: 0, p50: null, p95: null, p99: null, max: null });
+    expect(a.underruns).toEqual({ total: 0, callsWithAny: 0, longestMs: 0 });
   });
 });

@@ -33,14 +33,23 @@ export interface LoadAggregate {
   /** Gaps in bot audio longer than a frame, over all calls. */
   underruns: { total: number; callsWithAny: number; longestMs: number };
   violations: number;
-  /** The load generator's own clock lag: above a few tens of ms its timings are not to be trusted. */
+  /** The load generator's own clock lag, worst over all calls. */
   generatorClockMaxLagMs: number;
+  /** The lag passed GENERATOR_LAG_WARNING_MS: the generator, not the server, may explain slow figures. */
+  generatorOverloaded: boolean;
 }
+
+/**
+ * Above this the simulator's 20 ms clock woke up more than two frames late: the generator was
+ * short of CPU and its latencies include its own delay.
+ */
+export const GENERATOR_LAG_WARNING_MS = 50;
 
 export function aggregate(calls: readonly LoadCallSummary[]): LoadAggregate {
   const byOutcome: Record<string, number> = {};
   for (const call of calls) byOutcome[call.outcome] = (byOutcome[call.outcome] ?? 0) + 1;
   const ok = calls.filter((c) => c.ok).length;
+  const lagMs = calls.reduce((n, c) => Math.max(n, c.clockMaxLagMs), 0);
   return {
     calls: { total: calls.length, ok, failed: calls.length - ok, byOutcome },
     firstBotAudioMs: distribution(calls.flatMap((c) => (c.firstBotAudioMs === null ? [] : [c.firstBotAudioMs]))),
@@ -53,6 +62,7 @@ export function aggregate(calls: readonly LoadCallSummary[]): LoadAggregate {
       longestMs: calls.reduce((n, c) => Math.max(n, c.longestUnderrunMs), 0),
     },
     violations: calls.reduce((n, c) => n + c.violations, 0),
-    generatorClockMaxLagMs: calls.reduce((n, c) => Math.max(n, c.clockMaxLagMs), 0),
+    generatorClockMaxLagMs: lagMs,
+    generatorOverloaded: lagMs > GENERATOR_LAG_WARNING_MS,
   };
 }

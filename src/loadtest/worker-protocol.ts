@@ -9,10 +9,26 @@ export interface WorkerInit {
   scenario: Scenario;
   clips: Record<string, CallerClip>;
   authToken?: string;
-  /** performance.timeOrigin + now() of the load test's start, so every worker stamps the same clock. */
-  originEpochMs: number;
+  /** How often the worker posts the latencies of its calls still in progress. */
+  liveIntervalMs: number;
 }
 
-export type ToWorker = { type: 'start'; index: number } | { type: 'stop' };
+export type ToWorker =
+  /** Place call `index`; startedAtMs is when the main thread scheduled it, on the run's clock. */
+  | { type: 'start'; index: number; startedAtMs: number }
+  /** Hang up every call and take no more. */
+  | { type: 'stop' };
 
-export type FromWorker = { type: 'ended'; index: number; summary: LoadCallSummary } | { type: 'crashed'; index: number; error: string };
+/** Latencies measured so far by one call still in progress; each replaces the call's previous one. */
+export interface LiveCallLatencies {
+  index: number;
+  replyLatenciesMs: number[];
+  bargeInLatenciesMs: number[];
+}
+
+export type FromWorker =
+  /** The worker has loaded and takes calls; the ramp-up clock starts when all have. */
+  | { type: 'ready' }
+  | { type: 'live'; calls: LiveCallLatencies[] }
+  | { type: 'ended'; index: number; summary: LoadCallSummary }
+  | { type: 'crashed'; index: number; error: string };

@@ -189,6 +189,20 @@ export class PhoneCall {
     this.end('completed', reason);
   }
 
+  /**
+   * Reply and barge-in latencies measured so far, for live progress while the call runs (the
+   * report has the final figures). Only finished utterances count: while the caller is still
+   * speaking, its last voiced frame is not known yet.
+   */
+  latenciesSoFar(): { replyLatenciesMs: number[]; bargeInLatenciesMs: number[] } {
+    // All utterances bound each other's reply window; the unfinished one is left out afterwards.
+    const utterances = utteranceMetrics(this.utterances, this.bot.segments, this.bot.clears).filter((_, i) => this.utterances[i]!.endMs !== null);
+    return {
+      replyLatenciesMs: utterances.flatMap((u) => (u.replyLatencyMs === null ? [] : [u.replyLatencyMs])),
+      bargeInLatenciesMs: utterances.flatMap((u) => (u.bargeInLatencyMs === null ? [] : [u.bargeInLatencyMs])),
+    };
+  }
+
   /** Sends DTMF outside the script (e.g. from a test); ignored before the stream starts. */
   sendDtmf(digits: string): void {
     if (this.streamStartAt !== null && !this.ending) this.sendDigits(digits, this.elapsedMs);
