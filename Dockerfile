@@ -18,6 +18,9 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
+# Recorded speech and scenarios, so `switchboard loadtest` and `switchboard call` work in the image.
+COPY fixtures ./fixtures
+COPY scenarios ./scenarios
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
