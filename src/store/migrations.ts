@@ -67,6 +67,31 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0004_recordings': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('recordings')
+        .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+        .addColumn('id', 'text', (c) => c.notNull().unique())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('room_name', 'text', (c) => c.notNull())
+        .addColumn('mtg_session_id', 'text', (c) => c.notNull())
+        .addColumn('start_ts', 'integer', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('max_participants', 'integer', (c) => c.notNull())
+        .addColumn('duration_secs', 'integer')
+        .addColumn('tracks_json', 'text')
+        .addColumn('s3_key', 'text', (c) => c.notNull())
+        .addColumn('storage', 'text', (c) => c.notNull())
+        .addColumn('bucket_json', 'text')
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .addColumn('finished_at', 'text')
+        .execute();
+      await db.schema.createIndex('recordings_account_seq').on('recordings').columns(['account_id', 'seq']).execute();
+      // Start-up recovery looks for recordings a dead process left unfinished.
+      await db.schema.createIndex('recordings_status').on('recordings').column('status').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -56,10 +56,37 @@ export interface DialinConfigsTable {
   updated_at: string;
 }
 
+export interface RecordingsTable {
+  seq: Generated<number>;
+  id: string;
+  account_id: string;
+  room_name: string;
+  /** One id per recorded session (the spec's mtgSessionId). */
+  mtg_session_id: string;
+  /** Unix seconds at the start of the recording. */
+  start_ts: number;
+  /** `in-progress`, `finished` or `canceled`. */
+  status: string;
+  max_participants: number;
+  /** Whole seconds; null while in progress. */
+  duration_secs: number | null;
+  /** The per-track files (caller, bot) as JSON; null until finished. */
+  tracks_json: string | null;
+  /** Key of the mixed file: under the recordings dir, and in the bucket once uploaded. */
+  s3_key: string;
+  /** `local` (files in the data dir) or `bucket` (uploaded to recording_settings.recordings_bucket). */
+  storage: string;
+  /** recording_settings.recordings_bucket as JSON, when the configuration named one. */
+  bucket_json: string | null;
+  created_at: string;
+  finished_at: string | null;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   bot_configs: BotConfigsTable;
   phone_numbers: PhoneNumbersTable;
   dialin_configs: DialinConfigsTable;
+  recordings: RecordingsTable;
 }

@@ -7,6 +7,8 @@ import type { DialinCalls } from '../dialin/dialin-calls.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import { CallSession, type CallSessionDeps } from '../pipeline/call-session.js';
 import { S2sCallSession } from '../pipeline/s2s-call-session.js';
+import { tapHandler, tapTransport } from '../recordings/recording-tap.js';
+import type { RecordingsService } from '../recordings/recordings-service.js';
 import { CLOSE } from './twilio-messages.js';
 import { isValidTwilioSignature } from './twilio-signature.js';
 import { TwilioTransport } from './twilio-transport.js';
@@ -19,6 +21,8 @@ export interface MediaStreamOptions {
   authToken?: string;
   /** Pinless dial-in calls waiting for a bot; their streams come to /ws/dialin/:callId. */
   dialinCalls: DialinCalls;
+  /** Records calls whose configuration has recording_settings.type = "cloud". */
+  recordings?: RecordingsService;
 }
 
 /** Largest websocket message accepted; a 20 ms media frame is about 300 bytes of JSON. */
@@ -71,7 +75,15 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
         }
         // Speech-to-speech profiles hand the whole conversation to one vendor session.
         const Session = isSpeechToSpeech(config.body.bot_profile) ? S2sCallSession : CallSession;
-        transport.attach(new Session(transport, config, { ...opts.session, log }));
+        // A recorded call's session speaks through a tap that copies both directions to the recorder.
+        const recorder = opts.recordings?.startForCall(config, log);
+        try {
+          const session = new Session(recorder ? tapTransport(transport, recorder) : transport, config, { ...opts.session, log });
+          transport.attach(recorder ? tapHandler(session, recorder) : session);
+        } catch (err) {
+          void recorder?.finish();
+          throw err;
+        }
       })
       .catch((err: unknown) => {
         log.error({ err }, 'could not start the call');

@@ -1,0 +1,62 @@
+import type { Kysely, Selectable, Updateable } from 'kysely';
+import type { PageDirection } from './paging.js';
+import type { Database } from './schema.js';
+
+export type RecordingRow = Selectable<Database['recordings']>;
+export type NewRecordingRow = Omit<RecordingRow, 'seq'>;
+
+/** Call recordings. Reads are scoped to an account, except recovery and signed downloads. */
+export class RecordingsRepo {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(row: NewRecordingRow): Promise<void> {
+    await this.db.insertInto('recordings').values(row).execute();
+  }
+
+  async update(id: string, changes: Updateable<Database['recordings']>): Promise<void> {
+    await this.db.updateTable('recordings').set(changes).where('id', '=', id).execute();
+  }
+
+  async get(accountId: string, id: string): Promise<RecordingRow | undefined> {
+    return this.db.selectFrom('recordings').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+  }
+
+  /** For a download link: the link's signature already names the recording. */
+  async getById(id: string): Promise<RecordingRow | undefined> {
+    return this.db.selectFrom('recordings').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Recordings a process left `in-progress`, oldest first. */
+  async listInProgress(): Promise<RecordingRow[]> {
+    return this.db.selectFrom('recordings').selectAll().where('status', '=', 'in-progress').orderBy('seq', 'asc').execute();
+  }
+
+  async seqOf(accountId: string, id: string): Promise<number | undefined> {
+    const r = await this.db.selectFrom('recordings').select('seq').where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    return r?.seq;
+  }
+
+  async count(accountId: string, filters: { roomName?: string }): Promise<number> {
+    let query = this.db.selectFrom('recordings').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId);
+    if (filters.roomName) query = query.where('room_name', '=', filters.roomName);
+    const r = await query.executeTakeFirstOrThrow();
+    return Number(r.n);
+  }
+
+  /** Newest first, like every list of the API. */
+  async list(accountId: string, direction: PageDirection, limit: number, filters: { roomName?: string }): Promise<RecordingRow[]> {
+    let query = this.db.selectFrom('recordings').selectAll().where('account_id', '=', accountId);
+    if (filters.roomName) query = query.where('room_name', '=', filters.roomName);
+    if (direction.kind === 'newer') {
+      const rows = await query.where('seq', '>', direction.seq).orderBy('seq', 'asc').limit(limit).execute();
+      return rows.reverse();
+    }
+    if (direction.kind === 'older') query = query.where('seq', '<', direction.seq);
+    return query.orderBy('seq', 'desc').limit(limit).execute();
+  }
+
+  async delete(accountId: string, id: string): Promise<boolean> {
+    const result = await this.db.deleteFrom('recordings').where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    return Number(result.numDeletedRows) > 0;
+  }
+}
