@@ -27,7 +27,16 @@ import type { OpenedDatabase } from './store/database.js';
 import { type CallRuntime, defaultRuntime } from './runtime.js';
 import { mediaStreamRoutes } from './telephony/media-stream-route.js';
 import { hangupCall } from './telephony/twilio-rest.js';
+import { recordingDownloadRoutes, recordingRoutes } from './http/recording-routes.js';
+import { BucketStorage } from './recordings/bucket-storage.js';
+import { RecordingsService } from './recordings/recordings-service.js';
+import { UrlSigner } from './security/url-signer.js';
+import { RecordingsRepo } from './store/recordings-repo.js';
 import { VERSION } from './version.js';
+import { botStartRoutes } from './http/bot-start-routes.js';
+import { RoomManager } from './rooms/room-manager.js';
+import { roomRoutes } from './rooms/room-routes.js';
+import { RoomTokens } from './rooms/room-tokens.js';
 
 export interface AppDeps {
   config: AppConfig;
@@ -73,6 +82,22 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
   const phoneNumbers = new PhoneNumberService(phoneNumbersRepo, createCarrier(config, phoneNumbersRepo), `${config.publicUrl}/twilio/voice`);
 
+  const bucketStorage = new BucketStorage(config.env);
+  const recordings = new RecordingsService({
+    repo: new RecordingsRepo(database.db),
+    dataDir: config.dataDir,
+    publicUrl: config.publicUrl,
+    signer: UrlSigner.forDataDir(config.dataDir),
+    bucketStorage,
+    log: deps.logger as Logger,
+  });
+  // Recordings a dead process left in progress are finalised before any new call starts.
+  await recordings.recoverInterrupted();
+  app.addHook('onClose', async () => {
+    await recordings.drain();
+    bucketStorage.close();
+  });
+
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, new ApiError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`)),
@@ -96,6 +121,28 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', async () => document);
 
+  const dialinCalls = new DialinCalls({
+    clock: runtime.clock,
+    fallbackTts: runtime.fallbackTts,
+    policy: { allowLinkLocal: config.webhookAllowLinkLocal },
+    holdTimeoutMs: config.dialinHoldTimeoutSecs * 1000,
+    log: deps.logger as Logger,
+  });
+
+  const rooms = new RoomManager({
+    tokens: RoomTokens.forDataDir(config.dataDir),
+    maxRooms: config.rooms.maxRooms,
+    limits: {
+      maxParticipants: config.rooms.maxParticipants,
+      joinTimeoutMs: config.rooms.joinTimeoutSecs * 1000,
+      emptyGraceMs: config.rooms.emptyGraceSecs * 1000,
+      idleTimeoutMs: config.rooms.idleTimeoutSecs * 1000,
+    },
+    session: { ...runtime, env: config.env, observer: metrics },
+    log: deps.logger as Logger,
+  });
+  app.addHook('preClose', async () => rooms.closeAll('server shutting down'));
+
   await app.register(
     async (v1) => {
       // The API speaks JSON only; without this, Fastify's built-in text/plain parser would accept text.
@@ -108,17 +155,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(botConfigRoutes, { service: botConfigs, registry: runtime.registry, env: config.env });
       await v1.register(phoneNumberRoutes, { service: phoneNumbers });
       await v1.register(domainRoutes, { service: pinless });
+      await v1.register(recordingRoutes, { service: recordings });
+      await v1.register(botStartRoutes, { rooms, registry: runtime.registry, env: config.env, publicUrl: config.publicUrl, dialinCalls });
     },
     { prefix: '/v1' },
   );
-
-  const dialinCalls = new DialinCalls({
-    clock: runtime.clock,
-    fallbackTts: runtime.fallbackTts,
-    policy: { allowLinkLocal: config.webhookAllowLinkLocal },
-    holdTimeoutMs: config.dialinHoldTimeoutSecs * 1000,
-    log: deps.logger as Logger,
-  });
 
   await app.register(twilioWebhookRoutes, {
     service: botConfigs,
@@ -128,20 +169,28 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     dialin: { config: pinless, calls: dialinCalls },
   });
 
+  await app.register(recordingDownloadRoutes, { service: recordings });
+
   const { accountSid, authToken } = config.twilio;
   const twilioUrl = config.env.SWITCHBOARD_TWILIO_URL;
-  await app.register(mediaStreamRoutes, {
-    dialinCalls,
-    service: botConfigs,
-    publicUrl: config.publicUrl,
-    authToken,
-    session: {
-      ...runtime,
-      env: config.env,
-      observer: metrics,
-      hangup:
-        accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
-    },
+  // mediaStreamRoutes registers the websocket plugin in the context it is given; the room routes
+  // join that context, so one upgrade handler serves both kinds of socket.
+  await app.register(async (sockets) => {
+    await mediaStreamRoutes(sockets, {
+      dialinCalls,
+      recordings,
+      service: botConfigs,
+      publicUrl: config.publicUrl,
+      authToken,
+      session: {
+        ...runtime,
+        env: config.env,
+        observer: metrics,
+        hangup:
+          accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
+      },
+    });
+    await sockets.register(roomRoutes, { rooms });
   });
 
   return app;

@@ -30,6 +30,11 @@ const envSchema = z.object({
   SWITCHBOARD_CARRIER: z.enum(['sandbox', 'twilio']).default('sandbox'),
   SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL: z.enum(['true', 'false']).default('false'),
   SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: z.coerce.number().int().min(5).max(600).default(60),
+  SWITCHBOARD_MAX_ROOMS: z.coerce.number().int().min(1).max(10_000).default(100),
+  SWITCHBOARD_ROOM_MAX_PARTICIPANTS: z.coerce.number().int().min(1).max(64).default(4),
+  SWITCHBOARD_ROOM_JOIN_TIMEOUT_SECS: z.coerce.number().int().min(5).max(86_400).default(300),
+  SWITCHBOARD_ROOM_EMPTY_GRACE_SECS: z.coerce.number().int().min(0).max(3600).default(10),
+  SWITCHBOARD_ROOM_IDLE_TIMEOUT_SECS: z.coerce.number().int().min(10).max(86_400).default(300),
 });
 
 export interface AppConfig {
@@ -51,6 +56,8 @@ export interface AppConfig {
   dialinHoldTimeoutSecs: number;
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
+  /** Rooms of POST /v1/bots/start: how many at once, who may join, when an unused room closes. */
+  rooms: { maxRooms: number; maxParticipants: number; joinTimeoutSecs: number; emptyGraceSecs: number; idleTimeoutSecs: number };
   /** The raw environment, for provider keys (`<VENDOR>_API_KEY`) and endpoint overrides. */
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -91,6 +98,13 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     carrier: e.SWITCHBOARD_CARRIER,
     webhookAllowLinkLocal: e.SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL === 'true',
     dialinHoldTimeoutSecs: e.SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS,
+    rooms: {
+      maxRooms: e.SWITCHBOARD_MAX_ROOMS,
+      maxParticipants: e.SWITCHBOARD_ROOM_MAX_PARTICIPANTS,
+      joinTimeoutSecs: e.SWITCHBOARD_ROOM_JOIN_TIMEOUT_SECS,
+      emptyGraceSecs: e.SWITCHBOARD_ROOM_EMPTY_GRACE_SECS,
+      idleTimeoutSecs: e.SWITCHBOARD_ROOM_IDLE_TIMEOUT_SECS,
+    },
     env,
   };
 }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { telephonyConfigBody } from '../bots/bot-config-schema.js';
+import { startBotBody } from '../bots/start-bot-schema.js';
 import { ERROR_TYPES } from './errors.js';
 
 function schemaOf(schema: z.ZodType): Record<string, unknown> {
@@ -55,6 +56,7 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
           properties: { error: { type: 'string', enum: Object.keys(ERROR_TYPES) }, info: { type: 'string' } },
         },
         TelephonyConfigRequest: schemaOf(telephonyConfigBody),
+        StartBotRequest: schemaOf(startBotBody),
         StoredTelephonyConfig: {
           type: 'object',
           required: ['id', 'wssUrl', 'domain', 'twiml', 'botConfig'],
@@ -69,6 +71,17 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
       },
     },
     paths: {
+      '/bots/start': {
+        post: {
+          summary: 'Start a bot in a new room',
+          description: 'Open room_url in a browser with #<token> to talk to the bot; the token joins only that room, until max_duration.',
+          requestBody: jsonBody('StartBotRequest'),
+          responses: {
+            '200': ok('The room', { type: 'object', required: ['room_url', 'token'], properties: { room_url: { type: 'string' }, token: { type: 'string' } } }),
+            ...commonErrors,
+          },
+        },
+      },
       '/bots/twilio-config': {
         post: {
           summary: 'Create a telephony bot configuration',

@@ -42,6 +42,23 @@ export interface CallSessionDeps {
   observer?: { callStarted(): void; callEnded(reason: string, summary: CallSummary): void };
   leadMs?: number;
   turnPolicy?: TurnPolicy;
+  /** Told what the call says and does as it happens (a room shows it to its participants). */
+  events?: CallEvents;
+  /** The caller's latest camera frame (base64 JPEG), given to the LLM with each user turn. */
+  latestImage?: () => string | undefined;
+}
+
+/** Live happenings of a call, for whoever shows them; each is optional to handle. */
+export interface CallEvents {
+  onUserSpeaking?(speaking: boolean): void;
+  /** Interim (final=false) and final transcripts of the caller. */
+  onUserTranscript?(text: string, final: boolean): void;
+  /** Each sentence the bot is about to speak. */
+  onBotText?(text: string): void;
+  /** The bot's audio started going out (true), or finished playing or was cut off (false). */
+  onBotSpeaking?(speaking: boolean): void;
+  /** From the end of the caller's turn to the first frame of the answer, ms. */
+  onTurnLatency?(latencyMs: number): void;
 }
 
 /** Lines the bot says on its own. */
@@ -111,7 +128,11 @@ export class CallSession implements CallTransportHandler {
       {
         onFirstFrame: (generation) => {
           const reply = this.reply;
-          if (reply && reply.generation === generation) reply.timings.firstFrameSentMs = elapsedSince(reply.originMs);
+          if (reply && reply.generation === generation) {
+            reply.timings.firstFrameSentMs = elapsedSince(reply.originMs);
+            this.deps.events?.onBotSpeaking?.(true);
+            if (reply.timings.kind === 'answer') this.deps.events?.onTurnLatency?.(reply.timings.firstFrameSentMs);
+          }
         },
         onReplyPlayed: (generation) => this.onReplyPlayed(generation),
       },
@@ -189,9 +210,13 @@ export class CallSession implements CallTransportHandler {
     this.tts.warmUp?.(this.log);
     const stt = this.deps.registry.createStt(services.stt!, this.providerSettings(services.stt!, settings.stt));
     this.vad = this.deps.createVad(settings.vad, {
-      onSpeechStart: () => this.turns.onVadStart(),
+      onSpeechStart: () => {
+        this.deps.events?.onUserSpeaking?.(true);
+        this.turns.onVadStart();
+      },
       onSpeechStop: () => {
         this.vadStopAtMs = performance.now();
+        this.deps.events?.onUserSpeaking?.(false);
         this.turns.onVadStop();
       },
     }, this.log);
@@ -227,9 +252,11 @@ export class CallSession implements CallTransportHandler {
     if (this.ended) return;
     switch (event.type) {
       case 'interim':
+        if (event.text) this.deps.events?.onUserTranscript?.(event.text, false);
         this.turns.onInterim(event.text);
         return;
       case 'final':
+        if (event.text) this.deps.events?.onUserTranscript?.(event.text, true);
         this.turns.onFinal(event.text);
         return;
       case 'error':
@@ -259,6 +286,7 @@ export class CallSession implements CallTransportHandler {
       case 'user-turn':
         if (this.ending) return;
         this.conversation!.addUser(decision.text);
+        this.attachLatestImage();
         this.answer('answer');
         return;
       case 'false-alarm':
@@ -267,6 +295,15 @@ export class CallSession implements CallTransportHandler {
       case 'user-speaking':
         return;
     }
+  }
+
+  /** Vision: the newest camera frame goes with the newest user message only (older ones are dropped). */
+  private attachLatestImage(): void {
+    const image = this.deps.latestImage?.();
+    if (!image) return;
+    const messages = this.conversation!.messages;
+    for (const message of messages) delete message.imageBase64;
+    messages.at(-1)!.imageBase64 = image;
   }
 
   private onDtmfInput(digits: string): void {
@@ -286,6 +323,7 @@ export class CallSession implements CallTransportHandler {
     reply.timings.interrupted = true;
     this.metrics.bargeIns += 1;
     this.turns.setBotSpeaking(false);
+    this.deps.events?.onBotSpeaking?.(false);
     this.log.info(
       { cause, heardMs: cleared.heardMs, sentMs: cleared.sentMs, clearSent: cleared.cleared, heardChars: heardText.length },
       'caller interrupted the bot',
@@ -308,7 +346,10 @@ export class CallSession implements CallTransportHandler {
             used = true;
             reply.timings.llmFirstTokenMs ??= elapsedSince(reply.originMs);
             session.conversation!.appendReplyText(delta.text);
-            for (const piece of splitter.push(delta.text)) yield piece;
+            for (const piece of splitter.push(delta.text)) {
+              session.deps.events?.onBotText?.(piece);
+              yield piece;
+            }
           }
           break;
         } catch (err) {
@@ -319,7 +360,10 @@ export class CallSession implements CallTransportHandler {
         }
       }
       const rest = splitter.flush();
-      if (rest) yield rest;
+      if (rest) {
+        session.deps.events?.onBotText?.(rest);
+        yield rest;
+      }
     });
   }
 
@@ -328,6 +372,7 @@ export class CallSession implements CallTransportHandler {
     const tts = useFallbackTts || !this.tts ? this.deps.fallbackTts() : this.tts;
     this.startReply(kind, endsCall, tts, async function* (session) {
       session.conversation?.appendReplyText(text);
+      session.deps.events?.onBotText?.(text);
       yield text;
     });
   }
@@ -436,6 +481,7 @@ export class CallSession implements CallTransportHandler {
     this.reply = undefined;
     this.conversation?.endReply();
     this.turns.setBotSpeaking(false);
+    this.deps.events?.onBotSpeaking?.(false);
     if (reply.endsCall) this.endCall('max_duration');
   }
 

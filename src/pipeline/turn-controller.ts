@@ -24,6 +24,15 @@ export interface TurnPolicy {
   minInterruptionWords: number;
   /** After VAD says the caller stopped, how long to wait for STT's final text. */
   finalTranscriptWaitMs: number;
+  /**
+   * How long to hold a turn that looks finished open for more words (ms; 0 ends it now), given
+   * its text so far: the natural-conversation profile waits longer after "um" or a trailing "and".
+   */
+  extraWaitMs?(text: string): number;
+  /** Upper bound on all extra waits of one turn, ms. */
+  maxExtraWaitMs?: number;
+  /** Acknowledgements ("mm-hmm") that neither cut the bot off nor start a reply while it talks. */
+  isBackchannel?(text: string): boolean;
 }
 
 export const DEFAULT_TURN_POLICY: TurnPolicy = { minInterruptionWords: 0, finalTranscriptWaitMs: 1000 };
@@ -48,6 +57,9 @@ export class TurnController {
   private interim = '';
   private waitingForFinal = false;
   private timer: unknown;
+  /** Extra wait already spent on this turn (extraWaitMs), ms, and when the current one began. */
+  private heldMs = 0;
+  private holdStartedAtMs: number | undefined;
 
   constructor(
     private readonly emit: (decision: TurnDecision) => void,
@@ -67,7 +79,7 @@ export class TurnController {
     this.cancelWait();
     this.emit({ type: 'user-speaking' });
     if (this.policy.minInterruptionWords <= 0) this.maybeBargeIn();
-    else if (wordCount(this.pendingText()) >= this.policy.minInterruptionWords) this.maybeBargeIn();
+    else if (this.interruptingWords() >= this.policy.minInterruptionWords) this.maybeBargeIn();
   }
 
   /** VAD saw stop_secs of silence. */
@@ -85,7 +97,7 @@ export class TurnController {
 
   onInterim(text: string): void {
     this.interim = text.trim();
-    if (this.userSpeaking && this.policy.minInterruptionWords > 0 && wordCount(this.pendingText()) >= this.policy.minInterruptionWords) {
+    if (this.userSpeaking && this.policy.minInterruptionWords > 0 && this.interruptingWords() >= this.policy.minInterruptionWords) {
       this.maybeBargeIn();
     }
   }
@@ -95,7 +107,7 @@ export class TurnController {
     this.interim = '';
     if (trimmed.length > 0) this.finals.push(trimmed);
     if (this.userSpeaking) {
-      if (this.policy.minInterruptionWords > 0 && wordCount(this.pendingText()) >= this.policy.minInterruptionWords) this.maybeBargeIn();
+      if (this.policy.minInterruptionWords > 0 && this.interruptingWords() >= this.policy.minInterruptionWords) this.maybeBargeIn();
       return;
     }
     if (this.waitingForFinal) {
@@ -131,8 +143,30 @@ export class TurnController {
 
   private endTurn(): void {
     const text = this.pendingText();
+    const maxExtraWaitMs = this.policy.maxExtraWaitMs ?? 0;
+    if (this.policy.extraWaitMs && text.length > 0 && this.heldMs < maxExtraWaitMs) {
+      const waitMs = Math.min(this.policy.extraWaitMs(text), maxExtraWaitMs - this.heldMs);
+      if (waitMs > 0) {
+        // Hold the turn open; speech resuming (onVadStart) cancels this and the words accumulate.
+        this.cancelWait();
+        this.holdStartedAtMs = this.scheduler.now();
+        this.timer = this.scheduler.setTimeout(() => {
+          this.timer = undefined;
+          this.holdStartedAtMs = undefined;
+          this.finishTurn();
+        }, waitMs);
+        return;
+      }
+    }
+    this.finishTurn();
+  }
+
+  private finishTurn(): void {
+    const text = this.pendingText();
     this.reset();
-    if (text.length > 0) this.emit({ type: 'user-turn', text });
+    // "Mm-hmm" while the bot talks is listening, not a turn: answering it would cut the bot off.
+    if (text.length > 0 && this.botSpeaking && this.policy.isBackchannel?.(text)) this.emit({ type: 'false-alarm' });
+    else if (text.length > 0) this.emit({ type: 'user-turn', text });
     else this.emit({ type: 'false-alarm' });
   }
 
@@ -140,14 +174,25 @@ export class TurnController {
     this.cancelWait();
     this.finals = [];
     this.interim = '';
+    this.heldMs = 0;
   }
 
   private cancelWait(): void {
     this.waitingForFinal = false;
+    if (this.holdStartedAtMs !== undefined) {
+      this.heldMs += this.scheduler.now() - this.holdStartedAtMs;
+      this.holdStartedAtMs = undefined;
+    }
     if (this.timer !== undefined) {
       this.scheduler.clearTimeout(this.timer);
       this.timer = undefined;
     }
+  }
+
+  /** Words that count towards an interruption: none while they are only a backchannel. */
+  private interruptingWords(): number {
+    const text = this.pendingText();
+    return this.policy.isBackchannel?.(text) ? 0 : wordCount(text);
   }
 
   private pendingText(): string {

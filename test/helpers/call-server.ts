@@ -15,6 +15,8 @@ export interface CallServer {
   /** http://127.0.0.1:port */
   baseUrl: string;
   registry: ProviderRegistry;
+  /** The server's data dir (its keys live there). */
+  dataDir: string;
   /** Creates a telephony configuration and returns its id and wssUrl. */
   createConfig(overrides?: Record<string, unknown>): Promise<{ id: string; wssUrl: string }>;
   close(): Promise<void>;
@@ -49,6 +51,7 @@ export async function startCallServer(
     app,
     baseUrl,
     registry,
+    dataDir,
     async createConfig(overrides = {}) {
       const res = await app.inject({
         method: 'POST',

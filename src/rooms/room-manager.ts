@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { BotConfigForCall } from '../bots/bot-config-service.js';
+import type { ClaimedCall } from '../dialin/dialin-calls.js';
+import { ApiError } from '../http/errors.js';
+import type { CallSessionDeps } from '../pipeline/call-session.js';
+import type { TurnPolicy } from '../pipeline/turn-controller.js';
+import { Room, type RoomLimits } from './room.js';
+import type { RoomTokens } from './room-tokens.js';
+
+export interface RoomManagerOptions {
+  tokens: RoomTokens;
+  limits: RoomLimits;
+  /** Rooms open at once in this process; more are refused (503) rather than starving the rest. */
+  maxRooms: number;
+  session: Omit<CallSessionDeps, 'log' | 'events' | 'latestImage' | 'turnPolicy'>;
+  log: Logger;
+}
+
+export interface StartRoomRequest {
+  config: BotConfigForCall;
+  turnPolicy?: TurnPolicy;
+  vision: boolean;
+  /** A waiting dial-in caller to put in the room (dialin_settings). */
+  phoneCall?: ClaimedCall;
+}
+
+/** The goodbye at max_duration may take this long to play before the room is closed anyway. */
+const GOODBYE_GRACE_MS = 20_000;
+
+/** Rooms by name, each with its bot; tokens to join them. */
+export class RoomManager {
+  private readonly rooms = new Map<string, Room>();
+
+  constructor(private readonly options: RoomManagerOptions) {}
+
+  get tokens(): RoomTokens {
+    return this.options.tokens;
+  }
+
+  get openRooms(): number {
+    return this.rooms.size;
+  }
+
+  /** Throws a 503 ApiError when the server is at its room limit (checked before anything is claimed). */
+  assertCapacity(): void {
+    if (this.rooms.size >= this.options.maxRooms) {
+      throw new ApiError('service-unavailable', `this server is running its maximum of ${this.options.maxRooms} rooms; try again later`);
+    }
+  }
+
+  /** Opens a room with its bot and returns the room's name and a token to join it. */
+  start(request: StartRoomRequest): { name: string; token: string; room: Room } {
+    this.assertCapacity();
+    const name = randomBytes(9).toString('base64url');
+    const maxDurationMs = request.config.body.max_duration * 1000;
+    const room = new Room({
+      name,
+      config: { ...request.config, id: `room-${name}` },
+      hardStopAtMs: Date.now() + maxDurationMs + GOODBYE_GRACE_MS,
+      limits: this.options.limits,
+      session: this.options.session,
+      turnPolicy: request.turnPolicy,
+      vision: request.vision,
+      log: this.options.log,
+      onClosed: (closed) => {
+        if (this.rooms.get(closed.name) === closed) this.rooms.delete(closed.name);
+      },
+    });
+    this.rooms.set(name, room);
+    if (request.phoneCall) room.addPhoneCall(request.phoneCall);
+    const token = this.options.tokens.issue(name, Math.ceil((Date.now() + maxDurationMs) / 1000));
+    return { name, token, room };
+  }
+
+  get(name: string): Room | undefined {
+    return this.rooms.get(name);
+  }
+
+  /** Server shutdown: every room ends now. */
+  closeAll(reason: string): void {
+    for (const room of [...this.rooms.values()]) room.close(reason);
+  }
+}

@@ -1,0 +1,93 @@
+import { z } from 'zod';
+
+/**
+ * The room websocket's protocol, in the RTVI vocabulary (label "rtvi-ai") so RTVI clients can be
+ * adapted to it. Text frames carry JSON messages; binary frames carry audio: 16-bit little-endian
+ * mono PCM at the rate the client declared in client-ready, in both directions.
+ */
+export const RTVI_LABEL = 'rtvi-ai';
+/** What bot-ready announces; the RTVI protocol version these messages follow. */
+export const RTVI_PROTOCOL_VERSION = '1.0.0';
+
+/** Browser capture rates the room accepts (resampled to the pipeline's 8 kHz). */
+export const CLIENT_SAMPLE_RATES_HZ = [8000, 16000, 24000, 44100, 48000] as const;
+
+/** Close codes of the room socket, each with a human-readable reason sent along. */
+export const ROOM_CLOSE = {
+  normal: 1000,
+  /** Malformed message, audio before client-ready, unknown message type. */
+  policyViolation: 1008,
+  internalError: 1011,
+  /** Missing, malformed, badly signed or expired token. */
+  invalidToken: 4401,
+  /** A valid token, but for another room. */
+  wrongRoom: 4403,
+  /** No such room, or it has closed. */
+  unknownRoom: 4404,
+  /** The room already holds its maximum of participants. */
+  roomFull: 4409,
+  /** Audio faster than real time, or far too many messages. */
+  flood: 4429,
+} as const;
+
+const envelope = { label: z.literal(RTVI_LABEL, { error: () => `label must be "${RTVI_LABEL}"` }), id: z.string().max(64).optional() };
+
+const clientReady = z
+  .object({
+    ...envelope,
+    type: z.literal('client-ready'),
+    data: z
+      .object({
+        version: z.string().max(32).optional(),
+        audio: z
+          .object({
+            sampleRateHz: z.number().refine((rate) => (CLIENT_SAMPLE_RATES_HZ as readonly number[]).includes(rate), {
+              message: `sampleRateHz must be one of ${CLIENT_SAMPLE_RATES_HZ.join(', ')}`,
+            }),
+          })
+          .strict(),
+      })
+      .passthrough(),
+  })
+  .strict();
+
+/** A camera frame for vision profiles: a base64 JPEG (a data: URL is accepted too). */
+const userImage = z
+  .object({
+    ...envelope,
+    type: z.literal('user-image'),
+    data: z
+      .object({
+        imageBase64: z
+          .string()
+          .min(16)
+          .max(48 * 1024)
+          .regex(/^(data:image\/(jpeg|png|webp);base64,)?[A-Za-z0-9+/]+={0,2}$/, 'imageBase64 must be a base64 JPEG, PNG or WebP'),
+      })
+      .strict(),
+  })
+  .strict();
+
+/** The client is leaving on purpose (the leave button). */
+const disconnectBot = z.object({ ...envelope, type: z.literal('disconnect-bot'), data: z.unknown().optional() }).strict();
+
+export const clientMessage = z.discriminatedUnion('type', [clientReady, userImage, disconnectBot]);
+export type ClientMessage = z.output<typeof clientMessage>;
+
+/** Server → client message types. */
+export type ServerMessageType =
+  | 'bot-ready'
+  | 'user-started-speaking'
+  | 'user-stopped-speaking'
+  | 'bot-started-speaking'
+  | 'bot-stopped-speaking'
+  | 'user-transcription'
+  | 'bot-transcription'
+  | 'bot-llm-text'
+  | 'bot-interrupted'
+  | 'metrics'
+  | 'error';
+
+export function serverMessage(type: ServerMessageType, data?: Record<string, unknown>): string {
+  return JSON.stringify(data === undefined ? { label: RTVI_LABEL, type } : { label: RTVI_LABEL, type, data });
+}

@@ -1,0 +1,57 @@
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { roomPageHtml } from './client/room-page.js';
+import { ROOM_CLOSE } from './room-messages.js';
+import type { RoomManager } from './room-manager.js';
+
+export interface RoomRoutesOptions {
+  rooms: RoomManager;
+}
+
+/** Room names are base64url; anything else is not a room. */
+const ROOM_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * The room token from the websocket request: preferably the second subprotocol
+ * (`new WebSocket(url, ["rtvi-ai", token])`, which keeps it out of URLs and access logs), or
+ * `?token=` for clients that cannot set subprotocols.
+ */
+function tokenOf(protocolHeader: string | string[] | undefined, query: { token?: unknown }): string | undefined {
+  const header = Array.isArray(protocolHeader) ? protocolHeader.join(',') : (protocolHeader ?? '');
+  const fromHeader = header
+    .split(',')
+    .map((p) => p.trim())
+    .find((p) => p.startsWith('v1.'));
+  if (fromHeader) return fromHeader;
+  return typeof query.token === 'string' ? query.token : undefined;
+}
+
+/** GET /rooms/:name serves the web client; /rooms/:name/ws is its token-checked websocket. */
+export async function roomRoutes(app: FastifyInstance, opts: RoomRoutesOptions): Promise<void> {
+  app.get<{ Params: { name: string } }>('/rooms/:name', async (request, reply) => {
+    const { name } = request.params;
+    const room = ROOM_NAME.test(name) ? opts.rooms.get(name) : undefined;
+    reply.header('cache-control', 'no-store');
+    reply.header('content-security-policy', "default-src 'self'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self' ws: wss:; media-src 'self' blob:");
+    reply.type('text/html; charset=utf-8');
+    if (!room) reply.status(404);
+    return roomPageHtml(name, room !== undefined);
+  });
+
+  app.get<{ Params: { name: string }; Querystring: { token?: string } }>('/rooms/:name/ws', { websocket: true }, (socket, request) => {
+    const { name } = request.params;
+    const log = request.log.child({ room: name }) as Logger;
+    const check = opts.rooms.tokens.verify(tokenOf(request.headers['sec-websocket-protocol'], request.query), name);
+    if (!check.ok) {
+      log.info({ why: check.why }, 'room token refused');
+      socket.close(check.why === 'wrong-room' ? ROOM_CLOSE.wrongRoom : ROOM_CLOSE.invalidToken, check.message);
+      return;
+    }
+    const room = opts.rooms.get(name);
+    if (!room || room.isClosed) {
+      socket.close(ROOM_CLOSE.unknownRoom, 'room not found or has closed');
+      return;
+    }
+    room.admit(socket, log);
+  });
+}

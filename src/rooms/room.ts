@@ -1,0 +1,222 @@
+import type { Logger } from 'pino';
+import type { BotConfigForCall } from '../bots/bot-config-service.js';
+import type { ClaimedCall } from '../dialin/dialin-calls.js';
+import { CallSession, type CallEvents, type CallSessionDeps } from '../pipeline/call-session.js';
+import type { TurnPolicy } from '../pipeline/turn-controller.js';
+import { BrowserParticipant } from './browser-participant.js';
+import { PhoneLeg } from './phone-leg.js';
+import { ROOM_CLOSE, RTVI_PROTOCOL_VERSION, serverMessage } from './room-messages.js';
+import { type RoomInput, RoomTransport } from './room-transport.js';
+
+export interface RoomLimits {
+  maxParticipants: number;
+  /** A room nobody has joined closes after this long, ms. */
+  joinTimeoutMs: number;
+  /** After the last participant leaves, the room waits this long for someone to (re)join, ms. */
+  emptyGraceMs: number;
+  /** A room where nobody speaks (user or bot) for this long closes, ms. */
+  idleTimeoutMs: number;
+}
+
+export interface RoomOptions {
+  name: string;
+  config: BotConfigForCall;
+  /** Unix ms after which the room is closed whatever happens (max_duration plus the goodbye). */
+  hardStopAtMs: number;
+  limits: RoomLimits;
+  session: Omit<CallSessionDeps, 'log' | 'events' | 'latestImage' | 'turnPolicy'>;
+  turnPolicy?: TurnPolicy;
+  /** Vision profiles: camera frames are asked for and given to the LLM. */
+  vision: boolean;
+  log: Logger;
+  onClosed(room: Room, reason: string): void;
+}
+
+type Member = BrowserParticipant | PhoneLeg;
+
+/**
+ * A meeting point of transports: the bot (a CallSession on a RoomTransport), browser
+ * participants and phone legs. Everyone hears the bot; the bot hears everyone, mixed. The bot
+ * starts when the first participant is ready, so its greeting is heard. The room closes at
+ * max_duration (the session says goodbye first), when everyone has left, when nobody has joined
+ * or spoken for too long, or when the server shuts down.
+ */
+export class Room {
+  readonly name: string;
+  readonly accountId: string;
+  private readonly transport: RoomTransport;
+  private readonly session: CallSession;
+  private readonly members = new Map<Member, RoomInput | undefined>();
+  private readonly log: Logger;
+  private latestImage: string | undefined;
+  private started = false;
+  private closed = false;
+  private botSpeaking = false;
+  private userSpeaking = false;
+  private joinTimer: NodeJS.Timeout | undefined;
+  private emptyTimer: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
+  private readonly hardStopTimer: NodeJS.Timeout;
+
+  constructor(private readonly options: RoomOptions) {
+    this.name = options.name;
+    this.accountId = options.config.accountId;
+    this.log = options.log.child({ room: options.name });
+    this.transport = new RoomTransport((_code, reason) => this.close(reason));
+    this.session = new CallSession(this.transport, options.config, {
+      ...options.session,
+      log: this.log,
+      events: this.callEvents(),
+      turnPolicy: options.turnPolicy,
+      latestImage: options.vision ? () => this.latestImage : undefined,
+    });
+    this.joinTimer = setTimeout(() => this.close('nobody joined'), options.limits.joinTimeoutMs);
+    this.hardStopTimer = setTimeout(() => this.close('max_duration'), Math.max(0, options.hardStopAtMs - Date.now()));
+    this.log.info({ profile: options.config.body.bot_profile }, 'room opened');
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  get participantCount(): number {
+    return this.members.size;
+  }
+
+  /** Takes a browser socket whose token was checked. False (and the socket closed) when full. */
+  admit(socket: ConstructorParameters<typeof BrowserParticipant>[0], log: Logger): boolean {
+    if (this.closed) {
+      socket.close(ROOM_CLOSE.unknownRoom, 'room has closed');
+      return false;
+    }
+    if (this.members.size >= this.options.limits.maxParticipants) {
+      socket.close(ROOM_CLOSE.roomFull, `room is full (${this.options.limits.maxParticipants} participants)`);
+      return false;
+    }
+    const participant = new BrowserParticipant(socket, log, {
+      onReady: (p) => this.onParticipantReady(p),
+      onImage: (image) => {
+        if (this.options.vision) this.latestImage = image;
+      },
+      onGone: (p, reason) => this.leave(p, reason),
+    });
+    this.members.set(participant, undefined);
+    this.clearEmptyTimer();
+    return true;
+  }
+
+  /** A dial-in caller joins: the hold chime stops and the caller hears the bot. */
+  addPhoneCall(call: ClaimedCall): void {
+    const leg = new PhoneLeg(
+      call.transport,
+      (digit) => this.session.onDtmf(digit),
+      (l, reason) => this.leave(l, reason),
+    );
+    this.members.set(leg, undefined);
+    call.attach(leg);
+    this.join(leg);
+    this.log.info({ callId: call.callId }, 'phone caller joined the room');
+  }
+
+  /** Ends the room for everyone; the session is told once. */
+  close(reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.joinTimer);
+    clearTimeout(this.emptyTimer);
+    clearTimeout(this.idleTimer);
+    clearTimeout(this.hardStopTimer);
+    this.transport.end(reason);
+    for (const member of [...this.members.keys()]) {
+      if (member instanceof BrowserParticipant) member.close(ROOM_CLOSE.normal, `room closed: ${reason}`);
+      else member.transport.close(ROOM_CLOSE.normal, `room closed: ${reason}`);
+    }
+    this.members.clear();
+    this.log.info({ reason }, 'room closed');
+    this.options.onClosed(this, reason);
+  }
+
+  private onParticipantReady(participant: BrowserParticipant): void {
+    if (this.closed) return;
+    participant.send(
+      serverMessage('bot-ready', {
+        version: RTVI_PROTOCOL_VERSION,
+        room: this.name,
+        profile: this.options.config.body.bot_profile,
+        enableCam: this.options.vision,
+      }),
+    );
+    // Late joiners see where the conversation stands.
+    if (this.botSpeaking) participant.send(serverMessage('bot-started-speaking'));
+    this.join(participant);
+  }
+
+  private join(member: Member): void {
+    const input = this.transport.addMember(member);
+    member.connectInput(input);
+    this.members.set(member, input);
+    clearTimeout(this.joinTimer);
+    this.joinTimer = undefined;
+    this.touch();
+    if (!this.started) {
+      this.started = true;
+      this.transport.attach(this.session);
+      this.session.onStart({ callSid: `room-${this.name}`, streamSid: this.name });
+    }
+  }
+
+  private leave(member: Member, reason: string): void {
+    if (!this.members.has(member)) return;
+    const input = this.members.get(member);
+    this.members.delete(member);
+    if (input) this.transport.removeMember(input);
+    this.log.info({ reason, participants: this.members.size }, 'participant left');
+    if (this.closed || this.members.size > 0) return;
+    this.clearEmptyTimer();
+    this.emptyTimer = setTimeout(() => this.close('everyone left'), this.options.limits.emptyGraceMs);
+  }
+
+  private clearEmptyTimer(): void {
+    clearTimeout(this.emptyTimer);
+    this.emptyTimer = undefined;
+  }
+
+  /** Something was said: the idle clock starts again. */
+  private touch(): void {
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.close('idle'), this.options.limits.idleTimeoutMs);
+  }
+
+  private broadcast(message: string): void {
+    for (const member of this.members.keys()) if (member instanceof BrowserParticipant && member.ready) member.send(message);
+  }
+
+  private callEvents(): CallEvents {
+    return {
+      onUserSpeaking: (speaking) => {
+        if (speaking === this.userSpeaking) return;
+        this.userSpeaking = speaking;
+        this.touch();
+        this.broadcast(serverMessage(speaking ? 'user-started-speaking' : 'user-stopped-speaking'));
+      },
+      onUserTranscript: (text, final) => {
+        this.broadcast(serverMessage('user-transcription', { text, final, timestamp: new Date().toISOString(), user_id: 'room' }));
+      },
+      onBotText: (text) => {
+        this.broadcast(serverMessage('bot-llm-text', { text }));
+        this.broadcast(serverMessage('bot-transcription', { text }));
+      },
+      onBotSpeaking: (speaking) => {
+        if (speaking === this.botSpeaking) {
+          return;
+        }
+        this.botSpeaking = speaking;
+        this.touch();
+        this.broadcast(serverMessage(speaking ? 'bot-started-speaking' : 'bot-stopped-speaking'));
+      },
+      onTurnLatency: (latencyMs) => {
+        this.broadcast(serverMessage('metrics', { turnLatencyMs: Math.round(latencyMs) }));
+      },
+    };
+  }
+}
