@@ -1,6 +1,5 @@
 import { z } from 'zod';
 import { botConfigFields, checkServicesForProfile, dialoutTarget, type TelephonyConfigBody } from './bot-config-schema.js';
-import { isSpeechToSpeech } from './profiles.js';
 
 /**
  * Body of POST /v1/bots/start: the fields a telephony configuration shares (validated by the same
@@ -24,8 +23,6 @@ export const startBotBody = z
         message:
           'telephony_ws_voice_2024_09 runs over a phone number, not in a room: create it with POST /v1/bots/twilio-config and point the number at its TwiML',
       });
-    } else if (isSpeechToSpeech(profile)) {
-      ctx.addIssue({ code: 'custom', path: ['bot_profile'], message: `${profile} (speech-to-speech) cannot run in a room yet; use it through POST /v1/bots/twilio-config` });
     }
     const dialin = value.dialin_settings;
     if (dialin) {

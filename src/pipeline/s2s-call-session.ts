@@ -138,10 +138,14 @@ export class S2sCallSession implements CallTransportHandler {
       },
       onSpeechStarted: () => {
         this.userSpokeAtMs = performance.now();
+        this.deps.events?.onUserSpeaking?.(true);
         if (this.item && this.playout.audible) this.interrupt('speech');
       },
-      onUserTranscript: (text) => this.log.debug({ chars: text.length }, 'caller said'),
-      onBotTranscript: (_itemId, text) => this.log.debug({ chars: text.length }, 'bot said'),
+      onUserTranscript: (text) => {
+        this.deps.events?.onUserSpeaking?.(false);
+        this.deps.events?.onUserTranscript?.(text, true);
+      },
+      onBotTranscript: (_itemId, text) => this.deps.events?.onBotText?.(text),
       onError: (error) => this.onVendorLost(error),
     };
   }
@@ -156,6 +160,8 @@ export class S2sCallSession implements CallTransportHandler {
       timings.ttsFirstAudioMs = elapsedSince(this.userSpokeAtMs);
       this.metrics.turns.push(timings);
       this.item = { id: itemId, generation: this.playout.startReply(), receivedMs: 0, timings, startedAtMs: performance.now() };
+      this.deps.events?.onBotSpeaking?.(true);
+      if (timings.kind === 'answer') this.deps.events?.onTurnLatency?.(timings.ttsFirstAudioMs);
     }
     const item = this.item;
     item.receivedMs += mulaw.length / 8;
@@ -168,7 +174,10 @@ export class S2sCallSession implements CallTransportHandler {
       this.endCall(this.ending ? 'max_duration' : 'error');
       return;
     }
-    if (this.item?.generation === generation) this.item = undefined;
+    if (this.item?.generation === generation) {
+      this.item = undefined;
+      this.deps.events?.onBotSpeaking?.(false);
+    }
   }
 
   /** Barge-in: clear the line, and make the vendor keep only what the caller heard of the item. */
@@ -179,6 +188,7 @@ export class S2sCallSession implements CallTransportHandler {
     const cleared = this.playout.clear();
     const heardMs = Math.min(cleared.heardMs, item.receivedMs);
     item.timings.interrupted = true;
+    this.deps.events?.onBotSpeaking?.(false);
     this.cancelled.add(item.id);
     this.metrics.bargeIns += 1;
     this.session?.interrupt(item.id, heardMs);

@@ -1,7 +1,9 @@
 import type { Logger } from 'pino';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
+import { isSpeechToSpeech } from '../bots/profiles.js';
 import { CallSession, type CallEvents, type CallSessionDeps } from '../pipeline/call-session.js';
+import { S2sCallSession } from '../pipeline/s2s-call-session.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { BrowserParticipant } from './browser-participant.js';
 import { PhoneLeg } from './phone-leg.js';
@@ -45,7 +47,7 @@ export class Room {
   readonly name: string;
   readonly accountId: string;
   private readonly transport: RoomTransport;
-  private readonly session: CallSession;
+  private readonly session: CallSession | S2sCallSession;
   private readonly members = new Map<Member, RoomInput | undefined>();
   private readonly log: Logger;
   private latestImage: string | undefined;
@@ -63,7 +65,9 @@ export class Room {
     this.accountId = options.config.accountId;
     this.log = options.log.child({ room: options.name });
     this.transport = new RoomTransport((_code, reason) => this.close(reason));
-    this.session = new CallSession(this.transport, options.config, {
+    // Speech-to-speech profiles hand the whole conversation to one vendor session, as on the phone.
+    const Session = isSpeechToSpeech(options.config.body.bot_profile) ? S2sCallSession : CallSession;
+    this.session = new Session(this.transport, options.config, {
       ...options.session,
       log: this.log,
       events: this.callEvents(),

@@ -1,5 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { startEmulatorServer } from '../../src/emulators/emulator-server.js';
+import { OpenAiRealtimeEmulator } from '../../src/emulators/openai-realtime-emulator.js';
 import { RoomTokens } from '../../src/rooms/room-tokens.js';
 import { readMulawFile } from '../../src/simulator/clip-file.js';
 import { runPhoneCall } from '../../src/simulator/phone-call.js';
@@ -320,5 +322,40 @@ describe('a bot in a room', () => {
     const closed = await alice.untilClosed(15_000);
     expect(closed).toEqual({ code: 1000, reason: 'room closed: max_duration' });
     expect(alice.of('bot-transcription').map((m) => m.data!.text)).toContain('We have reached the time limit for this call. Thank you for calling, goodbye!');
+  });
+
+  it('speech-to-speech in a room: OpenAI Realtime greets, answers the participant, and is cut off when talked over', async () => {
+    const realtime = new OpenAiRealtimeEmulator({
+      latencies: { llmFirstTokenMs: 80, ttsFirstByteMs: 40, ttsRealTimeFactor: 1 },
+      replies: [LONG_REPLY, ANSWER],
+      transcripts: [HEARD],
+    });
+    const vendors = await startEmulatorServer([realtime]);
+    try {
+      const bot = await startServer({ replies: [] }, { SWITCHBOARD_OPENAI_URL: vendors.url });
+      const room = await bot.start({
+        bot_profile: 'openai_realtime_beta_2024_10',
+        services: { llm: 'openai_realtime' },
+        api_keys: { openai: 'sk-test-0123456789' },
+        config: [{ service: 'llm', options: [{ name: 'run_on_config', value: true }] }],
+      });
+      const alice = await bot.join(room.token, room.wsUrl);
+      await alice.until('the greeting', () => alice.audioBytes > 32 * 1200);
+      expect(alice.of('bot-started-speaking')).toHaveLength(1);
+
+      // Talk over the greeting: the vendor hears speech, the room clears, the item is truncated.
+      await alice.stream(fixturePcm('A06_birch_canoe.8k.wav', 16000));
+      await alice.until('the interruption', () => alice.of('bot-interrupted').length === 1 || alice.of('bot-stopped-speaking').length >= 1);
+      await alice.stream(alice.silence(1200));
+      await alice.until('the answer', () => alice.of('bot-transcription').some((m) => m.data!.text === ANSWER), 15_000);
+
+      const connection = realtime.connections[0]!;
+      expect(connection.responses[0]!.status).toBe('cancelled');
+      expect(connection.truncations).toHaveLength(1);
+      expect(connection.truncations[0]!.accepted).toBe(true);
+      expect(alice.of('user-transcription').some((m) => m.data!.text === HEARD)).toBe(true);
+    } finally {
+      await vendors.close();
+    }
   });
 });
