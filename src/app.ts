@@ -139,6 +139,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       idleTimeoutMs: config.rooms.idleTimeoutSecs * 1000,
     },
     session: { ...runtime, env: config.env, observer: metrics },
+    recordings,
     log: deps.logger as Logger,
   });
   app.addHook('preClose', async () => rooms.closeAll('server shutting down'));

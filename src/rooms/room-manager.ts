@@ -4,6 +4,7 @@ import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import { ApiError } from '../http/errors.js';
 import type { CallSessionDeps } from '../pipeline/call-session.js';
+import type { RecordingsService } from '../recordings/recordings-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { Room, type RoomLimits } from './room.js';
 import type { RoomTokens } from './room-tokens.js';
@@ -14,6 +15,8 @@ export interface RoomManagerOptions {
   /** Rooms open at once in this process; more are refused (503) rather than starving the rest. */
   maxRooms: number;
   session: Omit<CallSessionDeps, 'log' | 'events' | 'latestImage' | 'turnPolicy'>;
+  /** Records rooms whose configuration asks for it (`recording_settings.type = "cloud"`). */
+  recordings?: RecordingsService;
   log: Logger;
 }
 
@@ -60,6 +63,7 @@ export class RoomManager {
       hardStopAtMs: Date.now() + maxDurationMs + GOODBYE_GRACE_MS,
       limits: this.options.limits,
       session: this.options.session,
+      recordings: this.options.recordings,
       turnPolicy: request.turnPolicy,
       vision: request.vision,
       log: this.options.log,

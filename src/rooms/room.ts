@@ -3,7 +3,10 @@ import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import { CallSession, type CallEvents, type CallSessionDeps } from '../pipeline/call-session.js';
+import type { CallTransportHandler } from '../pipeline/call-transport.js';
 import { S2sCallSession } from '../pipeline/s2s-call-session.js';
+import { tapHandler, tapTransport } from '../recordings/recording-tap.js';
+import type { RecordingsService } from '../recordings/recordings-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { BrowserParticipant } from './browser-participant.js';
 import { PhoneLeg } from './phone-leg.js';
@@ -27,6 +30,7 @@ export interface RoomOptions {
   hardStopAtMs: number;
   limits: RoomLimits;
   session: Omit<CallSessionDeps, 'log' | 'events' | 'latestImage' | 'turnPolicy'>;
+  recordings?: RecordingsService;
   turnPolicy?: TurnPolicy;
   /** Vision profiles: camera frames are asked for and given to the LLM. */
   vision: boolean;
@@ -48,6 +52,8 @@ export class Room {
   readonly accountId: string;
   private readonly transport: RoomTransport;
   private readonly session: CallSession | S2sCallSession;
+  /** The session, or the recorder's tap around it when the room is recorded. */
+  private readonly handler: CallTransportHandler;
   private readonly members = new Map<Member, RoomInput | undefined>();
   private readonly log: Logger;
   private latestImage: string | undefined;
@@ -67,13 +73,20 @@ export class Room {
     this.transport = new RoomTransport((_code, reason) => this.close(reason));
     // Speech-to-speech profiles hand the whole conversation to one vendor session, as on the phone.
     const Session = isSpeechToSpeech(options.config.body.bot_profile) ? S2sCallSession : CallSession;
-    this.session = new Session(this.transport, options.config, {
+    // A recorded room: the mix of participants is the caller track, the bot's frames the bot track.
+    const settings = options.config.body.recording_settings;
+    const recorder =
+      settings?.type === 'cloud'
+        ? options.recordings?.start({ accountId: options.config.accountId, roomName: options.name, settings, maxParticipants: options.limits.maxParticipants + 1 }, this.log)
+        : undefined;
+    this.session = new Session(recorder ? tapTransport(this.transport, recorder) : this.transport, options.config, {
       ...options.session,
       log: this.log,
       events: this.callEvents(),
       turnPolicy: options.turnPolicy,
       latestImage: options.vision ? () => this.latestImage : undefined,
     });
+    this.handler = recorder ? tapHandler(this.session, recorder) : this.session;
     this.joinTimer = setTimeout(() => this.close('nobody joined'), options.limits.joinTimeoutMs);
     this.hardStopTimer = setTimeout(() => this.close('max_duration'), Math.max(0, options.hardStopAtMs - Date.now()));
     this.log.info({ profile: options.config.body.bot_profile }, 'room opened');
@@ -164,8 +177,9 @@ export class Room {
     this.touch();
     if (!this.started) {
       this.started = true;
-      this.transport.attach(this.session);
-      this.session.onStart({ callSid: `room-${this.name}`, streamSid: this.name });
+      this.transport.attach(this.handler);
+      // The room's name stands in for a call sid (logs, and the recording's room_name).
+      this.handler.onStart({ callSid: this.name, streamSid: this.name });
     }
   }
 

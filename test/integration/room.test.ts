@@ -358,4 +358,34 @@ describe('a bot in a room', () => {
       await vendors.close();
     }
   });
+
+  it('records a room with recording_settings: caller and bot tracks on one timeline, listed under the room name', async () => {
+    // The room closes (and its recording finishes) a second after the last participant leaves.
+    const bot = await startServer({ replies: [GREETING, ANSWER] }, { SWITCHBOARD_ROOM_EMPTY_GRACE_SECS: '1' });
+    const room = await bot.start({ recording_settings: { type: 'cloud' } });
+    const alice = await bot.join(room.token, room.wsUrl);
+    await alice.until('the greeting', () => alice.of('bot-stopped-speaking').length >= 1);
+    await alice.stream(fixturePcm('A06_birch_canoe.8k.wav', 16000));
+    await alice.stream(alice.silence(1200));
+    await alice.until('the answer', () => alice.of('bot-stopped-speaking').length >= 2);
+    alice.close();
+
+    const list = async () =>
+      (await server!.app.inject({ method: 'GET', url: '/v1/recordings', headers: { authorization: `Bearer ${TEST_KEY}` } })).json() as {
+        total_count: number;
+        data: Array<{ room_name: string; status: string; duration: number; tracks: Array<{ duration_ms?: number }> }>;
+      };
+    const deadline = Date.now() + 20_000;
+    let recordings = await list();
+    while (recordings.data[0]?.status !== 'finished' && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      recordings = await list();
+    }
+    expect(recordings.total_count).toBe(1);
+    const [recording] = recordings.data;
+    expect(recording!.room_name).toBe(room.name);
+    expect(recording!.status).toBe('finished');
+    expect(recording!.duration).toBeGreaterThanOrEqual(4);
+    expect(recording!.tracks).toHaveLength(2);
+  });
 });
