@@ -113,6 +113,8 @@ export class CallSession implements CallTransportHandler {
   private maxDurationTimer: NodeJS.Timeout | undefined;
   private goodbyeTimer: NodeJS.Timeout | undefined;
   private ending = false;
+  /** Why the call is ending, once it is: the close reason the carrier sees. */
+  private endReason = 'max_duration';
   private ended = false;
   private ready = false;
   private started = false;
@@ -266,6 +268,7 @@ export class CallSession implements CallTransportHandler {
         if (this.ending) return;
         // Without ears the bot cannot hold a conversation: say so and hang up.
         this.ending = true;
+        this.endReason = 'error';
         this.speakFixed('apology', PHRASES.sttFailed, true, true);
         this.goodbyeTimer = setTimeout(() => this.endCall('error'), GOODBYE_CAP_MS);
         return;
@@ -463,11 +466,12 @@ export class CallSession implements CallTransportHandler {
     if (reply.timings.kind === 'apology' || reply.endsCall) {
       // Even the apology or goodbye could not be spoken: end the reply (and the call if due).
       this.playout.endReply(reply.generation);
-      if (reply.endsCall) this.endCall('max_duration');
+      if (reply.endsCall) this.endCall(this.endReason);
       return;
     }
     if (fatal) {
       this.ending = true;
+      this.endReason = 'error';
       this.speakFixed('apology', PHRASES.unavailable, !llmFailed, true);
       this.goodbyeTimer = setTimeout(() => this.endCall('error'), GOODBYE_CAP_MS);
       return;
@@ -482,7 +486,7 @@ export class CallSession implements CallTransportHandler {
     this.conversation?.endReply();
     this.turns.setBotSpeaking(false);
     this.deps.events?.onBotSpeaking?.(false);
-    if (reply.endsCall) this.endCall('max_duration');
+    if (reply.endsCall) this.endCall(this.endReason);
   }
 
   // ---- ending ----
@@ -514,6 +518,7 @@ export class CallSession implements CallTransportHandler {
       return;
     }
     this.ending = true;
+    this.endReason = 'error';
     this.ready = true;
     this.conversation ??= new Conversation([]);
     this.speakFixed('apology', PHRASES.unavailable, true, true);
