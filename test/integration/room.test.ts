@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startEmulatorServer } from '../../src/emulators/emulator-server.js';
+import { GeminiLiveEmulator } from '../../src/emulators/gemini-live-emulator.js';
 import { OpenAiRealtimeEmulator } from '../../src/emulators/openai-realtime-emulator.js';
 import { RoomTokens } from '../../src/rooms/room-tokens.js';
 import { readMulawFile } from '../../src/simulator/clip-file.js';
@@ -387,5 +388,33 @@ describe('a bot in a room', () => {
     expect(recording!.status).toBe('finished');
     expect(recording!.duration).toBeGreaterThanOrEqual(4);
     expect(recording!.tracks).toHaveLength(2);
+  });
+
+  it('speech-to-speech in a room: Gemini Live greets, is interrupted cleanly, and answers', async () => {
+    const live = new GeminiLiveEmulator({ latencies: { llmFirstTokenMs: 80, ttsFirstByteMs: 40, ttsRealTimeFactor: 1 }, replies: [LONG_REPLY, ANSWER], transcripts: [HEARD] });
+    const vendors = await startEmulatorServer([live]);
+    try {
+      const bot = await startServer({ replies: [] }, { SWITCHBOARD_GEMINI_URL: vendors.url });
+      const room = await bot.start({
+        bot_profile: 'gemini_multimodal_live_2024_12',
+        services: { llm: 'gemini' },
+        api_keys: { gemini: 'g-test-key-0123456789' },
+        config: [{ service: 'llm', options: [{ name: 'run_on_config', value: true }] }],
+      });
+      const alice = await bot.join(room.token, room.wsUrl);
+      await alice.until('the greeting', () => alice.audioBytes > 32 * 1200);
+      await alice.stream(fixturePcm('A06_birch_canoe.8k.wav', 16000));
+      await alice.until('the interruption', () => alice.of('bot-interrupted').length === 1 || alice.of('bot-stopped-speaking').length >= 1);
+      await alice.stream(alice.silence(1200));
+      await alice.until('the answer', () => live.connections[0]!.modelTurns.length >= 2 && alice.of('bot-started-speaking').length >= 2, 15_000);
+
+      const connection = live.connections[0]!;
+      expect(connection.interruptions).toBe(1);
+      expect(connection.modelTurns[0]!.status).toBe('interrupted');
+      expect(connection.audioMimeTypes).toEqual(['audio/pcm;rate=16000']);
+      expect(alice.of('user-transcription').some((m) => m.data!.text === HEARD)).toBe(true);
+    } finally {
+      await vendors.close();
+    }
   });
 });
