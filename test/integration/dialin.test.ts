@@ -48,7 +48,7 @@ describe('pinless dial-in calls', () => {
     // Hold chime from the start, the message at the timeout, then the server hangs up.
     expect(report.outcome).toBe('server-closed');
     expect(report.close?.code).toBe(1000);
-    expect(report.metrics.firstBotAudioMs).toBeLessThan(1000);
+    expect(report.metrics.firstBotAudioMs).toBeLessThan(3000);
     expect(report.durationMs).toBeGreaterThanOrEqual(5000);
     expect(report.metrics.bot.receivedAudioMs).toBeGreaterThan(5000);
   });

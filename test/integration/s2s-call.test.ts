@@ -113,7 +113,7 @@ describe('a phone call on the OpenAI Realtime profile', () => {
     expect(truncation!.accepted).toBe(true);
     // What the server says was heard matches what the simulated phone played, within a few frames.
     const played = playedBeforeClear(report);
-    expect(Math.abs(truncation!.audioEndMs - played)).toBeLessThan(120);
+    expect(Math.abs(truncation!.audioEndMs - played)).toBeLessThan(250);
     expect(truncation!.audioEndMs).toBeLessThanOrEqual(connection.responses[0]!.audioSentMs);
     // And the bot answered the interruption.
     expect(connection.responses).toHaveLength(2);
@@ -144,7 +144,7 @@ describe('a phone call on the OpenAI Realtime profile', () => {
     const [truncation] = connection.truncations;
     expect(truncation!.itemId).toBe(connection.responses[1]!.itemId);
     expect(truncation!.accepted).toBe(true);
-    expect(Math.abs(truncation!.audioEndMs - playedBeforeClear(report))).toBeLessThan(120);
+    expect(Math.abs(truncation!.audioEndMs - playedBeforeClear(report))).toBeLessThan(250);
     expect(report.metrics.clears[0]!.lateAudioMs).toBe(0);
   });
 
