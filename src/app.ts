@@ -22,6 +22,7 @@ import { phoneNumberRoutes } from './http/phone-number-routes.js';
 import { domainRoutes } from './http/domain-routes.js';
 import { PinlessConfigService } from './dialin/pinless-config.js';
 import { DialinCalls } from './dialin/dialin-calls.js';
+import { DialoutService } from './dialout/dialout-service.js';
 import { DialinConfigsRepo } from './store/dialin-configs-repo.js';
 import type { OpenedDatabase } from './store/database.js';
 import { type CallRuntime, defaultRuntime } from './runtime.js';
@@ -80,7 +81,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     { allowLinkLocal: config.webhookAllowLinkLocal },
     deps.logger as Logger,
   );
-  const phoneNumbers = new PhoneNumberService(phoneNumbersRepo, createCarrier(config, phoneNumbersRepo), `${config.publicUrl}/twilio/voice`);
+  const carrier = createCarrier(config, phoneNumbersRepo, deps.logger as Logger);
+  const phoneNumbers = new PhoneNumberService(phoneNumbersRepo, carrier, `${config.publicUrl}/twilio/voice`);
+  const dialout = new DialoutService({
+    carrier,
+    numbers: phoneNumbersRepo,
+    publicUrl: config.publicUrl,
+    ringTimeoutSecs: config.dialoutRingTimeoutSecs,
+    log: deps.logger as Logger,
+  });
 
   const bucketStorage = new BucketStorage(config.env);
   const recordings = new RecordingsService({
@@ -157,7 +166,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(phoneNumberRoutes, { service: phoneNumbers });
       await v1.register(domainRoutes, { service: pinless });
       await v1.register(recordingRoutes, { service: recordings });
-      await v1.register(botStartRoutes, { rooms, registry: runtime.registry, env: config.env, publicUrl: config.publicUrl, dialinCalls });
+      await v1.register(botStartRoutes, { rooms, registry: runtime.registry, env: config.env, publicUrl: config.publicUrl, dialinCalls, dialout });
     },
     { prefix: '/v1' },
   );
@@ -168,6 +177,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     publicUrl: config.publicUrl,
     authToken: config.twilio.authToken,
     dialin: { config: pinless, calls: dialinCalls },
+    dialout,
   });
 
   await app.register(recordingDownloadRoutes, { service: recordings });
@@ -179,6 +189,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (sockets) => {
     await mediaStreamRoutes(sockets, {
       dialinCalls,
+      dialout,
       recordings,
       service: botConfigs,
       publicUrl: config.publicUrl,

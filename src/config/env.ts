@@ -30,6 +30,7 @@ const envSchema = z.object({
   SWITCHBOARD_CARRIER: z.enum(['sandbox', 'twilio']).default('sandbox'),
   SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL: z.enum(['true', 'false']).default('false'),
   SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: z.coerce.number().int().min(5).max(600).default(60),
+  SWITCHBOARD_DIALOUT_RING_TIMEOUT_SECS: z.coerce.number().int().min(5).max(600).default(30),
   SWITCHBOARD_MAX_ROOMS: z.coerce.number().int().min(1).max(10_000).default(100),
   SWITCHBOARD_ROOM_MAX_PARTICIPANTS: z.coerce.number().int().min(1).max(64).default(4),
   SWITCHBOARD_ROOM_JOIN_TIMEOUT_SECS: z.coerce.number().int().min(5).max(86_400).default(300),
@@ -54,6 +55,8 @@ export interface AppConfig {
   webhookAllowLinkLocal: boolean;
   /** How long a dial-in caller waits on hold for a bot before a polite message and hang-up. */
   dialinHoldTimeoutSecs: number;
+  /** How long a dial-out call rings before it counts as unanswered. */
+  dialoutRingTimeoutSecs: number;
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
   /** Rooms of POST /v1/bots/start: how many at once, who may join, when an unused room closes. */
@@ -98,6 +101,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     carrier: e.SWITCHBOARD_CARRIER,
     webhookAllowLinkLocal: e.SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL === 'true',
     dialinHoldTimeoutSecs: e.SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS,
+    dialoutRingTimeoutSecs: e.SWITCHBOARD_DIALOUT_RING_TIMEOUT_SECS,
     rooms: {
       maxRooms: e.SWITCHBOARD_MAX_ROOMS,
       maxParticipants: e.SWITCHBOARD_ROOM_MAX_PARTICIPANTS,

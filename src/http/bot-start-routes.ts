@@ -3,6 +3,7 @@ import { providerNameIssues } from '../bots/bot-config-schema.js';
 import { asBotConfigBody, dialinCall, dialoutTargets, startBotBody, type StartBotBody } from '../bots/start-bot-schema.js';
 import type { AppConfig } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
+import type { DialoutService } from '../dialout/dialout-service.js';
 import { NATURAL_TURN_POLICY, NATURAL_VAD_STOP_SECS } from '../pipeline/natural-turn-policy.js';
 import { providerSetupIssues } from '../providers/provider-settings.js';
 import type { ProviderRegistry } from '../providers/registry.js';
@@ -16,6 +17,8 @@ export interface BotStartRoutesOptions {
   publicUrl: string;
   /** Dial-in callers on hold; dialin_settings hands one to the new room's bot. */
   dialinCalls: DialinCalls;
+  /** Places the calls of dialout_settings once the room is open. */
+  dialout: DialoutService;
 }
 
 const VISION_PROFILES = new Set(['vision_2024_10', 'vision_2024_08']);
@@ -42,11 +45,9 @@ export async function botStartRoutes(app: FastifyInstance, opts: BotStartRoutesO
 
   app.post('/bots/start', async (request) => {
     const body = parseBody(request.body);
-    if (dialoutTargets(body).length > 0) {
-      // Refused rather than silently ignored: a bot that never dials would look like a callee not answering.
-      throw new ApiError('invalid-request-error', 'dialout_settings: dial-out is not available in this build yet; start the bot without it');
-    }
     opts.rooms.assertCapacity();
+    // Every target is checked (caller ids, reachable destinations) before a room or call exists.
+    const dialPlans = await opts.dialout.plan(request.account, dialoutTargets(body));
     const dialin = dialinCall(body);
     const phoneCall = dialin ? opts.dialinCalls.claim(request.account, dialin.callId, dialin.callDomain) : undefined;
     const profile = body.bot_profile;
@@ -57,12 +58,13 @@ export async function botStartRoutes(app: FastifyInstance, opts: BotStartRoutesO
       // own vad settings come later in the list, so they still win.
       configBody.config = [{ service: 'vad', options: [{ name: 'stop_secs', value: NATURAL_VAD_STOP_SECS }] }, ...configBody.config];
     }
-    const { name, token } = opts.rooms.start({
+    const { name, token, room } = opts.rooms.start({
       config: { id: '', accountId: request.account.id, body: configBody },
       turnPolicy: natural ? NATURAL_TURN_POLICY : undefined,
       vision: VISION_PROFILES.has(profile),
       phoneCall,
     });
+    opts.dialout.start(room, dialPlans);
     return { room_url: `${opts.publicUrl}/rooms/${name}`, token };
   });
 }

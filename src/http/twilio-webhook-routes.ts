@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { PinlessConfigService } from '../dialin/pinless-config.js';
+import type { DialoutService } from '../dialout/dialout-service.js';
 import type { BotConfigService } from '../bots/bot-config-service.js';
 import type { AccountsRepo } from '../store/accounts-repo.js';
 import { buildSayHangupTwiml, buildStreamTwiml } from '../telephony/twiml.js';
@@ -16,6 +17,8 @@ export interface TwilioWebhookOptions {
   authToken?: string;
   /** Numbers with pinless dial-in, and the calls waiting on them. */
   dialin: { config: PinlessConfigService; calls: DialinCalls };
+  /** Outbound legs of rooms: the carrier asks for their TwiML on answer and reports their status. */
+  dialout: DialoutService;
 }
 
 const XML = 'text/xml; charset=utf-8';
@@ -57,6 +60,32 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
     return reply.type(XML).send(
       buildStreamTwiml({ streamUrl: `${websocketBase(opts.publicUrl)}/ws/dialin/${callId}`, parameters: { callId, from, to } }),
     );
+  });
+
+  /** A dial-out callee answered: stream the leg to this service, where it joins its room. */
+  app.post<{ Params: { legId: string } }>('/twilio/dialout/:legId', async (request, reply) => {
+    const params = (request.body ?? {}) as Record<string, unknown>;
+    if (!verified(request, reply, params)) return reply;
+    const leg = opts.dialout.legFor(request.params.legId);
+    if (!leg) {
+      request.log.info({ legId: request.params.legId }, 'answer webhook for an unknown or finished dial-out leg');
+      return reply.type(XML).send(buildSayHangupTwiml('Sorry, this call is no longer needed. Goodbye.'));
+    }
+    const streamUrl = `${websocketBase(opts.publicUrl)}/ws/dialout/${request.params.legId}`;
+    return reply.type(XML).send(buildStreamTwiml({ streamUrl, parameters: { legId: request.params.legId, room: leg.room } }));
+  });
+
+  /** Status callbacks of dial-out legs: ringing, answered, and how the call ended. */
+  app.post<{ Params: { legId: string } }>('/twilio/dialout/:legId/status', async (request, reply) => {
+    const params = (request.body ?? {}) as Record<string, unknown>;
+    if (!verified(request, reply, params)) return reply;
+    const status = typeof params.CallStatus === 'string' ? params.CallStatus : '';
+    const duration = Number(params.CallDuration);
+    opts.dialout.onStatus(request.params.legId, status, {
+      durationSecs: Number.isFinite(duration) ? duration : undefined,
+      sipCode: typeof params.SipResponseCode === 'string' ? params.SipResponseCode : undefined,
+    });
+    return reply.status(204).send();
   });
 
   app.post<{ Params: { id: string } }>('/twilio/voice/:id', async (request, reply) => {

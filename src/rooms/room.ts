@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
+import type { AttachableTransport, DialoutRoom } from '../dialout/dialout-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import { CallSession, type CallEvents, type CallSessionDeps } from '../pipeline/call-session.js';
 import type { CallTransportHandler } from '../pipeline/call-transport.js';
@@ -47,7 +48,7 @@ type Member = BrowserParticipant | PhoneLeg;
  * max_duration (the session says goodbye first), when everyone has left, when nobody has joined
  * or spoken for too long, or when the server shuts down.
  */
-export class Room {
+export class Room implements DialoutRoom {
   readonly name: string;
   readonly accountId: string;
   private readonly transport: RoomTransport;
@@ -65,6 +66,9 @@ export class Room {
   private emptyTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
   private readonly hardStopTimer: NodeJS.Timeout;
+  /** Dial-out legs still ringing: while any is, the room waits for them rather than for a browser. */
+  private ringingDialouts = 0;
+  private readonly closeListeners: Array<() => void> = [];
 
   constructor(private readonly options: RoomOptions) {
     this.name = options.name;
@@ -135,6 +139,51 @@ export class Room {
     this.log.info({ callId: call.callId }, 'phone caller joined the room');
   }
 
+  expectDialouts(count: number): void {
+    this.ringingDialouts += count;
+    clearTimeout(this.joinTimer);
+    this.joinTimer = undefined;
+  }
+
+  /** A callee answered: the leg joins when its stream starts, so the bot's greeting is heard. */
+  addCallee(transport: AttachableTransport, to: string): void {
+    this.ringingDialouts = Math.max(0, this.ringingDialouts - 1);
+    if (this.closed || this.members.size >= this.options.limits.maxParticipants) {
+      transport.close(ROOM_CLOSE.normal, this.closed ? 'room has closed' : 'room is full');
+      return;
+    }
+    const leg = new PhoneLeg(
+      transport,
+      (digit) => this.session.onDtmf(digit),
+      (l, reason) => this.leave(l, reason),
+      (l) => {
+        if (!this.closed && this.members.has(l)) this.join(l);
+      },
+    );
+    this.members.set(leg, undefined);
+    this.clearEmptyTimer();
+    transport.attach(leg);
+    this.log.info({ to }, 'dial-out callee answered');
+  }
+
+  /** A dial-out leg ended unanswered; with nobody else ever here, the room has no one to serve. */
+  dialoutEnded(to: string, outcome: string): void {
+    this.ringingDialouts = Math.max(0, this.ringingDialouts - 1);
+    this.log.info({ to, outcome, stillRinging: this.ringingDialouts }, 'dial-out leg ended without joining');
+    if (this.closed || this.ringingDialouts > 0) return;
+    if (this.members.size > 0) {
+      if (!this.started) this.joinTimer ??= setTimeout(() => this.close('nobody joined'), this.options.limits.joinTimeoutMs);
+    } else if (!this.started) {
+      this.close('no dial-out target answered');
+    } else {
+      this.armEmptyTimer();
+    }
+  }
+
+  onClose(listener: () => void): void {
+    this.closeListeners.push(listener);
+  }
+
   /** Ends the room for everyone; the session is told once. */
   close(reason: string): void {
     if (this.closed) return;
@@ -149,6 +198,7 @@ export class Room {
       else member.transport.close(ROOM_CLOSE.normal, `room closed: ${reason}`);
     }
     this.members.clear();
+    for (const listener of this.closeListeners.splice(0)) listener();
     this.log.info({ reason }, 'room closed');
     this.options.onClosed(this, reason);
   }
@@ -189,7 +239,12 @@ export class Room {
     this.members.delete(member);
     if (input) this.transport.removeMember(input);
     this.log.info({ reason, participants: this.members.size }, 'participant left');
-    if (this.closed || this.members.size > 0) return;
+    // Someone may still answer a ringing dial-out; dialoutEnded arms the timer if nobody does.
+    if (this.closed || this.members.size > 0 || this.ringingDialouts > 0) return;
+    this.armEmptyTimer();
+  }
+
+  private armEmptyTimer(): void {
     this.clearEmptyTimer();
     this.emptyTimer = setTimeout(() => this.close('everyone left'), this.options.limits.emptyGraceMs);
   }

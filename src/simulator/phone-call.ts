@@ -35,6 +35,8 @@ export interface PhoneCallOptions {
   accountSid?: string;
   from?: string;
   to?: string;
+  /** `outbound-api` when the carrier plays a callee answering a call this service placed. */
+  direction?: 'inbound' | 'outbound-api';
   /** Merged over the TwiML's <Parameter>s into start.customParameters. */
   customParameters?: Record<string, string>;
   /** Sign the webhook and the WebSocket upgrade (X-Twilio-Signature) with this auth token. */
@@ -274,14 +276,16 @@ export class PhoneCall {
   private webhookForm(): Record<string, string> {
     const from = this.options.from ?? '+15555550100';
     const to = this.options.to ?? '+15555550199';
+    const direction = this.options.direction ?? 'inbound';
     return {
       AccountSid: this.accountSid,
       ApiVersion: '2010-04-01',
       CallSid: this.callSid,
-      CallStatus: 'ringing',
+      // An inbound call's webhook comes while it rings; an outbound call's when the callee answers.
+      CallStatus: direction === 'inbound' ? 'ringing' : 'in-progress',
       Called: to,
       Caller: from,
-      Direction: 'inbound',
+      Direction: direction,
       From: from,
       To: to,
     };

@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { BotConfigService } from '../bots/bot-config-service.js';
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
+import type { DialoutService } from '../dialout/dialout-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import { CallSession, type CallSessionDeps } from '../pipeline/call-session.js';
 import { S2sCallSession } from '../pipeline/s2s-call-session.js';
@@ -21,6 +22,8 @@ export interface MediaStreamOptions {
   authToken?: string;
   /** Pinless dial-in calls waiting for a bot; their streams come to /ws/dialin/:callId. */
   dialinCalls: DialinCalls;
+  /** Answered dial-out legs; their streams come to /ws/dialout/:legId and join their rooms. */
+  dialout: DialoutService;
   /** Records calls whose configuration has recording_settings.type = "cloud". */
   recordings?: RecordingsService;
 }
@@ -43,6 +46,20 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
     if (!opts.dialinCalls.connect(request.params.callId, transport)) {
       log.info('media stream for an unknown or finished dial-in call');
       transport.close(CLOSE.unknownConfig, 'unknown or finished dial-in call');
+    }
+  });
+
+  app.get<{ Params: { legId: string } }>('/ws/dialout/:legId', { websocket: true }, (socket, request) => {
+    const log = request.log.child({ dialoutLeg: request.params.legId }) as Logger;
+    const transport = new TwilioTransport(socket, log);
+    if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
+      log.warn('dial-out media stream signature rejected');
+      transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
+      return;
+    }
+    if (!opts.dialout.connect(request.params.legId, transport)) {
+      log.info('media stream for an unknown or finished dial-out leg');
+      transport.close(CLOSE.unknownConfig, 'unknown or finished dial-out leg');
     }
   });
 

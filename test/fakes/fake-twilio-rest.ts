@@ -7,6 +7,8 @@ export interface RecordedTwilioRequest {
   path: string;
   query: Record<string, string>;
   form: Record<string, string>;
+  /** Every value of a repeated form field (Twilio's lists, e.g. StatusCallbackEvent), in order. */
+  formLists: Record<string, string[]>;
   /** The Basic credentials' user part (the account sid). */
   user: string | undefined;
 }
@@ -20,17 +22,19 @@ const AVAILABLE = [
 /**
  * Twilio's REST API for numbers, as much as the carrier uses: AvailablePhoneNumbers/{country}/Local
  * (GET, JSON list in Twilio's envelope), IncomingPhoneNumbers (POST form → 201 with the resource),
- * IncomingPhoneNumbers/{sid} (DELETE → 204, or 404 with Twilio's error JSON). Checks Basic auth.
+ * IncomingPhoneNumbers/{sid} (DELETE → 204, or 404 with Twilio's error JSON), Calls (POST form →
+ * 201 with a queued call) and Calls/{sid} (POST Status → 200, or 404). Checks Basic auth.
  */
 export async function startFakeTwilioRest(accountSid: string, authToken: string): Promise<{ url: string; requests: RecordedTwilioRequest[]; close(): Promise<void> }> {
   const requests: RecordedTwilioRequest[] = [];
   const owned = new Map<string, string>();
+  const calls = new Map<string, string>();
   let nextSid = 1;
   const server: Server = createServer((req, res) => {
-    void readForm(req).then((form) => {
+    void readForm(req).then(({ form, formLists }) => {
       const url = new URL(req.url ?? '/', 'http://fake');
       const [user, password] = Buffer.from((req.headers.authorization ?? '').replace(/^Basic /, ''), 'base64').toString().split(':');
-      requests.push({ method: req.method ?? '', path: url.pathname, query: Object.fromEntries(url.searchParams), form, user });
+      requests.push({ method: req.method ?? '', path: url.pathname, query: Object.fromEntries(url.searchParams), form, formLists, user });
       const send = (status: number, body?: unknown) => {
         res.writeHead(status, body === undefined ? {} : { 'content-type': 'application/json' });
         res.end(body === undefined ? undefined : JSON.stringify(body));
@@ -53,6 +57,17 @@ export async function startFakeTwilioRest(accountSid: string, authToken: string)
         if (!owned.delete(release[1]!)) return send(404, { code: 20404, message: 'The requested resource was not found', status: 404 });
         return send(204);
       }
+      if (req.method === 'POST' && url.pathname === `${base}/Calls.json`) {
+        const sid = `CA${String(nextSid++).padStart(32, '0')}`;
+        calls.set(sid, 'queued');
+        return send(201, { sid, account_sid: accountSid, to: form.To, from: form.From, status: 'queued', direction: 'outbound-api', uri: `${base}/Calls/${sid}.json` });
+      }
+      const update = new RegExp(`^${base}/Calls/(CA\\w+)\\.json$`).exec(url.pathname);
+      if (req.method === 'POST' && update) {
+        if (!calls.has(update[1]!)) return send(404, { code: 20404, message: 'The requested resource was not found', status: 404 });
+        calls.set(update[1]!, form.Status ?? 'unknown');
+        return send(200, { sid: update[1], account_sid: accountSid, status: form.Status });
+      }
       send(404, { code: 20404, message: `no route ${req.method} ${url.pathname}`, status: 404 });
     });
   });
@@ -65,8 +80,11 @@ export async function startFakeTwilioRest(accountSid: string, authToken: string)
   };
 }
 
-async function readForm(req: IncomingMessage): Promise<Record<string, string>> {
+async function readForm(req: IncomingMessage): Promise<{ form: Record<string, string>; formLists: Record<string, string[]> }> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Object.fromEntries(new URLSearchParams(Buffer.concat(chunks).toString()));
+  const params = new URLSearchParams(Buffer.concat(chunks).toString());
+  const formLists: Record<string, string[]> = {};
+  for (const [key, value] of params) (formLists[key] ??= []).push(value);
+  return { form: Object.fromEntries(params), formLists };
 }

@@ -17,6 +17,10 @@ export interface CallServer {
   registry: ProviderRegistry;
   /** The server's data dir (its keys live there). */
   dataDir: string;
+  /** The server's log records at info and above, parsed, when `captureLogs` was asked for. */
+  logs: Array<Record<string, unknown> & { msg?: string }>;
+  /** Resolves with the first log record `match` accepts (earlier or later); rejects after `timeoutMs`. */
+  waitForLog(match: (record: Record<string, unknown> & { msg?: string }) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
   /** Creates a telephony configuration and returns its id and wssUrl. */
   createConfig(overrides?: Record<string, unknown>): Promise<{ id: string; wssUrl: string }>;
   close(): Promise<void>;
@@ -29,6 +33,7 @@ export interface CallServer {
 export async function startCallServer(
   register: (registry: ProviderRegistry) => void,
   env: Record<string, string> = {},
+  options: { captureLogs?: boolean } = {},
 ): Promise<CallServer> {
   const dataDir = tempDataDir();
   // A known port, so the TwiML's stream URLs (built from the public URL) reach this server.
@@ -44,7 +49,10 @@ export async function startCallServer(
   const database: OpenedDatabase = await openDatabase(dataDir);
   const registry = builtinRegistry();
   register(registry);
-  const logger = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
+  const logs: CallServer['logs'] = [];
+  const logger = options.captureLogs
+    ? createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as CallServer['logs'][number]) })
+    : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const app = await buildApp({ config, database, secrets: SecretBox.forDataDir(dataDir), logger, runtime: defaultRuntime(registry) });
   const baseUrl = await app.listen({ port, host: '127.0.0.1' });
   return {
@@ -52,6 +60,16 @@ export async function startCallServer(
     baseUrl,
     registry,
     dataDir,
+    logs,
+    async waitForLog(match, timeoutMs = 30_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const found = logs.find(match);
+        if (found) return found;
+        if (Date.now() > deadline) throw new Error(`no matching log record within ${timeoutMs} ms; last: ${logs.slice(-5).map((r) => r.msg).join(' | ')}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
     async createConfig(overrides = {}) {
       const res = await app.inject({
         method: 'POST',

@@ -143,9 +143,26 @@ describe('POST /v1/bots/start', () => {
     await expectRefused(startBody({ dialout_settings: [{ phoneNumber: '+15550100123', sipUri: 'sip:+15550100123@example.com' }] }), 'exactly one of phoneNumber or sipUri');
     await expectRefused(startBody({ dialout_settings: [] }), 'dialout_settings');
     await expectRefused(startBody({ dialout_settings: 'call me' }), 'dialout_settings');
-    // Well-formed targets, in both forms, are refused plainly: this build cannot dial out yet.
-    for (const dialout of [[{ phoneNumber: '+15550100123', callerId: 'number-id' }], { sipUri: 'sip:+15550100123@example.com' }]) {
-      await expectRefused(startBody({ dialout_settings: dialout }), 'dialout_settings: dial-out is not available in this build yet');
+  });
+
+  it('checks dial-out targets against the account before a room opens: a number to call from, caller ids, reachable destinations', async () => {
+    await app();
+    // No purchased number yet: nothing to call from.
+    await expectRefused(startBody({ dialout_settings: { phoneNumber: '+14155550123' } }), 'dialout_settings[0]: dial-out needs a number to call from', 'POST /v1/buy-phone-number');
+    const bought = await t!.app.inject({ method: 'POST', url: '/v1/buy-phone-number', headers: auth(), payload: { number: '+12125550101' } });
+    expect(bought.statusCode).toBe(200);
+    // callerId is a purchased number's id, not the number, and must be this account's.
+    await expectRefused(startBody({ dialout_settings: [{ phoneNumber: '+14155550123', callerId: '+12125550101' }] }), 'dialout_settings[0].callerId: no purchased number with id +12125550101');
+    const other = await t!.createKey('other');
+    const theirs = await t!.app.inject({ method: 'POST', url: '/v1/buy-phone-number', headers: auth(other), payload: { number: '+12125550102' } });
+    await expectRefused(startBody({ dialout_settings: [{ phoneNumber: '+14155550123', callerId: theirs.json().id }] }), `no purchased number with id ${theirs.json().id}`);
+    // The sandbox carrier never rings a real phone: only its fictional numbers are reachable.
+    await expectRefused(startBody({ dialout_settings: [{ phoneNumber: '+14155550123' }, { phoneNumber: '+14155551234' }] }), 'dialout_settings[1]: +14155551234 is not a sandbox number');
+    await expectRefused(startBody({ dialout_settings: { sipUri: 'sip:+14155551234@pbx.example.com' } }), 'dialout_settings[0]: +14155551234 is not a sandbox number');
+    // Well-formed targets in both forms start a room (the calls themselves are in dialout.test.ts).
+    for (const dialout of [[{ phoneNumber: '+14155550123', callerId: bought.json().id }], { sipUri: 'sip:+14155550124@sandbox.example.com' }]) {
+      const res = await start(startBody({ dialout_settings: dialout }));
+      expect(res.statusCode, res.body).toBe(200);
     }
   });
 

@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { AppConfig } from '../../config/env.js';
 import type { PhoneNumbersRepo } from '../../store/phone-numbers-repo.js';
 import type { Carrier } from './carrier.js';
@@ -5,7 +6,7 @@ import { SandboxCarrier } from './sandbox-carrier.js';
 import { TwilioCarrier } from './twilio-carrier.js';
 
 /** The carrier SWITCHBOARD_CARRIER names; env validation has already required Twilio's credentials. */
-export function createCarrier(config: AppConfig, repo: PhoneNumbersRepo): Carrier {
+export function createCarrier(config: AppConfig, repo: PhoneNumbersRepo, log: Logger): Carrier {
   if (config.carrier === 'twilio') {
     return new TwilioCarrier({
       accountSid: config.twilio.accountSid!,
@@ -13,5 +14,5 @@ export function createCarrier(config: AppConfig, repo: PhoneNumbersRepo): Carrie
       baseUrl: config.env.SWITCHBOARD_TWILIO_URL,
     });
   }
-  return new SandboxCarrier(() => repo.heldNumbers());
+  return new SandboxCarrier(() => repo.heldNumbers(), { authToken: config.twilio.authToken, log: log.child({ carrier: 'sandbox' }) });
 }

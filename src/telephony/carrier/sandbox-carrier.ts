@@ -1,4 +1,6 @@
-import { type AvailableNumber, type Carrier, CarrierError, type NumberSearch, type PurchasedAtCarrier } from './carrier.js';
+import type { Logger } from 'pino';
+import { type AvailableNumber, type Carrier, CarrierError, type NumberSearch, type OutboundCallRequest, type PurchasedAtCarrier } from './carrier.js';
+import { SandboxOutboundCall, sandboxRefusal } from './sandbox-callee.js';
 import { SANDBOX_INVENTORY, sandboxNumber } from './sandbox-inventory.js';
 
 /** National digits of a +1 number: "+14155550123" → "4155550123". */
@@ -26,7 +28,12 @@ export function matchesSearch(entry: AvailableNumber, filters: NumberSearch): bo
 export class SandboxCarrier implements Carrier {
   readonly name = 'sandbox' as const;
 
-  constructor(private readonly heldNumbers: () => Promise<ReadonlySet<string>>) {}
+  private readonly calls = new Map<string, SandboxOutboundCall>();
+
+  constructor(
+    private readonly heldNumbers: () => Promise<ReadonlySet<string>>,
+    private readonly callOptions: { authToken?: string; log: Logger },
+  ) {}
 
   async search(filters: NumberSearch): Promise<AvailableNumber[]> {
     const held = await this.heldNumbers();
@@ -46,5 +53,27 @@ export class SandboxCarrier implements Carrier {
 
   async release(): Promise<void> {
     // The inventory is fixed: a released number is simply no longer held.
+  }
+
+  /** Simulates the call in this process; a non-sandbox destination is refused, never rung. */
+  async dial(request: OutboundCallRequest): Promise<{ carrierRef: string }> {
+    const refusal = sandboxRefusal(request.to);
+    if (refusal) throw new CarrierError(refusal, 'carrier');
+    const call = new SandboxOutboundCall(request, this.callOptions);
+    this.calls.set(call.callSid, call);
+    void call
+      .run()
+      .catch((err: unknown) => this.callOptions.log.error({ err, callSid: call.callSid }, 'sandbox call failed'))
+      .finally(() => this.calls.delete(call.callSid));
+    return { carrierRef: call.callSid };
+  }
+
+  async hangUp(carrierRef: string): Promise<void> {
+    this.calls.get(carrierRef)?.hangUp();
+  }
+
+  /** Why a destination cannot be dialled, before any call is placed. */
+  refusal(to: string): string | undefined {
+    return sandboxRefusal(to);
   }
 }

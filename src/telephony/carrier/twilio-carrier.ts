@@ -2,7 +2,15 @@ import twilio from 'twilio';
 
 type RequestOptions<TData> = Parameters<InstanceType<typeof twilio.RequestClient>['request']>[0] & { data?: TData };
 type TwilioResponse<TData> = Awaited<ReturnType<InstanceType<typeof twilio.RequestClient>['request']>> & { body: TData };
-import { type AvailableNumber, type Carrier, CarrierError, type NumberSearch, type PurchasedAtCarrier } from './carrier.js';
+import {
+  type AvailableNumber,
+  type Carrier,
+  CarrierError,
+  type NumberSearch,
+  type OutboundCallRequest,
+  type OutboundCallStage,
+  type PurchasedAtCarrier,
+} from './carrier.js';
 import { matchesSearch } from './sandbox-carrier.js';
 
 export interface TwilioCarrierOptions {
@@ -81,6 +89,43 @@ export class TwilioCarrier implements Carrier {
       // Already gone at Twilio: releasing it here is what the caller wants anyway.
       if ((err as { status?: number }).status === 404) return;
       throw carrierError('release', err);
+    }
+  }
+
+  /**
+   * Calls.json with the answer URL (TwiML that streams the leg to this service) and status
+   * callbacks for every stage, so ringing, answered and the final outcome all reach the leg.
+   */
+  async dial(request: OutboundCallRequest): Promise<{ carrierRef: string }> {
+    try {
+      const call = await this.client.calls.create({
+        to: request.to,
+        from: request.from,
+        url: request.answerUrl,
+        method: 'POST',
+        statusCallback: request.statusUrl,
+        statusCallbackMethod: 'POST',
+        statusCallbackEvent: ['initiated', 'ringing', 'answered', 'completed'],
+        timeout: request.ringTimeoutSecs,
+      });
+      return { carrierRef: call.sid };
+    } catch (err) {
+      throw carrierError('call', err);
+    }
+  }
+
+  refusal(): undefined {
+    // Twilio decides what it can reach (geo permissions, SIP domains); its answer comes as a status.
+    return undefined;
+  }
+
+  async hangUp(carrierRef: string, stage: OutboundCallStage): Promise<void> {
+    try {
+      // Twilio cancels a queued or ringing call with `canceled` and ends a live one with `completed`.
+      await this.client.calls(carrierRef).update({ status: stage === 'ringing' ? 'canceled' : 'completed' });
+    } catch (err) {
+      if ((err as { status?: number }).status === 404) return;
+      throw carrierError('hang-up', err);
     }
   }
 }

@@ -1,0 +1,200 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { ApiError } from '../http/errors.js';
+import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
+import type { Account } from '../store/accounts-repo.js';
+import type { PhoneNumbersRepo } from '../store/phone-numbers-repo.js';
+import type { Carrier, OutboundCallStage } from '../telephony/carrier/carrier.js';
+
+/** A dial-out target as the API takes it (exactly one of phoneNumber and sipUri; checked by the schema). */
+export interface DialoutTarget {
+  phoneNumber?: string;
+  sipUri?: string;
+  /** Id of one of the account's purchased numbers, shown to the callee. */
+  callerId?: string;
+}
+
+/** A target resolved against the account: what to dial and which number it comes from. */
+export interface DialPlan {
+  to: string;
+  from: string;
+}
+
+/** The room a leg belongs to, as far as dialling is concerned (Room implements it). */
+export interface DialoutRoom {
+  readonly name: string;
+  readonly isClosed: boolean;
+  /** This many legs are ringing for the room: it should not close for want of participants yet. */
+  expectDialouts(count: number): void;
+  /** The callee answered and its media stream is here; it joins when the stream starts. */
+  addCallee(transport: AttachableTransport, to: string): void;
+  /** A leg ended without ever joining (busy, no answer, failed, cancelled). */
+  dialoutEnded(to: string, outcome: string): void;
+  onClose(listener: () => void): void;
+}
+
+export type AttachableTransport = CallTransport & { attach(handler: CallTransportHandler): void };
+
+type LegStage = 'dialling' | OutboundCallStage | 'ended';
+
+interface Leg {
+  id: string;
+  room: DialoutRoom;
+  plan: DialPlan;
+  carrierRef?: string;
+  stage: LegStage;
+  /** The callee's media stream reached us (the leg joined, or is joining, the room). */
+  joined: boolean;
+  log: Logger;
+}
+
+export interface DialoutServiceOptions {
+  carrier: Carrier;
+  numbers: PhoneNumbersRepo;
+  publicUrl: string;
+  ringTimeoutSecs: number;
+  log: Logger;
+}
+
+/** Carrier statuses that end a call (Twilio's names; the sandbox carrier sends the same). */
+const FINAL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
+
+/**
+ * Dial-out legs: a room's bot dials each target when it starts; the carrier reports progress to
+ * `/twilio/dialout/:leg/status` and, when the callee answers, asks `/twilio/dialout/:leg` for TwiML
+ * that streams the leg to `/ws/dialout/:leg`, where it joins the room. Busy, unanswered and
+ * failed legs are logged and end without touching the rest of the room; a room that closes
+ * cancels the legs still ringing.
+ */
+export class DialoutService {
+  private readonly legs = new Map<string, Leg>();
+
+  constructor(private readonly options: DialoutServiceOptions) {}
+
+  /**
+   * Checks the targets before anything starts: a callerId must be one of the account's numbers,
+   * and without one the account's newest number calls. A 400 names the first bad target.
+   */
+  async plan(account: Account, targets: readonly DialoutTarget[]): Promise<DialPlan[]> {
+    const plans: DialPlan[] = [];
+    let fallbackFrom: string | undefined;
+    for (const [index, target] of targets.entries()) {
+      const to = (target.phoneNumber ?? target.sipUri)!;
+      const field = `dialout_settings[${index}]`;
+      const refusal = this.options.carrier.refusal(to);
+      if (refusal) throw new ApiError('invalid-request-error', `${field}: ${refusal}`);
+      let from: string;
+      if (target.callerId !== undefined) {
+        const row = await this.options.numbers.get(account.id, target.callerId);
+        if (!row) throw new ApiError('invalid-request-error', `${field}.callerId: no purchased number with id ${target.callerId} (callerId is the id from POST /v1/buy-phone-number, not the number)`);
+        from = row.number;
+      } else {
+        fallbackFrom ??= (await this.options.numbers.list(account.id, { kind: 'first' }, 1, {}))[0]?.number;
+        if (!fallbackFrom) throw new ApiError('invalid-request-error', `${field}: dial-out needs a number to call from; buy one with POST /v1/buy-phone-number`);
+        from = fallbackFrom;
+      }
+      plans.push({ to, from });
+    }
+    return plans;
+  }
+
+  /** Dials every planned target for the room, all at once. */
+  start(room: DialoutRoom, plans: readonly DialPlan[]): void {
+    if (plans.length === 0) return;
+    room.expectDialouts(plans.length);
+    room.onClose(() => this.roomClosed(room));
+    for (const plan of plans) this.dial(room, plan);
+  }
+
+  /** TwiML for the carrier when a callee answers; null for a leg that is unknown or over. */
+  legFor(legId: string): { room: string } | null {
+    const leg = this.legs.get(legId);
+    return leg && leg.stage !== 'ended' && !leg.room.isClosed ? { room: leg.room.name } : null;
+  }
+
+  /** The answered leg's media stream: hand it to the room. False for an unknown or finished leg. */
+  connect(legId: string, transport: AttachableTransport): boolean {
+    const leg = this.legs.get(legId);
+    if (!leg || leg.stage === 'ended' || leg.joined || leg.room.isClosed) return false;
+    leg.joined = true;
+    leg.stage = 'answered';
+    leg.log.info('dial-out answered; callee joining the room');
+    leg.room.addCallee(transport, leg.plan.to);
+    return true;
+  }
+
+  /** A carrier status callback. Unknown legs are ignored (late callbacks after a room closed). */
+  onStatus(legId: string, callStatus: string, details: { durationSecs?: number; sipCode?: string }): void {
+    const leg = this.legs.get(legId);
+    if (!leg) return;
+    if (callStatus === 'ringing' && leg.stage === 'dialling') leg.stage = 'ringing';
+    if (callStatus === 'in-progress' || callStatus === 'answered') leg.stage = 'answered';
+    if (!FINAL_STATUSES.has(callStatus)) {
+      leg.log.debug({ callStatus }, 'dial-out progress');
+      return;
+    }
+    if (callStatus === 'completed' && leg.joined) {
+      leg.log.info({ durationSecs: details.durationSecs }, 'dial-out call completed');
+      this.finish(leg, callStatus);
+      return;
+    }
+    // Answered by the carrier but no media ever reached us counts as a failure of the leg.
+    const outcome = callStatus === 'completed' ? 'completed without connecting' : callStatus;
+    leg.log.warn({ outcome, sipCode: details.sipCode }, `dial-out to ${leg.plan.to} ended: ${outcome}`);
+    this.finish(leg, outcome);
+  }
+
+  /** Legs in flight (for tests and logs). */
+  get active(): number {
+    return this.legs.size;
+  }
+
+  private dial(room: DialoutRoom, plan: DialPlan): void {
+    const id = randomUUID();
+    const log = this.options.log.child({ room: room.name, dialoutLeg: id, to: plan.to });
+    const leg: Leg = { id, room, plan, stage: 'dialling', joined: false, log };
+    this.legs.set(id, leg);
+    const base = `${this.options.publicUrl}/twilio/dialout/${id}`;
+    log.info({ from: plan.from }, 'dialling out');
+    this.options.carrier
+      .dial({ to: plan.to, from: plan.from, answerUrl: base, statusUrl: `${base}/status`, ringTimeoutSecs: this.options.ringTimeoutSecs })
+      .then(({ carrierRef }) => {
+        leg.carrierRef = carrierRef;
+        leg.log = log.child({ callSid: carrierRef });
+        // The room closed while the carrier was queueing the call: take it back at once.
+        if (leg.stage === 'ended') this.hangUp(leg, 'ringing');
+      })
+      .catch((err: unknown) => {
+        log.warn({ err }, `dial-out to ${plan.to} failed: the carrier refused the call`);
+        this.finish(leg, 'failed');
+      });
+  }
+
+  private finish(leg: Leg, outcome: string): void {
+    if (leg.stage === 'ended') return;
+    leg.stage = 'ended';
+    this.legs.delete(leg.id);
+    if (!leg.joined && !leg.room.isClosed) leg.room.dialoutEnded(leg.plan.to, outcome);
+  }
+
+  /**
+   * The room is gone. Joined legs end with their media stream (the room closes it, and nothing
+   * follows the stream in their TwiML); legs not yet joined are hung up at the carrier.
+   */
+  private roomClosed(room: DialoutRoom): void {
+    for (const leg of [...this.legs.values()]) {
+      if (leg.room !== room) continue;
+      const stage = leg.stage;
+      leg.stage = 'ended';
+      this.legs.delete(leg.id);
+      if (leg.joined || stage === 'ended') continue;
+      leg.log.info('room closed before the callee joined; hanging up the call');
+      this.hangUp(leg, stage === 'answered' ? 'answered' : 'ringing');
+    }
+  }
+
+  private hangUp(leg: Leg, stage: OutboundCallStage): void {
+    if (!leg.carrierRef) return;
+    this.options.carrier.hangUp(leg.carrierRef, stage).catch((err: unknown) => leg.log.warn({ err }, 'could not hang up the dial-out call'));
+  }
+}
