@@ -162,7 +162,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         defaultAccount,
         envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)),
       });
-      await v1.register(botConfigRoutes, { service: botConfigs, registry: runtime.registry, env: config.env });
+      await v1.register(botConfigRoutes, { service: botConfigs, registry: runtime.registry, env: config.env, dialout });
       await v1.register(phoneNumberRoutes, { service: phoneNumbers });
       await v1.register(domainRoutes, { service: pinless });
       await v1.register(recordingRoutes, { service: recordings });
@@ -190,6 +190,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     await mediaStreamRoutes(sockets, {
       dialinCalls,
       dialout,
+      rooms,
       recordings,
       service: botConfigs,
       publicUrl: config.publicUrl,

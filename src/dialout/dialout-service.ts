@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
-import type { Account } from '../store/accounts-repo.js';
 import type { PhoneNumbersRepo } from '../store/phone-numbers-repo.js';
 import type { Carrier, OutboundCallStage } from '../telephony/carrier/carrier.js';
 
@@ -75,7 +74,7 @@ export class DialoutService {
    * Checks the targets before anything starts: a callerId must be one of the account's numbers,
    * and without one the account's newest number calls. A 400 names the first bad target.
    */
-  async plan(account: Account, targets: readonly DialoutTarget[]): Promise<DialPlan[]> {
+  async plan(accountId: string, targets: readonly DialoutTarget[]): Promise<DialPlan[]> {
     const plans: DialPlan[] = [];
     let fallbackFrom: string | undefined;
     for (const [index, target] of targets.entries()) {
@@ -85,11 +84,11 @@ export class DialoutService {
       if (refusal) throw new ApiError('invalid-request-error', `${field}: ${refusal}`);
       let from: string;
       if (target.callerId !== undefined) {
-        const row = await this.options.numbers.get(account.id, target.callerId);
+        const row = await this.options.numbers.get(accountId, target.callerId);
         if (!row) throw new ApiError('invalid-request-error', `${field}.callerId: no purchased number with id ${target.callerId} (callerId is the id from POST /v1/buy-phone-number, not the number)`);
         from = row.number;
       } else {
-        fallbackFrom ??= (await this.options.numbers.list(account.id, { kind: 'first' }, 1, {}))[0]?.number;
+        fallbackFrom ??= (await this.options.numbers.list(accountId, { kind: 'first' }, 1, {}))[0]?.number;
         if (!fallbackFrom) throw new ApiError('invalid-request-error', `${field}: dial-out needs a number to call from; buy one with POST /v1/buy-phone-number`);
         from = fallbackFrom;
       }

@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { providerNameIssues, telephonyConfigBody } from '../bots/bot-config-schema.js';
 import type { BotConfigService } from '../bots/bot-config-service.js';
+import type { DialoutService } from '../dialout/dialout-service.js';
 import { pageQuery } from '../store/paging.js';
 import type { AppConfig } from '../config/env.js';
 import { providerSetupIssues } from '../providers/provider-settings.js';
@@ -13,9 +14,9 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
 /** Endpoints 2–5 of the spec, plus DELETE. Mounted under /v1 behind the API-key check. */
 export async function botConfigRoutes(
   app: FastifyInstance,
-  opts: { service: BotConfigService; registry: ProviderRegistry; env: AppConfig['env'] },
+  opts: { service: BotConfigService; registry: ProviderRegistry; env: AppConfig['env']; dialout: DialoutService },
 ): Promise<void> {
-  const { service, registry, env } = opts;
+  const { service, registry, env, dialout } = opts;
 
   /** The body, validated, or a 400 naming every bad field (provider names included). */
   function parseBody(raw: unknown) {
@@ -39,13 +40,20 @@ export async function botConfigRoutes(
     return body.data;
   }
 
+  /** Dial-out targets obey the rules of POST /v1/bots/start: a number to call from, this account's caller ids. */
+  async function parseWithTargets(raw: unknown, accountId: string) {
+    const body = parseBody(raw);
+    await dialout.plan(accountId, body.dialout_settings ?? []);
+    return body;
+  }
+
   app.post('/bots/twilio-config', async (request) => {
-    return service.create(request.account, parseBody(request.body));
+    return service.create(request.account, await parseWithTargets(request.body, request.account.id));
   });
 
   app.post('/bots/twilio-config/:id', async (request) => {
     const { id } = idParams.parse(request.params);
-    return service.replace(request.account, id, parseBody(request.body));
+    return service.replace(request.account, id, await parseWithTargets(request.body, request.account.id));
   });
 
   app.get('/bots/twilio-config/:id', async (request) => {

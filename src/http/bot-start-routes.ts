@@ -47,7 +47,7 @@ export async function botStartRoutes(app: FastifyInstance, opts: BotStartRoutesO
     const body = parseBody(request.body);
     opts.rooms.assertCapacity();
     // Every target is checked (caller ids, reachable destinations) before a room or call exists.
-    const dialPlans = await opts.dialout.plan(request.account, dialoutTargets(body));
+    const dialPlans = await opts.dialout.plan(request.account.id, dialoutTargets(body));
     const dialin = dialinCall(body);
     const phoneCall = dialin ? opts.dialinCalls.claim(request.account, dialin.callId, dialin.callDomain) : undefined;
     const profile = body.bot_profile;

@@ -148,6 +148,11 @@ export class Room implements DialoutRoom {
   /** A callee answered: the leg joins when its stream starts, so the bot's greeting is heard. */
   addCallee(transport: AttachableTransport, to: string): void {
     this.ringingDialouts = Math.max(0, this.ringingDialouts - 1);
+    this.addPhoneLeg(transport, to);
+  }
+
+  /** A carrier media stream joins the room once it starts (a callee, or the caller of a telephony bot that dials out). */
+  addPhoneLeg(transport: AttachableTransport, who: string): void {
     if (this.closed || this.members.size >= this.options.limits.maxParticipants) {
       transport.close(ROOM_CLOSE.normal, this.closed ? 'room has closed' : 'room is full');
       return;
@@ -163,7 +168,7 @@ export class Room implements DialoutRoom {
     this.members.set(leg, undefined);
     this.clearEmptyTimer();
     transport.attach(leg);
-    this.log.info({ to }, 'dial-out callee answered');
+    this.log.info({ who }, 'phone leg connected');
   }
 
   /** A dial-out leg ended unanswered; with nobody else ever here, the room has no one to serve. */

@@ -5,6 +5,8 @@ import type { BotConfigService } from '../bots/bot-config-service.js';
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
+import type { BotConfigForCall } from '../bots/bot-config-service.js';
+import type { RoomManager } from '../rooms/room-manager.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import { CallSession, type CallSessionDeps } from '../pipeline/call-session.js';
 import { S2sCallSession } from '../pipeline/s2s-call-session.js';
@@ -24,6 +26,8 @@ export interface MediaStreamOptions {
   dialinCalls: DialinCalls;
   /** Answered dial-out legs; their streams come to /ws/dialout/:legId and join their rooms. */
   dialout: DialoutService;
+  /** A telephony bot with dialout_settings talks in a room, so the people it dials can join the call. */
+  rooms: RoomManager;
   /** Records calls whose configuration has recording_settings.type = "cloud". */
   recordings?: RecordingsService;
 }
@@ -63,6 +67,22 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
     }
   });
 
+  /**
+   * The caller, the bot and everyone in dialout_settings in one room: the caller joins when the
+   * stream starts, the bot greets them, and each callee joins when they answer. Targets that are no
+   * longer valid (a caller id released since the configuration was written) are logged and skipped.
+   */
+  async function callWithDialout(config: BotConfigForCall, transport: TwilioTransport, log: Logger): Promise<void> {
+    const plans = await opts.dialout.plan(config.accountId, config.body.dialout_settings ?? []).catch((err: unknown) => {
+      log.error({ err }, 'dial-out targets are no longer valid; the call goes on without them');
+      return [];
+    });
+    const { room } = opts.rooms.start({ config, vision: false });
+    log.info({ room: room.name, targets: plans.length }, 'telephony call in a room, dialling out');
+    room.addPhoneLeg(transport, 'caller');
+    opts.dialout.start(room, plans);
+  }
+
   /** The carrier signs the wss:// URL of the upgrade, without query parameters. */
   function signatureValid(requestUrl: string, signature: string | string[] | undefined): boolean {
     if (!opts.authToken) return true;
@@ -90,6 +110,7 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
           transport.close(CLOSE.unknownConfig, 'unknown bot configuration');
           return;
         }
+        if ((config.body.dialout_settings ?? []).length > 0) return callWithDialout(config, transport, log);
         // Speech-to-speech profiles hand the whole conversation to one vendor session.
         const Session = isSpeechToSpeech(config.body.bot_profile) ? S2sCallSession : CallSession;
         // A recorded call's session speaks through a tap that copies both directions to the recorder.

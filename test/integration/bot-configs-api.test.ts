@@ -225,6 +225,17 @@ describe('telephony bot configurations: errors', () => {
     expect(dialout.statusCode).toBe(400);
     expect(dialout.json().info).toContain('dialout_settings.0.phoneNumber');
     expect(dialout.json().info).toContain('dialout_settings.1: each dial-out target needs exactly one of phoneNumber or sipUri');
+
+    // The same account rules as POST /v1/bots/start: a number to call from, caller ids of this account.
+    const target = { phoneNumber: '+16175550110' };
+    const noNumber = await create(sampleConfig({ dialout_settings: [target] }));
+    expect(noNumber.json().info).toContain('dialout_settings[0]: dial-out needs a number to call from');
+    const bought = await t.app.inject({ method: 'POST', url: '/v1/buy-phone-number', headers: auth(), payload: { number: '+16175550111' } });
+    const wrongId = await create(sampleConfig({ dialout_settings: [{ ...target, callerId: 'not-a-number-id' }] }));
+    expect(wrongId.json().info).toContain('dialout_settings[0].callerId: no purchased number with id not-a-number-id');
+    const ok = await create(sampleConfig({ dialout_settings: [{ ...target, callerId: bought.json().id }] }));
+    expect(ok.statusCode, ok.body).toBe(200);
+    expect(ok.json().botConfig.dialout_settings).toEqual([{ ...target, callerId: bought.json().id }]);
   });
 
   it('refuses bodies over the size limit and keeps serving', async () => {

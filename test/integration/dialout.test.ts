@@ -85,7 +85,7 @@ describe('dial-out on the sandbox carrier', () => {
 
     const dialling = await bot.server.waitForLog(byMsg('dialling out', (r) => r.room === room));
     expect(dialling).toMatchObject({ to: '+14155550123', from: FROM });
-    await bot.server.waitForLog(byMsg('dial-out callee answered', (r) => r.room === room));
+    await bot.server.waitForLog(byMsg('phone leg connected', (r) => r.room === room && r.who === '+14155550123'));
     const callee = await bot.server.waitForLog(byMsg('sandbox callee hung up'), 60_000);
 
     // The callee heard the greeting and both answers, and each of its two turns got a reply.
@@ -117,6 +117,33 @@ describe('dial-out on the sandbox carrier', () => {
     // No bot ever started: nobody was there to hear it.
     expect(bot.llm.requests).toHaveLength(0);
   }, 30_000);
+
+  it('a telephony bot with dialout_settings brings the callee into the caller’s call', async () => {
+    const bot = await startServer();
+    await bot.api('POST', '/v1/buy-phone-number', { number: FROM });
+    const { id } = await bot.server.createConfig({
+      services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+      config: [{ service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.4 } }] }, { service: 'llm', options: [{ name: 'run_on_config', value: true }] }],
+      api_keys: {},
+      dialout_settings: [{ phoneNumber: '+13125550142' }],
+    });
+    const hangUp = new AbortController();
+    void bot.server.waitForLog(byMsg('sandbox callee hung up'), 60_000).then(() => hangUp.abort());
+    const caller = await runPhoneCall({
+      target: { webhookUrl: `${bot.server.baseUrl}/twilio/voice/${id}` },
+      scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 60_000 },
+      signal: hangUp.signal,
+    });
+    const callee = await bot.server.waitForLog(byMsg('sandbox callee hung up'));
+    expect(callee).toMatchObject({ outcome: 'completed', to: '+13125550142', calleeTurns: 2 });
+    expect(callee.replyLatenciesMs).toEqual([expect.any(Number), expect.any(Number)]);
+    // The silent caller heard the whole conversation: the greeting and both answers.
+    expect(caller.outcome).toBe('aborted');
+    expect(caller.metrics.bot.receivedAudioMs).toBeGreaterThan(2000);
+    expect(bot.llm.requests).toHaveLength(3);
+    const callerLeg = await bot.server.waitForLog(byMsg('telephony call in a room, dialling out'));
+    expect(callerLeg).toMatchObject({ targets: 1 });
+  }, 90_000);
 
   it('refuses carrier requests that are not signed, and answers stale legs politely', async () => {
     const bot = await startServer({ TWILIO_AUTH_TOKEN: AUTH_TOKEN });
