@@ -1,7 +1,8 @@
-import type { ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseWav } from '../../src/audio/wav.js';
 import { freePort } from '../helpers/call-server.js';
@@ -14,6 +15,7 @@ import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-
  * recorded fixture and writes what the bot said to a WAV.
  */
 
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
@@ -90,4 +92,75 @@ describe('an offline call through the CLI', () => {
     for (const sample of wav.samples) if (Math.abs(sample) > 1000) loud += 1;
     expect(loud / 8000).toBeGreaterThan(1);
   });
+
+  it('the dial-in walk-through: a sandbox number, pinless dial-in to the example receiver, a simulated call that talks to the bot the receiver started', async () => {
+    const vendorsUrl = await startEmulate();
+    const dataDir = tempDataDir();
+    dirs.push(dataDir);
+    const port = await freePort();
+    const server = await startServeProcess({
+      PORT: String(port),
+      SWITCHBOARD_PUBLIC_URL: `http://127.0.0.1:${port}`,
+      SWITCHBOARD_DATA_DIR: dataDir,
+      SWITCHBOARD_API_KEY: TEST_KEY,
+      // The example's bot sends no api_keys: the server's own keys serve it, as in a deployment.
+      DEEPGRAM_API_KEY: 'dg-demo-key-0000',
+      OPENAI_API_KEY: 'sk-demo-key-0000',
+      CARTESIA_API_KEY: 'sk_car_demo_0000',
+      SWITCHBOARD_DEEPGRAM_URL: vendorsUrl,
+      SWITCHBOARD_OPENAI_URL: vendorsUrl,
+      SWITCHBOARD_CARTESIA_URL: vendorsUrl,
+    });
+    children.push(server.child);
+    const api = async (path: string, body: unknown) => {
+      const res = await fetch(`${server.baseUrl}${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      return { status: res.status, body: (await res.json()) as Record<string, any> };
+    };
+
+    const bought = await api('/v1/buy-phone-number', { number: '+14155550123' });
+    expect(bought.status).toBe(200);
+
+    // The example receiver, run exactly as its header says.
+    const hmac = Buffer.alloc(32, 7).toString('base64');
+    const receiverPort = await freePort();
+    const receiver = spawn(process.execPath, ['--import', 'tsx', 'examples/pinless-receiver.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', SWITCHBOARD_URL: server.baseUrl, SWITCHBOARD_API_KEY: TEST_KEY, PINLESS_HMAC: hmac, PORT: String(receiverPort) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(receiver);
+    let receiverOutput = '';
+    receiver.stdout!.on('data', (chunk: Buffer) => (receiverOutput += chunk.toString()));
+    receiver.stderr!.on('data', (chunk: Buffer) => (receiverOutput += chunk.toString()));
+    await until(() => receiverOutput.includes('pinless receiver on'), () => `receiver did not start:\n${receiverOutput}`);
+
+    const configured = await api('/v1/', {
+      properties: { pinless_dialin: [{ phone_number: '+14155550123', room_creation_api: `http://127.0.0.1:${receiverPort}/`, hmac }] },
+    });
+    expect(configured.status).toBe(200);
+
+    const call = await runCli(
+      ['call', '--url', `${server.baseUrl}/twilio/voice`, '--to', '+14155550123', '--wait-greeting', '--play', 'fixtures/audio/A06_birch_canoe.8k.wav'],
+      {},
+    );
+    expect(call.stderr).toBe('');
+    expect(call.code, call.stdout).toBe(0);
+    expect(call.stdout).toMatch(/completed/);
+    expect(call.stdout).toMatch(/reply latency/i);
+    // The receiver checked the signature and started the bot for this call.
+    expect(receiverOutput).toMatch(/call from \+15555550100 to \+14155550123: bots\/start answered 200/);
+    expect(server.output()).toContain('phone caller joined the room');
+  });
 });
+
+async function until(check: () => boolean, message: () => string, timeoutMs = 20_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(message());
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
