@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { telephonyConfigBody } from '../bots/bot-config-schema.js';
 import { startBotBody } from '../bots/start-bot-schema.js';
+import { domainConfigBody } from '../dialin/pinless-config.js';
+import { buyPhoneNumberBody } from './phone-number-routes.js';
 import { ERROR_TYPES } from './errors.js';
 
 function schemaOf(schema: z.ZodType): Record<string, unknown> {
@@ -22,7 +24,7 @@ const commonErrors = {
   '415': errorResponse,
 };
 
-const configIdParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
+const idParam = { name: 'id', in: 'path', required: true, schema: { type: 'string', format: 'uuid' } };
 const pageParams = [
   { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 100, default: 100 } },
   { name: 'starting_after', in: 'query', schema: { type: 'string' }, description: 'id cursor: the page after it (older)' },
@@ -37,13 +39,23 @@ const jsonBody = (ref: string) => ({
 const ok = (description: string, schema: unknown) => ({ description, content: { 'application/json': { schema } } });
 
 /** OpenAPI 3.1 generated from the same zod schemas the routes validate with. */
+/** Optional string query parameters, by name (the routes validate them). */
+function queryParams(names: string[]): Array<Record<string, unknown>> {
+  return names.map((name) => ({ name, in: 'query', required: false, schema: { type: 'string' } }));
+}
+
+/** `{total_count, data: [item]}`, the shape of every list but the configurations'. */
+function listOf(itemProperties: Record<string, unknown>): Record<string, unknown> {
+  return { type: 'object', properties: { total_count: { type: 'integer' }, data: { type: 'array', items: { type: 'object', properties: itemProperties } } } };
+}
+
 export function buildOpenApiDocument(version: string): Record<string, unknown> {
   return {
     openapi: '3.1.0',
     info: {
       title: 'Switchboard',
       version,
-      description: 'Self-hosted voice-bot hosting: telephony bot configurations, media streams and TwiML.',
+      description: 'Self-hosted voice-bot hosting: bots in rooms and on phone numbers, numbers, pinless dial-in, dial-out and recordings.',
     },
     servers: [{ url: '/v1' }],
     security: [{ bearer: [] }],
@@ -57,6 +69,8 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
         },
         TelephonyConfigRequest: schemaOf(telephonyConfigBody),
         StartBotRequest: schemaOf(startBotBody),
+        BuyPhoneNumberRequest: schemaOf(buyPhoneNumberBody),
+        DomainConfigRequest: schemaOf(domainConfigBody),
         StoredTelephonyConfig: {
           type: 'object',
           required: ['id', 'wssUrl', 'domain', 'twiml', 'botConfig'],
@@ -95,7 +109,7 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
         },
       },
       '/bots/twilio-config/{id}': {
-        parameters: [configIdParam],
+        parameters: [idParam],
         post: {
           summary: 'Replace a telephony bot configuration',
           description: 'Provider keys sent back exactly as masked on read keep their stored value.',
@@ -109,6 +123,60 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
             '200': ok('Deleted', { type: 'object', properties: { deleted: { type: 'boolean' }, id: { type: 'string' } } }),
             ...commonErrors,
           },
+        },
+      },
+      '/list-available-numbers': {
+        get: {
+          summary: 'Search numbers the carrier can sell',
+          parameters: queryParams(['region', 'city', 'areacode', 'contains', 'starts_with', 'ends_with', 'limit']),
+          responses: { '200': ok('Numbers', listOf({ number: { type: 'string' }, region: { type: 'string' }, city: { type: 'string' } })), ...commonErrors },
+        },
+      },
+      '/buy-phone-number': {
+        post: {
+          summary: 'Buy a number (the one given, or any); its voice webhook points at this service',
+          requestBody: jsonBody('BuyPhoneNumberRequest'),
+          responses: { '200': ok('Bought', { type: 'object', properties: { id: { type: 'string' }, number: { type: 'string' } } }), ...commonErrors },
+        },
+      },
+      '/purchased-phone-numbers': {
+        get: {
+          summary: 'Numbers this account holds, newest first',
+          parameters: [...pageParams, ...queryParams(['filter_name', 'filter_number'])],
+          responses: { '200': ok('Numbers', listOf({ id: { type: 'string' }, number: { type: 'string' }, region: { type: 'string' } })), ...commonErrors },
+        },
+      },
+      '/release-phone-number/{id}': {
+        parameters: [idParam],
+        delete: { summary: 'Release a purchased number at the carrier', responses: { '200': ok('Released', { type: 'object' }), ...commonErrors } },
+      },
+      '/': {
+        get: { summary: 'The account domain and its pinless dial-in entries', responses: { '200': ok('Domain', { type: 'object' }), ...commonErrors } },
+        post: {
+          summary: 'Replace the pinless dial-in entries (not a merge)',
+          description: 'Each room_creation_api gets a signed test POST {To, test: true}; calls to the numbers POST {From, To, callId, callDomain} there.',
+          requestBody: jsonBody('DomainConfigRequest'),
+          responses: { '200': ok('Domain', { type: 'object' }), ...commonErrors },
+        },
+      },
+      '/recordings': {
+        get: {
+          summary: 'Recordings, newest first',
+          parameters: [...pageParams, ...queryParams(['room_name'])],
+          responses: { '200': ok('Recordings', listOf({ id: { type: 'string' }, room_name: { type: 'string' }, status: { type: 'string' } })), ...commonErrors },
+        },
+      },
+      '/recordings/{id}': {
+        parameters: [idParam],
+        get: { summary: 'One recording', responses: { '200': ok('Recording', { type: 'object' }), ...commonErrors } },
+        delete: { summary: 'Delete a recording and its files', responses: { '200': ok('Deleted', { type: 'object' }), ...commonErrors } },
+      },
+      '/recordings/{id}/access-link': {
+        parameters: [idParam],
+        get: {
+          summary: 'An expiring download link',
+          parameters: queryParams(['valid_for_secs', 'track']),
+          responses: { '200': ok('Link', { type: 'object', properties: { download_link: { type: 'string' }, expires: { type: 'integer' } } }), ...commonErrors },
         },
       },
     },

@@ -22,7 +22,7 @@ const searchQuery = z
     message: 'give at most one of contains, starts_with, ends_with',
   });
 
-const buyBody = z
+export const buyPhoneNumberBody = z
   .object({
     number: z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number such as +14155550123').optional(),
     name: z.string().min(1).max(256).optional(),
@@ -55,7 +55,7 @@ export async function phoneNumberRoutes(app: FastifyInstance, opts: { service: P
 
   app.post('/buy-phone-number', async (request) => {
     // No body at all buys a random number, as the hosted service did.
-    const body = buyBody.safeParse(request.body ?? {});
+    const body = buyPhoneNumberBody.safeParse(request.body ?? {});
     if (!body.success) throw validationError(body.error);
     return service.buy(request.account, body.data.number, body.data.name);
   });

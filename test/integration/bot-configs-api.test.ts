@@ -303,7 +303,10 @@ describe('operator endpoints', () => {
     expect(openapi.statusCode).toBe(200);
     const doc = openapi.json();
     expect(doc.openapi).toMatch(/^3\./);
-    expect(Object.keys(doc.paths)).toEqual(expect.arrayContaining(['/bots/twilio-config', '/bots/twilio-config/{id}']));
+    expect(Object.keys(doc.paths)).toEqual(
+      expect.arrayContaining(['/bots/start', '/bots/twilio-config', '/bots/twilio-config/{id}', '/list-available-numbers', '/buy-phone-number', '/', '/recordings']),
+    );
+    expect(doc.components.schemas.DomainConfigRequest.properties.properties.properties).toHaveProperty('pinless_dialin');
     expect(doc.components.schemas.TelephonyConfigRequest.properties.bot_profile.enum).toContain('telephony_ws_voice_2024_09');
     const docs = await t.app.inject({ method: 'GET', url: '/docs/' });
     expect(docs.statusCode).toBe(200);
