@@ -88,7 +88,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     numbers: phoneNumbersRepo,
     publicUrl: config.publicUrl,
     ringTimeoutSecs: config.dialoutRingTimeoutSecs,
+    maxParticipants: config.rooms.maxParticipants,
     log: deps.logger as Logger,
+    metrics,
   });
 
   const bucketStorage = new BucketStorage(config.env);

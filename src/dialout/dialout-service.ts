@@ -52,8 +52,14 @@ export interface DialoutServiceOptions {
   numbers: PhoneNumbersRepo;
   publicUrl: string;
   ringTimeoutSecs: number;
+  /** A room holds this many participants; more targets than that could never all join. */
+  maxParticipants: number;
   log: Logger;
+  /** Counts legs by outcome for /metrics. */
+  metrics?: { dialoutLeg(outcome: LegOutcome): void };
 }
+
+export type LegOutcome = 'answered' | 'busy' | 'no-answer' | 'failed' | 'canceled';
 
 /** Carrier statuses that end a call (Twilio's names; the sandbox carrier sends the same). */
 const FINAL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
@@ -71,10 +77,16 @@ export class DialoutService {
   constructor(private readonly options: DialoutServiceOptions) {}
 
   /**
-   * Checks the targets before anything starts: a callerId must be one of the account's numbers,
-   * and without one the account's newest number calls. A 400 names the first bad target.
+   * Checks the targets before anything starts: they must fit in a room beside `otherPhoneLegs`
+   * (a dial-in or telephony caller), a callerId must be one of the account's numbers, and without
+   * one the account's newest number calls. A 400 names the first bad target.
    */
-  async plan(accountId: string, targets: readonly DialoutTarget[]): Promise<DialPlan[]> {
+  async plan(accountId: string, targets: readonly DialoutTarget[], otherPhoneLegs = 0): Promise<DialPlan[]> {
+    const max = this.options.maxParticipants;
+    if (targets.length + otherPhoneLegs > max) {
+      const others = otherPhoneLegs > 0 ? ` plus ${otherPhoneLegs} caller` : '';
+      throw new ApiError('invalid-request-error', `dialout_settings: ${targets.length} targets${others}, but a room holds at most ${max} participants (SWITCHBOARD_ROOM_MAX_PARTICIPANTS)`);
+    }
     const plans: DialPlan[] = [];
     let fallbackFrom: string | undefined;
     for (const [index, target] of targets.entries()) {
@@ -117,6 +129,7 @@ export class DialoutService {
     if (!leg || leg.stage === 'ended' || leg.joined || leg.room.isClosed) return false;
     leg.joined = true;
     leg.stage = 'answered';
+    this.options.metrics?.dialoutLeg('answered');
     leg.log.info('dial-out answered; callee joining the room');
     leg.room.addCallee(transport, leg.plan.to);
     return true;
@@ -173,6 +186,7 @@ export class DialoutService {
     if (leg.stage === 'ended') return;
     leg.stage = 'ended';
     this.legs.delete(leg.id);
+    if (!leg.joined) this.options.metrics?.dialoutLeg(isLegOutcome(outcome) ? outcome : 'failed');
     if (!leg.joined && !leg.room.isClosed) leg.room.dialoutEnded(leg.plan.to, outcome);
   }
 
@@ -196,4 +210,8 @@ export class DialoutService {
     if (!leg.carrierRef) return;
     this.options.carrier.hangUp(leg.carrierRef, stage).catch((err: unknown) => leg.log.warn({ err }, 'could not hang up the dial-out call'));
   }
+}
+
+function isLegOutcome(outcome: string): outcome is LegOutcome {
+  return outcome === 'busy' || outcome === 'no-answer' || outcome === 'failed' || outcome === 'canceled';
 }

@@ -43,7 +43,8 @@ export async function botConfigRoutes(
   /** Dial-out targets obey the rules of POST /v1/bots/start: a number to call from, this account's caller ids. */
   async function parseWithTargets(raw: unknown, accountId: string) {
     const body = parseBody(raw);
-    await dialout.plan(accountId, body.dialout_settings ?? []);
+    // The configuration's caller is in the room too.
+    if ((body.dialout_settings ?? []).length > 0) await dialout.plan(accountId, body.dialout_settings ?? [], 1);
     return body;
   }
 

@@ -46,9 +46,9 @@ export async function botStartRoutes(app: FastifyInstance, opts: BotStartRoutesO
   app.post('/bots/start', async (request) => {
     const body = parseBody(request.body);
     opts.rooms.assertCapacity();
-    // Every target is checked (caller ids, reachable destinations) before a room or call exists.
-    const dialPlans = await opts.dialout.plan(request.account.id, dialoutTargets(body));
     const dialin = dialinCall(body);
+    // Every target is checked (caller ids, reachable destinations) before a room or call exists.
+    const dialPlans = await opts.dialout.plan(request.account.id, dialoutTargets(body), dialin ? 1 : 0);
     const phoneCall = dialin ? opts.dialinCalls.claim(request.account, dialin.callId, dialin.callDomain) : undefined;
     const profile = body.bot_profile;
     const natural = profile === 'natural_conversation_2024_11';

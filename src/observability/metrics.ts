@@ -14,6 +14,7 @@ export class ServiceMetrics {
   private readonly providerErrors: Counter;
   private readonly turnLatency: Histogram<'kind' | 'stage'>;
   private readonly playoutTickLag: Histogram;
+  private readonly dialoutLegs: Counter<'outcome'>;
 
   constructor() {
     // 10 ms resolution: the budget is about delays of 20 ms. Node counts the sampling interval in
@@ -45,6 +46,17 @@ export class ServiceMetrics {
       buckets: [0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25],
       registers: [this.registry],
     });
+    this.dialoutLegs = new Counter({
+      name: 'switchboard_dialout_legs_total',
+      help: 'Dial-out legs by how they went: answered, busy, no-answer, failed, canceled.',
+      labelNames: ['outcome'],
+      registers: [this.registry],
+    });
+  }
+
+  /** A dial-out leg was answered (joined its room) or ended without joining. */
+  dialoutLeg(outcome: 'answered' | 'busy' | 'no-answer' | 'failed' | 'canceled'): void {
+    this.dialoutLegs.inc({ outcome });
   }
 
   callStarted(): void {

@@ -73,7 +73,7 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
    * longer valid (a caller id released since the configuration was written) are logged and skipped.
    */
   async function callWithDialout(config: BotConfigForCall, transport: TwilioTransport, log: Logger): Promise<void> {
-    const plans = await opts.dialout.plan(config.accountId, config.body.dialout_settings ?? []).catch((err: unknown) => {
+    const plans = await opts.dialout.plan(config.accountId, config.body.dialout_settings ?? [], 1).catch((err: unknown) => {
       log.error({ err }, 'dial-out targets are no longer valid; the call goes on without them');
       return [];
     });

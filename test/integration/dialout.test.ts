@@ -116,6 +116,8 @@ describe('dial-out on the sandbox carrier', () => {
     await bot.server.waitForLog(byMsg('room closed', (r) => r.room === room && r.reason === 'no dial-out target answered'));
     // No bot ever started: nobody was there to hear it.
     expect(bot.llm.requests).toHaveLength(0);
+    const metrics = await (await fetch(`${bot.server.baseUrl}/metrics`)).text();
+    for (const outcome of ['busy', 'no-answer', 'failed']) expect(metrics).toContain(`switchboard_dialout_legs_total{outcome="${outcome}"} 1`);
   }, 30_000);
 
   it('a telephony bot with dialout_settings brings the callee into the caller’s call', async () => {
