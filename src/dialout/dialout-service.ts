@@ -117,7 +117,7 @@ export class DialoutService {
     for (const plan of plans) this.dial(room, plan);
   }
 
-  /** TwiML for the carrier when a callee answers; null for a leg that is unknown or over. */
+  /** The room a leg is for, when the carrier asks for its TwiML on answer; null for a leg that is unknown or over. */
   legFor(legId: string): { room: string } | null {
     const leg = this.legs.get(legId);
     return leg && leg.stage !== 'ended' && !leg.room.isClosed ? { room: leg.room.name } : null;

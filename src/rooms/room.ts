@@ -151,8 +151,11 @@ export class Room implements DialoutRoom {
     this.addPhoneLeg(transport, to);
   }
 
-  /** A carrier media stream joins the room once it starts (a callee, or the caller of a telephony bot that dials out). */
-  addPhoneLeg(transport: AttachableTransport, who: string): void {
+  /**
+   * A carrier media stream joins the room once it starts: a callee, or the caller of a telephony
+   * bot that dials out, whose call the room is (`endsRoom`: when they hang up, everyone's call ends).
+   */
+  addPhoneLeg(transport: AttachableTransport, who: string, endsRoom = false): void {
     if (this.closed || this.members.size >= this.options.limits.maxParticipants) {
       transport.close(ROOM_CLOSE.normal, this.closed ? 'room has closed' : 'room is full');
       return;
@@ -160,7 +163,10 @@ export class Room implements DialoutRoom {
     const leg = new PhoneLeg(
       transport,
       (digit) => this.session.onDtmf(digit),
-      (l, reason) => this.leave(l, reason),
+      (l, reason) => {
+        this.leave(l, reason);
+        if (endsRoom) this.close(`${who} hung up`);
+      },
       (l) => {
         if (!this.closed && this.members.has(l)) this.join(l);
       },

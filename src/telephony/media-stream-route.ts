@@ -1,11 +1,10 @@
 import websocket from '@fastify/websocket';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { BotConfigService } from '../bots/bot-config-service.js';
+import type { BotConfigForCall, BotConfigService } from '../bots/bot-config-service.js';
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
-import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import type { RoomManager } from '../rooms/room-manager.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import { CallSession, type CallSessionDeps } from '../pipeline/call-session.js';
@@ -79,7 +78,7 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
     });
     const { room } = opts.rooms.start({ config, vision: false });
     log.info({ room: room.name, targets: plans.length }, 'telephony call in a room, dialling out');
-    room.addPhoneLeg(transport, 'caller');
+    room.addPhoneLeg(transport, 'caller', true);
     opts.dialout.start(room, plans);
   }
 

@@ -145,6 +145,8 @@ describe('dial-out on the sandbox carrier', () => {
     expect(bot.llm.requests).toHaveLength(3);
     const callerLeg = await bot.server.waitForLog(byMsg('telephony call in a room, dialling out'));
     expect(callerLeg).toMatchObject({ targets: 1 });
+    // The room is the caller's call: their hang-up ends it.
+    await bot.server.waitForLog(byMsg('room closed', (r) => r.room === callerLeg.room && r.reason === 'caller hung up'));
   }, 90_000);
 
   it('refuses carrier requests that are not signed, and answers stale legs politely', async () => {
