@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.js';
@@ -88,11 +88,16 @@ export class PinlessConfigService {
         seen.add(input.phone_number);
         const holder = await this.numbers.findByNumber(input.phone_number);
         if (holder?.account_id !== account.id) issues.push(`${path}.phone_number: ${input.phone_number} is not one of your purchased numbers`);
+      } else {
+        // SIP interconnect entries are told apart by their webhook and prefix.
+        const identity = `${input.room_creation_api}|${input.name_prefix ?? ''}`;
+        if (seen.has(identity)) issues.push(`${path}: another entry without phone_number has the same room_creation_api and name_prefix; give it a different name_prefix`);
+        seen.add(identity);
       }
       entries.push({
         ...input,
         hmac: input.hmac ?? randomBytes(32).toString('base64'),
-        sip_uri: `sip:dialin-${account.domainId.slice(0, 8)}-${index}@${this.sipHost}`,
+        sip_uri: `sip:${sipUser(account.domainId, input)}@${this.sipHost}`,
       });
     }
     if (issues.length > 0) throw new ApiError('invalid-request-error', issues.join('; '));
@@ -101,10 +106,15 @@ export class PinlessConfigService {
     return this.view(account, entries);
   }
 
-  /** The entry that answers calls to `number`, with its account, for the inbound call path. */
-  async findByNumber(number: string): Promise<{ accountId: string; entry: PinlessEntry } | undefined> {
+  /**
+   * The entry that answers calls to `to`, with its account, for the inbound call path: a phone
+   * number, or (SIP interconnect) an address whose user part is an entry's sip_uri user. Only the
+   * user part is compared, since a carrier's SIP domain puts its own host after the `@`.
+   */
+  async findByAddress(to: string): Promise<{ accountId: string; entry: PinlessEntry } | undefined> {
+    const user = sipUserOf(to);
     for (const { accountId, entriesSealed } of await this.repo.all()) {
-      const entry = this.open(entriesSealed).find((e) => e.phone_number === number);
+      const entry = this.open(entriesSealed).find((e) => (user === undefined ? e.phone_number === to : sipUserOf(e.sip_uri) === user));
       if (entry) return { accountId, entry };
     }
     return undefined;
@@ -137,4 +147,19 @@ export class PinlessConfigService {
   private view(account: Account, entries: PinlessEntry[]): DomainView {
     return { domain_name: account.name, domain_id: account.domainId, config: { pinless_dialin: entries } };
   }
+}
+
+/**
+ * An entry's SIP user: derived from what identifies the entry (its number, or its webhook and
+ * prefix), not its position, so it stays the same when other entries are added or removed.
+ */
+function sipUser(domainId: string, entry: { phone_number?: string; room_creation_api: string; name_prefix?: string }): string {
+  const identity = entry.phone_number ?? `${entry.room_creation_api}|${entry.name_prefix ?? ''}`;
+  return `dialin-${createHash('sha256').update(`${domainId}|${identity}`).digest('hex').slice(0, 16)}`;
+}
+
+/** `sip:user@host;params` → `user` (lower-cased); undefined for anything that is not a SIP URI. */
+function sipUserOf(address: string): string | undefined {
+  const match = /^sips?:([^@;]+)@/i.exec(address.trim());
+  return match ? decodeURIComponent(match[1]!).toLowerCase() : undefined;
 }

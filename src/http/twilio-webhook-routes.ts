@@ -50,7 +50,7 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
     if (!verified(request, reply, params)) return reply;
     const to = typeof params.To === 'string' ? params.To : '';
     const from = typeof params.From === 'string' ? params.From.slice(0, 64) : 'unknown';
-    const found = to ? await opts.dialin.config.findByNumber(to) : undefined;
+    const found = to ? await opts.dialin.config.findByAddress(to) : undefined;
     if (!found) {
       request.log.info({ to }, 'call to a number with no dial-in configured');
       return reply.type(XML).send(buildSayHangupTwiml('This number is not connected to an assistant.'));

@@ -53,6 +53,35 @@ describe('pinless dial-in calls', () => {
     expect(report.metrics.bot.receivedAudioMs).toBeGreaterThan(5000);
   });
 
+  it('routes a SIP interconnect call by its sip_uri, which stays the same when other entries change', async () => {
+    server = await startCallServer(() => undefined);
+    const receiver = await startWebhookReceiver(() => SECRET);
+    closers.push(receiver.close);
+    const trunk = { room_creation_api: receiver.url, name_prefix: 'trunk', hmac: SECRET };
+    const first = await api('POST', '/v1/', { properties: { pinless_dialin: [trunk] } });
+    const sipUri: string = first.body.config.pinless_dialin[0].sip_uri;
+    expect(sipUri).toMatch(/^sip:dialin-[0-9a-f]{16}@sip\.127\.0\.0\.1$/);
+    expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
+    const second = await api('POST', '/v1/', { properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url }, trunk] } });
+    expect(second.body.config.pinless_dialin[1].sip_uri).toBe(sipUri);
+    const twin = await api('POST', '/v1/', { properties: { pinless_dialin: [trunk, { ...trunk, hmac: undefined }] } });
+    expect(twin.status).toBe(400);
+    expect(twin.body.info).toContain('same room_creation_api and name_prefix');
+
+    // The carrier's SIP domain puts its own host (and parameters) after the user part.
+    const user = sipUri.slice('sip:'.length, sipUri.indexOf('@'));
+    const to = `sip:${user}@acme.sip.twilio.com;transport=udp`;
+    const res = await fetch(`${server.baseUrl}/twilio/voice`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ To: to, From: 'sip:alice@pbx.example.com', CallSid: 'CA2' }).toString(),
+    });
+    expect(await res.text()).toMatch(/<Stream url="ws:\/\/127\.0\.0\.1:\d+\/ws\/dialin\/[0-9a-f-]{36}">/);
+    const webhook = await waitFor(() => receiver.received.find((r) => r.body.callId !== undefined));
+    expect(webhook.body).toMatchObject({ To: to, From: 'sip:alice@pbx.example.com' });
+    expect(webhook.signatureValid).toBe(true);
+  });
+
   it('answers a number without dial-in, and an unknown stream, politely', async () => {
     server = await startCallServer(() => undefined);
     const res = await fetch(`${server.baseUrl}/twilio/voice`, {
@@ -67,3 +96,13 @@ describe('pinless dial-in calls', () => {
     expect(report.close).toMatchObject({ code: 4404, reason: 'unknown or finished dial-in call' });
   });
 });
+
+async function waitFor<T>(probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
