@@ -22,6 +22,7 @@ import { phoneNumberRoutes } from './http/phone-number-routes.js';
 import { domainRoutes } from './http/domain-routes.js';
 import { PinlessConfigService } from './dialin/pinless-config.js';
 import { DialinCalls } from './dialin/dialin-calls.js';
+import { HoldMusic } from './dialin/hold-music.js';
 import { DialoutService } from './dialout/dialout-service.js';
 import { DialinConfigsRepo } from './store/dialin-configs-repo.js';
 import type { OpenedDatabase } from './store/database.js';
@@ -137,6 +138,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     fallbackTts: runtime.fallbackTts,
     policy: { allowLinkLocal: config.webhookAllowLinkLocal },
     holdTimeoutMs: config.dialinHoldTimeoutSecs * 1000,
+    holdMusic: new HoldMusic({ allowLinkLocal: config.webhookAllowLinkLocal }, deps.logger as Logger),
     log: deps.logger as Logger,
   });
 

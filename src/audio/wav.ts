@@ -3,7 +3,9 @@
  * (TTS engines, fixtures, recordings) and 8-bit G.711 mu-law (format 7, telephone captures).
  */
 
-import { decodeMulaw } from './mulaw.js';
+import { TELEPHONY_SAMPLE_RATE_HZ } from './frames.js';
+import { decodeMulaw, encodeMulaw } from './mulaw.js';
+import { resample } from './resample.js';
 
 const WAVE_FORMAT_PCM = 1;
 const WAVE_FORMAT_MULAW = 7;
@@ -158,4 +160,11 @@ export function encodePcm16Wav(samples: Int16Array, sampleRateHz: number): Uint8
 /** Decodes raw mu-law bytes (e.g. a captured call leg) and wraps them as a 16-bit PCM WAV. */
 export function encodeMulawAsPcm16Wav(mulawBytes: Uint8Array, sampleRateHz = 8000): Uint8Array {
   return encodePcm16Wav(decodeMulaw(mulawBytes), sampleRateHz);
+}
+
+/** Any WAV this module reads, as the 8 kHz mono mu-law a phone line carries. */
+export function wavToMulaw(wavBytes: Uint8Array): Uint8Array {
+  const wav = parseWav(wavBytes);
+  const mono = downmixToMono(wav.samples, wav.channels);
+  return encodeMulaw(resample(mono, wav.sampleRateHz, TELEPHONY_SAMPLE_RATE_HZ));
 }

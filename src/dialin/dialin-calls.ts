@@ -8,6 +8,7 @@ import type { TtsProvider } from '../providers/types.js';
 import type { Account } from '../store/accounts-repo.js';
 import { deliverDialinWebhook } from './dialin-webhook.js';
 import { holdChime } from './hold-audio.js';
+import type { HoldMusic } from './hold-music.js';
 import type { PinlessEntry } from './pinless-config.js';
 import type { WebhookPolicy } from './webhook-client.js';
 
@@ -32,6 +33,8 @@ export interface DialinCallsOptions {
   fallbackTts: () => TtsProvider;
   policy: WebhookPolicy;
   holdTimeoutMs: number;
+  /** Entries' hold_music_url, fetched and decoded; the chime plays until (and unless) it is ready. */
+  holdMusic: HoldMusic;
   log: Logger;
 }
 
@@ -73,6 +76,8 @@ export class DialinCalls {
     this.calls.set(callId, call);
     const log = this.options.log.child({ callId, to });
     log.info('dial-in call waiting for a bot');
+    // Start fetching the music now, so it is likely ready when the media stream connects.
+    if (entry.hold_music_url) this.options.holdMusic.get(entry.hold_music_url);
     const deadlineMs = performance.now() + this.options.holdTimeoutMs;
     void deliverDialinWebhook({
       url: entry.room_creation_api,
@@ -91,7 +96,9 @@ export class DialinCalls {
     const call = this.calls.get(callId);
     if (!call || call.state !== 'waiting' || call.transport) return false;
     call.transport = transport;
-    call.holder = new HoldingLeg(transport, this.options.clock, () => this.end(call));
+    const musicUrl = call.entry.hold_music_url;
+    const music = musicUrl ? () => this.options.holdMusic.get(musicUrl) : () => undefined;
+    call.holder = new HoldingLeg(transport, this.options.clock, () => this.end(call), music);
     transport.attach(call.holder);
     return true;
   }
@@ -149,7 +156,7 @@ export class DialinCalls {
   }
 }
 
-/** The caller's leg while on hold: loops the chime, and hands the leg over when a bot arrives. */
+/** The caller's leg while on hold: loops the music (or chime), and hands the leg over when a bot arrives. */
 class HoldingLeg implements CallTransportHandler {
   private readonly playout: Playout;
   private readonly chime = holdChime();
@@ -163,6 +170,8 @@ class HoldingLeg implements CallTransportHandler {
     private readonly transport: CallTransport,
     private readonly clock: PlayoutClock,
     private readonly onHangUp: () => void,
+    /** The customer's hold music once loaded; each loop picks it up if it has arrived meanwhile. */
+    private readonly music: () => Uint8Array | undefined,
   ) {
     // The chime is one long reply: when it has played, it starts again.
     this.playout = new Playout(transport, { onReplyPlayed: () => this.loop() });
@@ -214,7 +223,7 @@ class HoldingLeg implements CallTransportHandler {
     }
     if (this.next) return;
     this.generation = this.playout.startReply();
-    this.playout.enqueue(this.generation, this.chime);
+    this.playout.enqueue(this.generation, this.music() ?? this.chime);
     this.playout.endReply(this.generation);
   }
 }

@@ -63,19 +63,43 @@ export interface WebhookResult {
 }
 
 /** POSTs `body` as JSON; rejects on a forbidden address, a network error or the timeout. */
-export function postJson(rawUrl: string, body: string, headers: Record<string, string>, options: WebhookPolicy & { timeoutMs: number }): Promise<WebhookResult> {
+export async function postJson(rawUrl: string, body: string, headers: Record<string, string>, options: WebhookPolicy & { timeoutMs: number }): Promise<WebhookResult> {
+  const headersOut = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers };
+  // A webhook reply is small; keep at most 64 KiB of it.
+  const reply = await guardedRequest(rawUrl, 'POST', headersOut, body, { ...options, maxBytes: 65_536, truncate: true });
+  return { status: reply.status, body: reply.body.toString('utf8') };
+}
+
+/** GETs a customer's file (hold music): the same address checks; larger than `maxBytes` is an error. */
+export async function getBytes(
+  rawUrl: string,
+  options: WebhookPolicy & { timeoutMs: number; maxBytes: number },
+): Promise<{ status: number; contentType: string | undefined; body: Buffer }> {
+  return guardedRequest(rawUrl, 'GET', {}, undefined, { ...options, truncate: false });
+}
+
+/**
+ * One request whose connection is only made to an allowed address: the address actually
+ * connected to is checked, whatever DNS said when the URL was saved.
+ */
+function guardedRequest(
+  rawUrl: string,
+  method: 'GET' | 'POST',
+  headers: Record<string, string>,
+  body: string | undefined,
+  options: WebhookPolicy & { timeoutMs: number; maxBytes: number; truncate: boolean },
+): Promise<{ status: number; contentType: string | undefined; body: Buffer }> {
   const problem = webhookUrlProblem(rawUrl, options);
   if (problem) return Promise.reject(new WebhookAddressError(`webhook ${rawUrl} ${problem}`));
   const url = new URL(rawUrl);
   const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
-  return new Promise<WebhookResult>((resolve, reject) => {
+  return new Promise((resolve, reject) => {
     const req = request(
       url,
       {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers },
+        method,
+        headers,
         timeout: options.timeoutMs,
-        // The address actually connected to is checked, whatever DNS said when the URL was saved.
         lookup: (hostname, lookupOptions, callback) => {
           dnsLookup(hostname, { ...lookupOptions, all: false }, (err, address, family) => {
             if (err) return callback(err, '', 0);
@@ -90,11 +114,11 @@ export function postJson(rawUrl: string, body: string, headers: Record<string, s
         const chunks: Buffer[] = [];
         let size = 0;
         res.on('data', (chunk: Buffer) => {
-          // A webhook reply is small; keep at most 64 KiB of it.
-          if (size < 65_536) chunks.push(chunk);
           size += chunk.length;
+          if (size <= options.maxBytes) chunks.push(chunk);
+          else if (!options.truncate) req.destroy(new Error(`${rawUrl} is larger than ${options.maxBytes} bytes`));
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: res.headers['content-type'], body: Buffer.concat(chunks) }));
         res.on('error', reject);
       },
     );

@@ -1,21 +1,12 @@
 import { readFile } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
-import { encodeMulaw } from '../audio/mulaw.js';
-import { resample } from '../audio/resample.js';
-import { downmixToMono, parseWav } from '../audio/wav.js';
+import { wavToMulaw } from '../audio/wav.js';
 import type { CallerClip } from './caller-clip.js';
 import type { ClipSource, Scenario } from './scenario.js';
 
 /** mu-law is one byte per sample, so ms and bytes convert at 8 per ms. */
 const MULAW_BYTES_PER_MS = TELEPHONY_SAMPLE_RATE_HZ / 1000;
-
-/** Any WAV the audio module reads, as the 8 kHz mono mu-law a phone line carries. */
-export function wavToMulaw(wavBytes: Uint8Array): Uint8Array {
-  const wav = parseWav(wavBytes);
-  const mono = downmixToMono(wav.samples, wav.channels);
-  return encodeMulaw(resample(mono, wav.sampleRateHz, TELEPHONY_SAMPLE_RATE_HZ));
-}
 
 /** Reads a .wav (decoded, resampled) or .ulaw/.raw/other (taken as raw 8 kHz mu-law) file. */
 export async function readMulawFile(path: string): Promise<Uint8Array> {

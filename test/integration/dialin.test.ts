@@ -1,5 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { rmsLevel } from '../../src/audio/energy.js';
+import { decodeMulaw } from '../../src/audio/mulaw.js';
+import { encodePcm16Wav } from '../../src/audio/wav.js';
+import { PhoneCall, runPhoneCall } from '../../src/simulator/phone-call.js';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { TEST_KEY } from '../helpers/test-app.js';
@@ -82,6 +87,45 @@ describe('pinless dial-in calls', () => {
     expect(webhook.signatureValid).toBe(true);
   });
 
+  it('plays the entry’s hold_music_url (a WAV, fetched once) instead of the chime, and the chime for a file it cannot use', async () => {
+    server = await startCallServer(() => undefined, {}, { captureLogs: true });
+    const receiver = await startWebhookReceiver(() => SECRET);
+    closers.push(receiver.close);
+    // A steady 16 kHz tone: unlike the chime, it has no quiet second in each two.
+    const tone = new Int16Array(16_000 * 2).map((_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16_000)));
+    const files = await startFileServer({ '/music.wav': { type: 'audio/wav', body: encodePcm16Wav(tone, 16_000) }, '/music.mp3': { type: 'audio/mpeg', body: new Uint8Array(4096) } });
+    closers.push(files.close);
+    const other = '+14155550178';
+    for (const number of [NUMBER, other]) expect((await api('POST', '/v1/buy-phone-number', { number })).status).toBe(200);
+    const configured = await api('POST', '/v1/', {
+      properties: {
+        pinless_dialin: [
+          { phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET, hold_music_url: `${files.url}/music.wav` },
+          { phone_number: other, room_creation_api: receiver.url, hmac: SECRET, hold_music_url: `${files.url}/music.mp3` },
+        ],
+      },
+    });
+    expect(configured.status).toBe(200);
+
+    const hold = async (to: string) => {
+      const call = new PhoneCall({ target: { webhookUrl: `${server!.baseUrl}/twilio/voice` }, to, record: true, scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 4500 } });
+      const report = await call.run();
+      return { report, botMulaw: call.recording!.botMulaw() };
+    };
+    const [withMusic, secondCaller] = await Promise.all([hold(NUMBER), hold(NUMBER)]);
+    await server.waitForLog((r) => r.msg === 'hold music loaded');
+    // From the second loop at the latest, the tone plays through what is the chime's quiet part.
+    const quietPartOfChime = (call: { botMulaw: Uint8Array }) => rmsLevel(decodeMulaw(call.botMulaw.subarray(8 * 2900, 8 * 3800)));
+    expect(quietPartOfChime(withMusic)).toBeGreaterThan(0.05);
+    expect(quietPartOfChime(secondCaller)).toBeGreaterThan(0.05);
+    expect(files.requests.filter((path) => path === '/music.wav')).toHaveLength(1);
+
+    const withBadFile = await hold(other);
+    await server.waitForLog((r) => r.msg === 'hold music could not be used; playing the chime' && String(r.err).includes('not a WAV'));
+    expect(quietPartOfChime(withBadFile)).toBeLessThan(0.01);
+    expect(withBadFile.report.metrics.bot.receivedAudioMs).toBeGreaterThan(4000);
+  });
+
   it('answers a number without dial-in, and an unknown stream, politely', async () => {
     server = await startCallServer(() => undefined);
     const res = await fetch(`${server.baseUrl}/twilio/voice`, {
@@ -105,4 +149,18 @@ async function waitFor<T>(probe: () => T | undefined, timeoutMs = 10_000): Promi
     if (Date.now() > deadline) throw new Error('timed out waiting');
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
+}
+
+/** Serves fixed files and records the paths asked for. */
+async function startFileServer(files: Record<string, { type: string; body: Uint8Array }>): Promise<{ url: string; requests: string[]; close(): Promise<void> }> {
+  const requests: string[] = [];
+  const httpServer: Server = createServer((req, res) => {
+    requests.push(req.url ?? '');
+    const file = files[req.url ?? ''];
+    if (!file) return res.writeHead(404).end();
+    res.writeHead(200, { 'content-type': file.type }).end(file.body);
+  });
+  await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
+  const { port } = httpServer.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}`, requests, close: () => new Promise<void>((resolve) => httpServer.close(() => resolve())) };
 }
