@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { AppConfig } from './config/env.js';
+import { warmSileroWorker } from './vad/silero-worker-runner.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { SecretBox } from './security/secret-box.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
@@ -42,6 +43,11 @@ export async function startServer(
     const app = await buildApp({ config, database, secrets, logger });
     const address = await app.listen({ port: config.port, host: config.host });
     logger.info({ address, publicUrl: config.publicUrl, dataDir: config.dataDir }, 'switchboard listening');
+    // The first call should not wait for the VAD model to load; calls that come sooner share the load.
+    warmSileroWorker().then(
+      (loadMs) => logger.info({ loadMs: Math.round(loadMs) }, 'voice activity model ready'),
+      (err: unknown) => logger.error({ err }, 'voice activity model failed to load'),
+    );
     let closing: Promise<void> | undefined;
     return {
       app,

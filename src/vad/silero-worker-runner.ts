@@ -13,7 +13,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { SileroBatcher, type SileroBatchResult, type SileroBatchRunner } from './silero-batcher.js';
-import type { SileroSampleRateHz } from './silero-model.js';
+import { SILERO_GEOMETRY, SILERO_STATE_SIZE, type SileroSampleRateHz } from './silero-model.js';
 import type { SileroWorkerMessage, SileroWorkerRequest, SileroWorkerResponse } from './silero-worker.js';
 
 interface InFlight {
@@ -120,4 +120,15 @@ export function workerSileroBatcher(sampleRateHz: SileroSampleRateHz = 8000): Si
 /** Stops the process-wide Silero worker threads (shutdown, tests); later windows start new ones. */
 export async function closeSileroWorkers(): Promise<void> {
   await Promise.all([...workerRunners.values()].map((runner) => runner.close()));
+}
+
+/**
+ * Loads the model in the worker and runs one silent window, so the first call does not wait for
+ * it (about half a second). Resolves with how long that took; failures are the caller's to log.
+ */
+export async function warmSileroWorker(sampleRateHz: SileroSampleRateHz = 8000): Promise<number> {
+  const startedAt = performance.now();
+  const { windowSamples, contextSamples } = SILERO_GEOMETRY[sampleRateHz];
+  await workerSileroBatcher(sampleRateHz).infer(new Float32Array(contextSamples + windowSamples), new Float32Array(SILERO_STATE_SIZE));
+  return performance.now() - startedAt;
 }

@@ -83,6 +83,8 @@ describe('an offline call through the CLI', () => {
     // The summary names the outcome and the latency the caller experienced.
     expect(call.stdout).toMatch(/completed/);
     expect(call.stdout).toMatch(/reply latency/i);
+    // The VAD model was loaded at start-up, not by the first call.
+    expect(server.output()).toMatch(/"loadMs":\d+,"msg":"voice activity model ready"/);
 
     expect(existsSync(out)).toBe(true);
     const wav = parseWav(new Uint8Array(readFileSync(out)));
