@@ -38,33 +38,28 @@ const MAX_MESSAGE_BYTES = 64 * 1024;
 export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamOptions): Promise<void> {
   await app.register(websocket, { options: { maxPayload: MAX_MESSAGE_BYTES } });
 
-  app.get<{ Params: { callId: string } }>('/ws/dialin/:callId', { websocket: true }, (socket, request) => {
-    const log = request.log.child({ callId: request.params.callId }) as Logger;
-    const transport = new TwilioTransport(socket, log);
-    if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
-      log.warn('dial-in media stream signature rejected');
-      transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
-      return;
-    }
-    if (!opts.dialinCalls.connect(request.params.callId, transport)) {
-      log.info('media stream for an unknown or finished dial-in call');
-      transport.close(CLOSE.unknownConfig, 'unknown or finished dial-in call');
-    }
-  });
+  /**
+   * A stream for a leg the service already knows (a dial-in caller on hold, an answered dial-out
+   * callee): signature first, then `connect` hands it over, or it is closed as unknown.
+   */
+  function knownLegRoute(path: string, what: string, logKey: string, connect: (id: string, transport: TwilioTransport) => boolean): void {
+    app.get<{ Params: { id: string } }>(path, { websocket: true }, (socket, request) => {
+      const log = request.log.child({ [logKey]: request.params.id }) as Logger;
+      const transport = new TwilioTransport(socket, log);
+      if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
+        log.warn(`${what} media stream signature rejected`);
+        transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
+        return;
+      }
+      if (!connect(request.params.id, transport)) {
+        log.info(`media stream for an unknown or finished ${what}`);
+        transport.close(CLOSE.unknownConfig, `unknown or finished ${what}`);
+      }
+    });
+  }
 
-  app.get<{ Params: { legId: string } }>('/ws/dialout/:legId', { websocket: true }, (socket, request) => {
-    const log = request.log.child({ dialoutLeg: request.params.legId }) as Logger;
-    const transport = new TwilioTransport(socket, log);
-    if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
-      log.warn('dial-out media stream signature rejected');
-      transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
-      return;
-    }
-    if (!opts.dialout.connect(request.params.legId, transport)) {
-      log.info('media stream for an unknown or finished dial-out leg');
-      transport.close(CLOSE.unknownConfig, 'unknown or finished dial-out leg');
-    }
-  });
+  knownLegRoute('/ws/dialin/:id', 'dial-in call', 'callId', (id, transport) => opts.dialinCalls.connect(id, transport));
+  knownLegRoute('/ws/dialout/:id', 'dial-out leg', 'dialoutLeg', (id, transport) => opts.dialout.connect(id, transport));
 
   /**
    * The caller, the bot and everyone in dialout_settings in one room: the caller joins when the

@@ -8,6 +8,7 @@ import { PhoneCall, runPhoneCall } from '../../src/simulator/phone-call.js';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { TEST_KEY } from '../helpers/test-app.js';
+import { waitFor } from '../helpers/wait.js';
 
 const SECRET = Buffer.alloc(32, 9).toString('base64');
 const NUMBER = '+14155550177';
@@ -140,16 +141,6 @@ describe('pinless dial-in calls', () => {
     expect(report.close).toMatchObject({ code: 4404, reason: 'unknown or finished dial-in call' });
   });
 });
-
-async function waitFor<T>(probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
 
 /** Serves fixed files and records the paths asked for. */
 async function startFileServer(files: Record<string, { type: string; body: Uint8Array }>): Promise<{ url: string; requests: string[]; close(): Promise<void> }> {

@@ -6,6 +6,7 @@ import { startFakeTwilioRest } from '../fakes/fake-twilio-rest.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { TEST_KEY } from '../helpers/test-app.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * Dial-out over real sockets: POST /v1/bots/start with dialout_settings, the carrier placing the
@@ -232,14 +233,4 @@ async function postSigned(url: string, form: Record<string, string>): Promise<nu
   });
   await res.body?.cancel();
   return res.status;
-}
-
-async function waitFor<T>(probe: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
 }

@@ -8,6 +8,7 @@ import { parseWav } from '../../src/audio/wav.js';
 import { freePort } from '../helpers/call-server.js';
 import { runCli, spawnCli, startServeProcess } from '../helpers/cli-process.js';
 import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The README's offline walk-through, as processes: `switchboard emulate` stands in for the
@@ -47,23 +48,30 @@ async function startEmulate(): Promise<string> {
   });
 }
 
+/** `switchboard emulate` and `switchboard serve` pointed at it, on a fresh data dir. */
+async function serveWithEmulators(env: Record<string, string> = {}) {
+  const vendorsUrl = await startEmulate();
+  const dataDir = tempDataDir();
+  dirs.push(dataDir);
+  // The TwiML names the public URL, so the server needs a real port, not 0.
+  const port = await freePort();
+  const server = await startServeProcess({
+    PORT: String(port),
+    SWITCHBOARD_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    SWITCHBOARD_DATA_DIR: dataDir,
+    SWITCHBOARD_API_KEY: TEST_KEY,
+    SWITCHBOARD_DEEPGRAM_URL: vendorsUrl,
+    SWITCHBOARD_OPENAI_URL: vendorsUrl,
+    SWITCHBOARD_CARTESIA_URL: vendorsUrl,
+    ...env,
+  });
+  children.push(server.child);
+  return { server, dataDir };
+}
+
 describe('an offline call through the CLI', () => {
   it('emulate + serve + call: the bot greets, hears the fixture, answers, and the WAV holds its voice', async () => {
-    const vendorsUrl = await startEmulate();
-    const dataDir = tempDataDir();
-    dirs.push(dataDir);
-    // The TwiML names the public URL, so the server needs a real port, not 0.
-    const port = await freePort();
-    const server = await startServeProcess({
-      PORT: String(port),
-      SWITCHBOARD_PUBLIC_URL: `http://127.0.0.1:${port}`,
-      SWITCHBOARD_DATA_DIR: dataDir,
-      SWITCHBOARD_API_KEY: TEST_KEY,
-      SWITCHBOARD_DEEPGRAM_URL: vendorsUrl,
-      SWITCHBOARD_OPENAI_URL: vendorsUrl,
-      SWITCHBOARD_CARTESIA_URL: vendorsUrl,
-    });
-    children.push(server.child);
+    const { server, dataDir } = await serveWithEmulators();
 
     const created = await fetch(`${server.baseUrl}/v1/bots/twilio-config`, {
       method: 'POST',
@@ -96,24 +104,8 @@ describe('an offline call through the CLI', () => {
   });
 
   it('the dial-in walk-through: a sandbox number, pinless dial-in to the example receiver, a simulated call that talks to the bot the receiver started', async () => {
-    const vendorsUrl = await startEmulate();
-    const dataDir = tempDataDir();
-    dirs.push(dataDir);
-    const port = await freePort();
-    const server = await startServeProcess({
-      PORT: String(port),
-      SWITCHBOARD_PUBLIC_URL: `http://127.0.0.1:${port}`,
-      SWITCHBOARD_DATA_DIR: dataDir,
-      SWITCHBOARD_API_KEY: TEST_KEY,
-      // The example's bot sends no api_keys: the server's own keys serve it, as in a deployment.
-      DEEPGRAM_API_KEY: 'dg-demo-key-0000',
-      OPENAI_API_KEY: 'sk-demo-key-0000',
-      CARTESIA_API_KEY: 'sk_car_demo_0000',
-      SWITCHBOARD_DEEPGRAM_URL: vendorsUrl,
-      SWITCHBOARD_OPENAI_URL: vendorsUrl,
-      SWITCHBOARD_CARTESIA_URL: vendorsUrl,
-    });
-    children.push(server.child);
+    // The example's bot sends no api_keys: the server's own keys serve it, as in a deployment.
+    const { server } = await serveWithEmulators({ DEEPGRAM_API_KEY: 'dg-demo-key-0000', OPENAI_API_KEY: 'sk-demo-key-0000', CARTESIA_API_KEY: 'sk_car_demo_0000' });
     const api = async (path: string, body: unknown) => {
       const res = await fetch(`${server.baseUrl}${path}`, {
         method: 'POST',
@@ -138,7 +130,7 @@ describe('an offline call through the CLI', () => {
     let receiverOutput = '';
     receiver.stdout!.on('data', (chunk: Buffer) => (receiverOutput += chunk.toString()));
     receiver.stderr!.on('data', (chunk: Buffer) => (receiverOutput += chunk.toString()));
-    await until(() => receiverOutput.includes('pinless receiver on'), () => `receiver did not start:\n${receiverOutput}`);
+    await waitFor(() => (receiverOutput.includes('pinless receiver on') ? true : undefined), 20_000, 'the example receiver to start');
 
     const configured = await api('/v1/', {
       properties: { pinless_dialin: [{ phone_number: '+14155550123', room_creation_api: `http://127.0.0.1:${receiverPort}/`, hmac }] },
@@ -158,11 +150,3 @@ describe('an offline call through the CLI', () => {
     expect(server.output()).toContain('phone caller joined the room');
   });
 });
-
-async function until(check: () => boolean, message: () => string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(message());
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
