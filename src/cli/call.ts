@@ -32,7 +32,8 @@ each wait for the bot gives up after 15 s (shown as wait-timeout) and the call c
 
 call details:
   --from <number>         caller number (default +15555550100)
-  --to <number>           called number (default +15555550199)
+  --to <number>           called number (default +15555550199); with --url <server>/twilio/voice,
+                          the bought number (or SIP address) whose pinless dial-in to exercise
   --param <name=value>    extra stream parameter (start.customParameters); repeatable
   --auth-token <token>    sign the webhook and upgrade (X-Twilio-Signature); default $TWILIO_AUTH_TOKEN
   --reply-silence-ms <n>  bot silence that counts as the end of its turn (default 1000)
