@@ -15,6 +15,8 @@ const MAX_AUDIO_BYTES = 60 * TELEPHONY_SAMPLE_RATE_HZ;
 const REFRESH_MS = 10 * 60_000;
 /** A URL that failed is not tried again for this long (the chime plays meanwhile). */
 const RETRY_AFTER_FAILURE_MS = 60_000;
+/** Distinct URLs kept (about 30 MB at most); the least recently used one goes first. */
+const MAX_CACHED_URLS = 64;
 
 interface CachedMusic {
   audio: Uint8Array | undefined;
@@ -40,10 +42,14 @@ export class HoldMusic {
   get(url: string): Uint8Array | undefined {
     const now = Date.now();
     let entry = this.cache.get(url);
-    if (!entry) {
+    if (entry) {
+      // Re-inserting keeps the map in least-recently-used order.
+      this.cache.delete(url);
+    } else {
       entry = { audio: undefined, fetchedAtMs: 0, loading: false };
-      this.cache.set(url, entry);
+      if (this.cache.size >= MAX_CACHED_URLS) this.cache.delete(this.cache.keys().next().value!);
     }
+    this.cache.set(url, entry);
     const staleAfterMs = entry.audio ? REFRESH_MS : RETRY_AFTER_FAILURE_MS;
     if (!entry.loading && now - entry.fetchedAtMs >= staleAfterMs) this.load(url, entry);
     return entry.audio;
