@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { AppConfig } from './config/env.js';
+import { warmFliteWorker } from './providers/tts/flite/flite-worker-client.js';
 import { warmSileroWorker } from './vad/silero-worker-runner.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { SecretBox } from './security/secret-box.js';
@@ -47,6 +48,11 @@ export async function startServer(
     warmSileroWorker().then(
       (loadMs) => logger.info({ loadMs: Math.round(loadMs) }, 'voice activity model ready'),
       (err: unknown) => logger.error({ err }, 'voice activity model failed to load'),
+    );
+    // Likewise the offline voice that apologises when a vendor fails.
+    warmFliteWorker().then(
+      (loadMs) => logger.info({ loadMs: Math.round(loadMs) }, 'offline voice ready'),
+      (err: unknown) => logger.error({ err }, 'offline voice failed to load'),
     );
     let closing: Promise<void> | undefined;
     return {

@@ -9,9 +9,8 @@
  * the batches in flight fail (their calls go on without VAD) and the next batch starts a new one.
  */
 
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleWorker } from '../worker-thread.js';
 import { SileroBatcher, type SileroBatchResult, type SileroBatchRunner } from './silero-batcher.js';
 import { SILERO_GEOMETRY, SILERO_STATE_SIZE, type SileroSampleRateHz } from './silero-model.js';
 import type { SileroWorkerMessage, SileroWorkerRequest, SileroWorkerResponse } from './silero-worker.js';
@@ -19,15 +18,6 @@ import type { SileroWorkerMessage, SileroWorkerRequest, SileroWorkerResponse } f
 interface InFlight {
   resolve: (result: SileroBatchResult) => void;
   reject: (error: unknown) => void;
-}
-
-/** The compiled worker next to this file, or, from the TypeScript sources (tests, tsx), the .ts one through tsx. */
-function startWorker(): Worker {
-  const compiled = new URL('./silero-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(compiled))) return new Worker(compiled);
-  const source = new URL('./silero-worker.ts', import.meta.url).href;
-  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(source)}); });`;
-  return new Worker(bootstrap, { eval: true });
 }
 
 export class SileroWorkerRunner implements SileroBatchRunner {
@@ -74,7 +64,7 @@ export class SileroWorkerRunner implements SileroBatchRunner {
   }
 
   private start(): Worker {
-    const worker = startWorker();
+    const worker = startModuleWorker(import.meta.url, 'silero-worker');
     worker.on('message', (response: SileroWorkerResponse) => {
       const pending = this.inFlight.get(response.id);
       if (!pending) return;

@@ -7,9 +7,10 @@
  * directory provided by MemoryWasi. Nothing touches the disk, so concurrent syntheses cannot clash
  * and there is nothing to clean up.
  *
- * Cost to keep in mind: the synthesis itself is synchronous WebAssembly and blocks the event loop
- * for its whole duration (tens of ms per sentence for kal, more for the clustergen voices), during
- * which no other call's frames are handled. Keep pieces sentence-sized.
+ * Cost to keep in mind: the synthesis itself is synchronous WebAssembly and blocks the thread it
+ * runs on for its whole duration (tens of ms per sentence for kal, more for the clustergen
+ * voices). Calls therefore use it through flite-worker-client.ts, in a worker thread; keep pieces
+ * sentence-sized all the same, since pieces queue behind each other there.
  */
 
 import { readFile } from 'node:fs/promises';

@@ -1,12 +1,13 @@
 import type { ProviderSettings } from '../../registry.js';
 import type { AudioFormat, ProviderContext, TtsOutput, TtsProvider } from '../../types.js';
-import { synthesizeFlite } from './flite-engine.js';
+import { synthesizeFliteInWorker } from './flite-worker-client.js';
 import { DEFAULT_FLITE_VOICE, fliteVoiceSampleRateHz } from './flite-voices.js';
 
 /**
  * Offline TTS (Flite, compiled to WASI): no account, no network. Robotic but instant, so it is
  * the bot's voice for demos and load tests, and the fallback that still apologises when a
- * vendor's TTS fails. Speaks piece by piece; each piece's audio is followed by its text.
+ * vendor's TTS fails. Speaks piece by piece, in a worker thread; each piece's audio is followed
+ * by its text.
  */
 export class FliteTts implements TtsProvider {
   readonly name = 'flite';
@@ -20,7 +21,7 @@ export class FliteTts implements TtsProvider {
   async *synthesize(text: AsyncIterable<string>, ctx: ProviderContext): AsyncIterable<TtsOutput> {
     for await (const piece of text) {
       if (ctx.signal.aborted) return;
-      const result = await synthesizeFlite(piece, { voice: this.voice, signal: ctx.signal });
+      const result = await synthesizeFliteInWorker(piece, { voice: this.voice, signal: ctx.signal });
       if (ctx.signal.aborted) return;
       if (result.sampleRateHz !== this.outputFormat.sampleRateHz) {
         throw new Error(`flite voice ${this.voice} speaks ${result.sampleRateHz} Hz, expected ${this.outputFormat.sampleRateHz} Hz`);
