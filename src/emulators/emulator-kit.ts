@@ -1,7 +1,7 @@
 import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import alawmulaw from 'alawmulaw';
-import type { RawData, WebSocket } from 'ws';
+import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { encodeMulaw } from '../audio/mulaw.js';
 
 /**
@@ -201,3 +201,38 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+
+/**
+ * The websocket sessions of a speech-to-speech emulator: upgrades a request into a session,
+ * records the close code, and drops (vendor outage) or stops them all.
+ */
+export class EmulatorSessions<S extends { stop(): void }> {
+  private readonly wss = new WebSocketServer({ noServer: true });
+  private readonly sockets = new Set<WebSocket>();
+  private readonly sessions = new Set<S>();
+
+  accept(req: IncomingMessage, socket: Duplex, head: Buffer, record: { closeCode?: number }, start: (ws: WebSocket) => S): void {
+    this.wss.handleUpgrade(req, socket, head, (ws) => {
+      this.sockets.add(ws);
+      const session = start(ws);
+      this.sessions.add(session);
+      ws.on('close', (code) => {
+        record.closeCode = code;
+        session.stop();
+        this.sessions.delete(session);
+        this.sockets.delete(ws);
+      });
+    });
+  }
+
+  /** Drops every connection at once, as a vendor outage would (close code 1011). */
+  dropAll(): void {
+    for (const ws of this.sockets) ws.close(1011, 'emulated outage');
+  }
+
+  close(): void {
+    for (const session of this.sessions) session.stop();
+    for (const ws of this.sockets) ws.terminate();
+    this.sockets.clear();
+  }
+}

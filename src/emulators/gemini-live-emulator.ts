@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { ToneStream, frameText, pushBounded, speechDurationMs, writeHttpError } from './emulator-kit.js';
+import type { RawData, WebSocket } from 'ws';
+import { EmulatorSessions, ToneStream, frameText, pushBounded, speechDurationMs, writeHttpError } from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
@@ -46,10 +46,8 @@ const SILENCE_END_MS = 500;
 export class GeminiLiveEmulator implements VendorEmulator {
   readonly vendor = 'gemini_live';
   readonly connections: RecordedLiveConnection[] = [];
-  private readonly wss = new WebSocketServer({ noServer: true });
   private readonly latencies: EmulatorLatencies;
-  private readonly sockets = new Set<WebSocket>();
-  private readonly sessions = new Set<LiveConnection>();
+  private readonly sessions = new EmulatorSessions<LiveConnection>();
   private nextId = 1;
 
   constructor(private readonly options: GeminiLiveEmulatorOptions = {}) {
@@ -66,28 +64,17 @@ export class GeminiLiveEmulator implements VendorEmulator {
     }
     const record: RecordedLiveConnection = { id: this.nextId++, setup: undefined, messages: [], audioMimeTypes: [], audioBytes: 0, modelTurns: [], interruptions: 0 };
     pushBounded(this.connections, record, 200);
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
-      this.sockets.add(ws);
-      const session = new LiveConnection(ws, record, this.latencies, this.options);
-      this.sessions.add(session);
-      ws.on('close', (code) => {
-        record.closeCode = code;
-        session.stop();
-        this.sessions.delete(session);
-        this.sockets.delete(ws);
-      });
-    });
+    this.sessions.accept(req, socket, head, record, (ws) => new LiveConnection(ws, record, this.latencies, this.options));
     return true;
   }
 
+  /** Drops every connection at once, as a vendor outage would (close code 1011). */
   dropAll(): void {
-    for (const ws of this.sockets) ws.close(1011, 'emulated outage');
+    this.sessions.dropAll();
   }
 
   close(): void {
-    for (const session of this.sessions) session.stop();
-    for (const ws of this.sockets) ws.terminate();
-    this.sockets.clear();
+    this.sessions.close();
   }
 }
 

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { type RawData, type WebSocket, WebSocketServer } from 'ws';
+import type { RawData, WebSocket } from 'ws';
 import { decodeMulaw } from '../audio/mulaw.js';
-import { ToneStream, bearer, frameText, header, pushBounded, send, speechDurationMs, writeHttpError } from './emulator-kit.js';
+import { EmulatorSessions, ToneStream, bearer, frameText, header, pushBounded, send, speechDurationMs, writeHttpError } from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
@@ -50,10 +50,8 @@ const SILENCE_END_FRAMES = 25;
 export class OpenAiRealtimeEmulator implements VendorEmulator {
   readonly vendor = 'openai_realtime';
   readonly connections: RecordedRealtimeConnection[] = [];
-  private readonly wss = new WebSocketServer({ noServer: true });
   private readonly latencies: EmulatorLatencies;
-  private readonly sockets = new Set<WebSocket>();
-  private readonly sessions = new Set<RealtimeConnection>();
+  private readonly sessions = new EmulatorSessions<RealtimeConnection>();
   private nextId = 1;
 
   constructor(private readonly options: OpenAiRealtimeEmulatorOptions = {}) {
@@ -80,29 +78,17 @@ export class OpenAiRealtimeEmulator implements VendorEmulator {
       cancels: 0,
     };
     pushBounded(this.connections, record, 200);
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
-      this.sockets.add(ws);
-      const session = new RealtimeConnection(ws, record, this.latencies, this.options);
-      this.sessions.add(session);
-      ws.on('close', (code) => {
-        record.closeCode = code;
-        session.stop();
-        this.sessions.delete(session);
-        this.sockets.delete(ws);
-      });
-    });
+    this.sessions.accept(req, socket, head, record, (ws) => new RealtimeConnection(ws, record, this.latencies, this.options));
     return true;
   }
 
   /** Drops every connection at once, as a vendor outage would (close code 1011). */
   dropAll(): void {
-    for (const ws of this.sockets) ws.close(1011, 'emulated outage');
+    this.sessions.dropAll();
   }
 
   close(): void {
-    for (const session of this.sessions) session.stop();
-    for (const ws of this.sockets) ws.terminate();
-    this.sockets.clear();
+    this.sessions.close();
   }
 }
 
