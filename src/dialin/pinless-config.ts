@@ -113,8 +113,16 @@ export class PinlessConfigService {
    */
   async findByAddress(to: string): Promise<{ accountId: string; entry: PinlessEntry } | undefined> {
     const user = sipUserOf(to);
+    if (user === undefined) {
+      // Only the account that holds the number now: an entry left behind by an account that
+      // released it must never receive the calls of the number's next owner.
+      const holder = await this.numbers.findByNumber(to);
+      if (!holder) return undefined;
+      const entry = (await this.entries(holder.account_id)).find((e) => e.phone_number === to);
+      return entry ? { accountId: holder.account_id, entry } : undefined;
+    }
     for (const { accountId, entriesSealed } of await this.repo.all()) {
-      const entry = this.open(entriesSealed).find((e) => (user === undefined ? e.phone_number === to : sipUserOf(e.sip_uri) === user));
+      const entry = this.open(entriesSealed).find((e) => sipUserOf(e.sip_uri) === user);
       if (entry) return { accountId, entry };
     }
     return undefined;

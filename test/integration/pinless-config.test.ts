@@ -112,4 +112,31 @@ describe('pinless dial-in configuration (POST /v1/)', () => {
     expect((await configure([])).status).toBe(200);
     expect((await t.app.inject({ method: 'POST', url: '/v1/', headers: auth(), payload: { pinless_dialin: [] } })).statusCode).toBe(400);
   });
+
+  it('routes a number only to the account that holds it now, not to one that released it', async () => {
+    t = await createTestApp();
+    const first = await startWebhookReceiver(() => SECRET);
+    const second = await startWebhookReceiver(() => SECRET);
+    closers.push(first.close, second.close);
+    const number = '+13125550140';
+    await buy(number);
+    expect((await configure([{ phone_number: number, room_creation_api: first.url, hmac: SECRET }])).status).toBe(200);
+    const held = await t.app.inject({ method: 'GET', url: '/v1/purchased-phone-numbers', headers: auth() });
+    const released = await t.app.inject({ method: 'DELETE', url: `/v1/release-phone-number/${held.json().data[0].id}`, headers: auth() });
+    expect(released.statusCode).toBe(200);
+
+    // The first account's entry is still in its configuration, but the number is someone else's now.
+    const other = await t.createKey('next-owner');
+    await buy(number, other);
+    expect((await configure([{ phone_number: number, room_creation_api: second.url, hmac: SECRET }], other)).status).toBe(200);
+    const call = await t.app.inject({
+      method: 'POST',
+      url: '/twilio/voice',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams({ To: number, From: '+15005550006', CallSid: 'CA9' }).toString(),
+    });
+    expect(call.body).toContain('<Stream');
+    await until(() => second.received.some((r) => r.body.callId !== undefined));
+    expect(first.received.filter((r) => r.body.callId !== undefined)).toEqual([]);
+  });
 });
