@@ -1,26 +1,41 @@
-# Build stage: compiles better-sqlite3 from source (no prebuilt binary is fetched) and the TypeScript.
-FROM node:20-bookworm-slim AS build
+# Switchboard on Node 24 LTS. Dependencies are installed in layers of their own, before any source
+# is copied, so a source change rebuilds only the TypeScript, never better-sqlite3.
+
+# Production dependencies: better-sqlite3 compiles from source (no prebuilt binary is fetched);
+# onnxruntime-node keeps only this platform's binaries (the others are ~250 MB).
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 RUN apt-get update \
   && apt-get install -y --no-install-recommends python3 make g++ \
   && rm -rf /var/lib/apt/lists/*
-COPY package.json package-lock.json .npmrc tsconfig.json ./
-COPY src ./src
-# `npm ci` runs the `prepare` script, which builds dist/; then drop the dev dependencies.
-RUN npm ci && npm prune --omit=dev
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --omit=dev --ignore-scripts \
+  && npm rebuild better-sqlite3 \
+  && platform="$(node -p 'process.platform + "/" + process.arch')" \
+  && find node_modules/onnxruntime-node/bin/napi-v6 -mindepth 2 -maxdepth 2 -type d \
+       ! -path "*/napi-v6/$platform" -exec rm -rf {} +
 
-FROM node:20-bookworm-slim
+# The TypeScript build, with the development dependencies (no install scripts: the compiler needs none).
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --ignore-scripts
+COPY tsconfig.json ./
+COPY src ./src
+RUN npx tsc -p .
+
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     PORT=8080 \
     HOST=0.0.0.0 \
     SWITCHBOARD_DATA_DIR=/data
 WORKDIR /app
-COPY --from=build /app/package.json ./
-COPY --from=build /app/node_modules ./node_modules
-COPY --from=build /app/dist ./dist
+COPY --from=deps /app/package.json ./
+COPY --from=deps /app/node_modules ./node_modules
 # Recorded speech and scenarios, so `switchboard loadtest` and `switchboard call` work in the image.
 COPY fixtures ./fixtures
 COPY scenarios ./scenarios
+COPY --from=build /app/dist ./dist
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
