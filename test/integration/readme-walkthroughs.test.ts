@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { appendFileSync as require_write, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -89,7 +89,6 @@ async function follow(parts: string[], awaitOutput?: RegExp) {
       SWITCHBOARD_API_KEY: TEST_KEY,
     },
   });
-  if (process.env.README_TEST_LOG) require_write(process.env.README_TEST_LOG, `${script}\n---\n${run.output}`);
   return { ...run, ports, script };
 }
 
