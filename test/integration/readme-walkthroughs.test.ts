@@ -1,0 +1,177 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/call-server.js';
+import { type ShellBlock, checkoutLookalike, runScript, shellBlocks, substitute } from '../helpers/readme-blocks.js';
+import { TEST_KEY, removeDir, tempDataDir } from '../helpers/test-app.js';
+
+/**
+ * The README's shell blocks, run as printed: each walk-through is pasted into bash in a copy of
+ * the checkout, with only the ports (8080, 9090, 3000 may be busy here) and the API key
+ * placeholder replaced. Every ```sh block of the README belongs to one of these runs, so a block
+ * added without being run fails the first test.
+ */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const BLOCKS = shellBlocks(README);
+const SCRIPT_TIMEOUT_MS = 150_000;
+
+function blocksIn(section: string): ShellBlock[] {
+  const found = BLOCKS.filter((b) => b.section === section);
+  if (found.length === 0) throw new Error(`the README has no sh block under "${section}"`);
+  return found;
+}
+
+/** The one block of a section (a section with several is named by index). */
+function block(section: string, index = 0): ShellBlock {
+  const found = blocksIn(section)[index];
+  if (!found) throw new Error(`the README has no sh block ${index} under "${section}"`);
+  return found;
+}
+
+const QUICK_START = 'Quick start';
+const OFFLINE = 'A whole call, offline';
+const ROOMS = 'Rooms: a bot in the browser';
+const RECORDINGS = 'Call recordings';
+const DIAL_IN = 'Try it with no carrier account';
+const DIAL_OUT = 'Dial-out';
+const LOADTEST = 'Load testing and the benchmark';
+
+const dirs: string[] = [];
+let cwd: string;
+
+/** `npm start` runs the built server: build it when the sources are newer than dist/. */
+function ensureBuilt(): void {
+  const built = join(ROOT, 'dist/cli/main.js');
+  const newestSourceMs = newestMtimeMs(join(ROOT, 'src'));
+  if (existsSync(built) && statSync(built).mtimeMs >= newestSourceMs) return;
+  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: ROOT, stdio: 'inherit' });
+}
+
+function newestMtimeMs(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    newest = Math.max(newest, entry.isDirectory() ? newestMtimeMs(path) : statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+beforeAll(() => {
+  ensureBuilt();
+  cwd = checkoutLookalike(ROOT);
+  dirs.push(cwd);
+}, 180_000);
+
+afterAll(() => {
+  for (const dir of dirs.splice(0)) removeDir(dir);
+});
+
+/** Runs README blocks in one shell, as one reader following them in order on a fresh machine. */
+async function follow(parts: string[], awaitOutput?: RegExp) {
+  const ports = { 8080: await freePort(), 9090: await freePort(), 3000: await freePort() };
+  const dataDir = tempDataDir();
+  dirs.push(dataDir);
+  const script = parts.map((part) => substitute(part, { ports, apiKey: TEST_KEY })).join('\n');
+  const run = await runScript(script, {
+    cwd,
+    timeoutMs: SCRIPT_TIMEOUT_MS,
+    awaitOutput,
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      // The server's port and store: what the reader's machine has by default, moved aside.
+      PORT: String(ports[8080]),
+      SWITCHBOARD_DATA_DIR: dataDir,
+      SWITCHBOARD_API_KEY: TEST_KEY,
+    },
+  });
+  return { ...run, ports, script };
+}
+
+/**
+ * The quick start's first command after `npm ci` (which CI has run), as if in a second terminal:
+ * in its own process group, so the reader's Ctrl-C (`stopQuickStartServer`) reaches the server.
+ */
+function quickStartServer(port: string): string {
+  const serve = block(QUICK_START).text.split('\n')[0]!;
+  const match = /^npm ci && (npm start)\b/.exec(serve);
+  if (!match) throw new Error(`the quick start's first line is not "npm ci && npm start": ${serve}`);
+  return [
+    `set -m; ${match[1]} & QUICK_START=$!; set +m`,
+    `trap 'kill -INT -- -$QUICK_START 2>/dev/null' EXIT`,
+    `until curl -sf localhost:${port}/healthz >/dev/null; do sleep 0.2; done`,
+  ].join('\n');
+}
+
+const stopQuickStartServer = 'kill -INT -- -$QUICK_START; wait $QUICK_START || true';
+
+/** Log lines at error level or worse: a walk-through as printed must not produce any. */
+function errorLogLines(output: string): string[] {
+  return output.split('\n').filter((line) => /^\{"level":(50|60)\b/.test(line));
+}
+
+function isWav(path: string): boolean {
+  return existsSync(path) && statSync(path).size > 44 && readFileSync(path).subarray(0, 4).toString('latin1') === 'RIFF';
+}
+
+function explain(run: { code: number | null; output: string; script: string }): string {
+  return `script:\n${run.script}\n\nexit ${run.code}, output:\n${run.output}`;
+}
+
+describe('the README, executed', () => {
+  it('every sh block belongs to a walk-through this file runs, and CI runs the quick start test command', () => {
+    const covered = new Set([QUICK_START, OFFLINE, ROOMS, RECORDINGS, DIAL_IN, DIAL_OUT, LOADTEST]);
+    const uncovered = BLOCKS.filter((b) => !covered.has(b.section)).map((b) => `line ${b.line} (${b.section})`);
+    expect(uncovered).toEqual([]);
+    const [serve, test] = block(QUICK_START).text.split('\n').map((line) => line.replace(/\s+#.*$/, '').trim());
+    expect(serve).toBe('npm ci && npm start');
+    const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8').split('\n').map((line) => line.trim());
+    expect(ci).toContain('npm ci');
+    expect(ci).toContain(test);
+  });
+
+  it('quick start, offline call, rooms, recordings and load test, in order', { timeout: SCRIPT_TIMEOUT_MS + 30_000 }, async () => {
+    const run = await follow([
+      quickStartServer('8080'),
+      block(QUICK_START, 1).text,
+      // The reader stops the quick start's server (Ctrl-C) before starting it against the emulators.
+      stopQuickStartServer,
+      block(OFFLINE).text,
+      block(ROOMS).text,
+      block(RECORDINGS).text,
+      block(LOADTEST).text,
+    ]);
+    const context = explain(run);
+    expect(run.code, context).toBe(0);
+    expect(errorLogLines(run.output), context).toEqual([]);
+    // The configuration was created, and read back by its id.
+    const created = /"id":"([0-9a-f-]{36})","wssUrl":"ws:\/\/localhost:\d+\/ws\/twilio\/\1"/.exec(run.output);
+    expect(created, context).not.toBeNull();
+    expect(run.output.split(created![0]).length, context).toBeGreaterThanOrEqual(3);
+    // The offline call: greeting, the fixture, and an answer to it, written to bot.wav.
+    expect(run.output, context).toMatch(/utterance 1 "A06_birch_canoe.8k": .*reply latency \d+ ms/);
+    expect(isWav(join(cwd, 'bot.wav')), context).toBe(true);
+    expect(run.output, context).toMatch(/"room_url":"http:\/\/localhost:\d+\/rooms\/\w+","token":"v1\./);
+    // The recording of that call, downloaded through its access link.
+    expect(isWav(join(cwd, 'call.wav')), context).toBe(true);
+    // The load test's calls were answered.
+    expect(run.output, context).toMatch(/calls: 5, ok 5, failed 0/);
+    expect(run.output, context).toMatch(/reply latency:\s+p50 \d+/);
+  });
+
+  it('dial-in with no carrier account, then dial-out', { timeout: SCRIPT_TIMEOUT_MS + 30_000 }, async () => {
+    // The dial-out's simulated callee answers, listens, replies twice and hangs up after the script.
+    const run = await follow([block(DIAL_IN).text, block(DIAL_OUT).text], /sandbox callee hung up/);
+    const context = explain(run);
+    expect(run.code, context).toBe(0);
+    expect(errorLogLines(run.output), context).toEqual([]);
+    // The dial-in caller was put through to a bot that greeted and answered.
+    expect(run.output, context).toMatch(/utterance 1 "A06_birch_canoe.8k": .*reply latency \d+ ms/);
+    // The dialled callee heard the bot and got answers to both of its replies.
+    expect(run.output, context).toMatch(/"calleeTurns":2,"replyLatenciesMs":\[\d+,\d+\],"msg":"sandbox callee hung up"/);
+  });
+});
