@@ -77,7 +77,9 @@ describe.skipIf(!node)('the server on Node 24 LTS', () => {
     });
     children.push(server);
     const serverOutput = collect(server);
-    await waitFor(() => (serverOutput().includes('"msg":"switchboard listening"') ? true : undefined), 30_000, 'the Node 24 server to listen');
+    await waitFor(() => (serverOutput().includes('"msg":"switchboard listening"') ? true : undefined), 30_000, 'the Node 24 server to listen').catch((err: Error) => {
+      throw new Error(`${err.message}:\n${serverOutput()}`);
+    });
 
     // prom-client's default metrics name the runtime that serves them.
     const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
