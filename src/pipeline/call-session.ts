@@ -322,7 +322,7 @@ export class CallSession implements CallTransportHandler {
     this.reply = undefined;
     reply.abort.abort();
     const cleared = this.playout.clear();
-    const heardText = this.conversation!.truncateReply(cleared.heardMs);
+    const heardText = this.conversation!.truncateReply(cleared.heardMs, reply.audioMs);
     reply.timings.interrupted = true;
     this.metrics.bargeIns += 1;
     this.turns.setBotSpeaking(false);
@@ -406,7 +406,15 @@ export class CallSession implements CallTransportHandler {
     this.metrics.turns.push(reply.timings);
     this.turns.setBotSpeaking(true);
     const ctx = this.context(AbortSignal.any([this.callAbort.signal, reply.abort.signal]));
-    this.runReply(reply, tts, text(this, reply, ctx, history), ctx).catch((err: unknown) => this.fail(err, 'reply failed'));
+    this.runReply(reply, tts, this.queuedPieces(reply, text(this, reply, ctx, history)), ctx).catch((err: unknown) => this.fail(err, 'reply failed'));
+  }
+
+  /** The reply's pieces on their way to the voice, noted so an interruption can tell which sentence was playing. */
+  private async *queuedPieces(reply: Reply, pieces: AsyncIterable<string>): AsyncIterable<string> {
+    for await (const piece of pieces) {
+      if (this.reply === reply) this.conversation?.notePieceQueued(piece);
+      yield piece;
+    }
   }
 
   private async runReply(reply: Reply, tts: TtsProvider, text: AsyncIterable<string>, ctx: ProviderContext): Promise<void> {
