@@ -469,7 +469,10 @@ export class CallSession implements CallTransportHandler {
     // Retrying cannot fix a refused key or a bad request: say so once, plainly, and end the call.
     const fatal = cause instanceof ProviderError && !cause.retryable;
     if (fatal) this.log.error({ provider: cause.provider, stage, turn: reply.timings.turn, error: cause.message }, `${cause.provider} refused the request; ending the call`);
-    else this.log.warn({ err: cause, stage, turn: reply.timings.turn }, 'reply failed');
+    else {
+      const provider = cause instanceof ProviderError ? cause.provider : undefined;
+      this.log.warn({ provider, stage, turn: reply.timings.turn, error: cause instanceof Error ? cause.message : String(cause) }, `${provider ?? stage} failed; apologising`);
+    }
     if (this.reply !== reply) return;
     if (reply.timings.kind === 'apology' || reply.endsCall) {
       // Even the apology or goodbye could not be spoken: end the reply (and the call if due).
