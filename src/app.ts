@@ -151,7 +151,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       emptyGraceMs: config.rooms.emptyGraceSecs * 1000,
       idleTimeoutMs: config.rooms.idleTimeoutSecs * 1000,
     },
-    session: { ...runtime, env: config.env, observer: metrics },
+    session: { ...runtime, env: config.env, observer: metrics, turnDeadlineMs: config.turnDeadlineSecs * 1000 },
     recordings,
     log: deps.logger as Logger,
   });
@@ -203,6 +203,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         ...runtime,
         env: config.env,
         observer: metrics,
+        turnDeadlineMs: config.turnDeadlineSecs * 1000,
         hangup:
           accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
       },

@@ -36,6 +36,7 @@ const envSchema = z.object({
   SWITCHBOARD_ROOM_JOIN_TIMEOUT_SECS: z.coerce.number().int().min(5).max(86_400).default(300),
   SWITCHBOARD_ROOM_EMPTY_GRACE_SECS: z.coerce.number().int().min(0).max(3600).default(10),
   SWITCHBOARD_ROOM_IDLE_TIMEOUT_SECS: z.coerce.number().int().min(10).max(86_400).default(300),
+  SWITCHBOARD_TURN_DEADLINE_SECS: z.coerce.number().min(1).max(60).default(8),
 });
 
 export interface AppConfig {
@@ -57,6 +58,8 @@ export interface AppConfig {
   dialinHoldTimeoutSecs: number;
   /** How long a dial-out call rings before it counts as unanswered. */
   dialoutRingTimeoutSecs: number;
+  /** How long after finishing a turn a caller may wait in silence before the bot apologises. */
+  turnDeadlineSecs: number;
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
   /** Rooms of POST /v1/bots/start: how many at once, who may join, when an unused room closes. */
@@ -102,6 +105,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhookAllowLinkLocal: e.SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL === 'true',
     dialinHoldTimeoutSecs: e.SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS,
     dialoutRingTimeoutSecs: e.SWITCHBOARD_DIALOUT_RING_TIMEOUT_SECS,
+    turnDeadlineSecs: e.SWITCHBOARD_TURN_DEADLINE_SECS,
     rooms: {
       maxRooms: e.SWITCHBOARD_MAX_ROOMS,
       maxParticipants: e.SWITCHBOARD_ROOM_MAX_PARTICIPANTS,

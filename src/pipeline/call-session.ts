@@ -26,6 +26,7 @@ import { DtmfGatherer } from './dtmf-gatherer.js';
 import { Playout, type PlayoutClock } from './playout.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { SentenceSplitter } from './sentence-splitter.js';
+import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
 import { type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
 
 export interface CallSessionDeps {
@@ -46,6 +47,8 @@ export interface CallSessionDeps {
   events?: CallEvents;
   /** The caller's latest camera frame (base64 JPEG), given to the LLM with each user turn. */
   latestImage?: () => string | undefined;
+  /** How long after the end of a caller's turn they must hear something (SWITCHBOARD_TURN_DEADLINE_SECS), ms. */
+  turnDeadlineMs?: number;
 }
 
 /** Live happenings of a call, for whoever shows them; each is optional to handle. */
@@ -96,6 +99,7 @@ export class CallSession implements CallTransportHandler {
   private readonly metrics = new CallMetrics();
   private readonly playout: Playout;
   private readonly turns: TurnController;
+  private readonly deadline: TurnDeadline;
   private log: Logger;
   private settings: BotSettings | undefined;
   private conversation: Conversation | undefined;
@@ -129,6 +133,7 @@ export class CallSession implements CallTransportHandler {
       transport,
       {
         onFirstFrame: (generation) => {
+          this.deadline.met();
           const reply = this.reply;
           if (reply && reply.generation === generation) {
             reply.timings.firstFrameSentMs = elapsedSince(reply.originMs);
@@ -141,6 +146,7 @@ export class CallSession implements CallTransportHandler {
       { leadMs: deps.leadMs },
     );
     this.turns = new TurnController((decision) => this.onTurnDecision(decision), deps.turnPolicy);
+    this.deadline = new TurnDeadline(deps.turnDeadlineMs ?? DEFAULT_TURN_DEADLINE_MS, () => this.onTurnDeadline());
   }
 
   // ---- transport events ----
@@ -184,6 +190,7 @@ export class CallSession implements CallTransportHandler {
     clearTimeout(this.maxDurationTimer);
     clearTimeout(this.goodbyeTimer);
     this.turns.dispose();
+    this.deadline.dispose();
     this.vad?.dispose();
     this.deps.clock.delete(this.playout);
     const stt = this.stt;
@@ -294,6 +301,8 @@ export class CallSession implements CallTransportHandler {
         return;
       case 'false-alarm':
         this.metrics.falseAlarms += 1;
+        // Noise cut off a reply the caller had not heard yet: their turn is still owed an answer.
+        if (this.deadline.owed && !this.reply && !this.ending) this.answer('answer');
         return;
       case 'user-speaking':
         return;
@@ -322,7 +331,7 @@ export class CallSession implements CallTransportHandler {
     this.reply = undefined;
     reply.abort.abort();
     const cleared = this.playout.clear();
-    const heardText = this.conversation!.truncateReply(cleared.heardMs);
+    const heardText = this.conversation!.truncateReply(cleared.heardMs, reply.audioMs);
     reply.timings.interrupted = true;
     this.metrics.bargeIns += 1;
     this.turns.setBotSpeaking(false);
@@ -337,6 +346,11 @@ export class CallSession implements CallTransportHandler {
 
   /** Runs the LLM on the conversation and speaks its answer. */
   private answer(kind: TurnTimings['kind']): void {
+    // The caller already waited the whole deadline (they spoke again into the silence): no second wait.
+    if (this.deadline.overdue) {
+      this.apologiseForDeadline();
+      return;
+    }
     const llm = this.llm!;
     const tools = this.settings!.llm.tools as Array<Record<string, unknown>> | undefined;
     this.startReply(kind, false, this.tts!, async function* (session, reply, ctx, messages) {
@@ -403,10 +417,19 @@ export class CallSession implements CallTransportHandler {
       endsCall,
     };
     this.reply = reply;
+    if (kind === 'answer' || kind === 'dtmf' || kind === 'greeting') this.deadline.owe(originMs);
     this.metrics.turns.push(reply.timings);
     this.turns.setBotSpeaking(true);
     const ctx = this.context(AbortSignal.any([this.callAbort.signal, reply.abort.signal]));
-    this.runReply(reply, tts, text(this, reply, ctx, history), ctx).catch((err: unknown) => this.fail(err, 'reply failed'));
+    this.runReply(reply, tts, this.queuedPieces(reply, text(this, reply, ctx, history)), ctx).catch((err: unknown) => this.fail(err, 'reply failed'));
+  }
+
+  /** The reply's pieces on their way to the voice, noted so an interruption can tell which sentence was playing. */
+  private async *queuedPieces(reply: Reply, pieces: AsyncIterable<string>): AsyncIterable<string> {
+    for await (const piece of pieces) {
+      if (this.reply === reply) this.conversation?.notePieceQueued(piece);
+      yield piece;
+    }
   }
 
   private async runReply(reply: Reply, tts: TtsProvider, text: AsyncIterable<string>, ctx: ProviderContext): Promise<void> {
@@ -461,7 +484,10 @@ export class CallSession implements CallTransportHandler {
     // Retrying cannot fix a refused key or a bad request: say so once, plainly, and end the call.
     const fatal = cause instanceof ProviderError && !cause.retryable;
     if (fatal) this.log.error({ provider: cause.provider, stage, turn: reply.timings.turn, error: cause.message }, `${cause.provider} refused the request; ending the call`);
-    else this.log.warn({ err: cause, stage, turn: reply.timings.turn }, 'reply failed');
+    else {
+      const provider = cause instanceof ProviderError ? cause.provider : undefined;
+      this.log.warn({ provider, stage, turn: reply.timings.turn, error: cause instanceof Error ? cause.message : String(cause) }, `${provider ?? stage} failed; apologising`);
+    }
     if (this.reply !== reply) return;
     if (reply.timings.kind === 'apology' || reply.endsCall) {
       // Even the apology or goodbye could not be spoken: end the reply (and the call if due).
@@ -477,6 +503,39 @@ export class CallSession implements CallTransportHandler {
       return;
     }
     this.speakFixed('apology', llmFailed ? PHRASES.llmFailed : PHRASES.ttsFailed, !llmFailed);
+  }
+
+  /**
+   * The caller has waited the whole turn deadline and heard nothing: abandon the silent reply
+   * (its retries too) and apologise in the built-in voice, which answers at once whichever vendor
+   * hung. Never over the caller: a turn of theirs in progress is answered the moment it ends.
+   */
+  private onTurnDeadline(): void {
+    if (this.ended || this.ending) return;
+    const reply = this.reply;
+    if (reply && reply.audioMs > 0) return; // its first audio is going out now
+    if (reply) {
+      this.reply = undefined;
+      reply.abort.abort();
+      this.playout.clear();
+      this.conversation?.truncateReply(0, 0);
+      this.turns.setBotSpeaking(false);
+    }
+    if (this.turns.turnOpen) return;
+    this.apologiseForDeadline();
+  }
+
+  private apologiseForDeadline(): void {
+    // The stage that kept the caller waiting: the model if it never wrote a word, else the voice.
+    const answer = this.metrics.turns.findLast((t) => t.kind === 'answer' || t.kind === 'dtmf' || t.kind === 'greeting');
+    const stage = answer?.llmFirstTokenMs === undefined ? 'llm' : 'tts';
+    const provider = stage === 'llm' ? this.llm?.name : this.tts?.name;
+    this.metrics.providerErrors += 1;
+    this.log.warn(
+      { provider, stage, waitedMs: this.deadline.waitedMs(), turnDeadlineMs: this.deadline.deadlineMs },
+      `${provider ?? stage} gave nothing to say within the turn deadline; apologising`,
+    );
+    this.speakFixed('apology', stage === 'llm' ? PHRASES.llmFailed : PHRASES.ttsFailed, true);
   }
 
   private onReplyPlayed(generation: number): void {

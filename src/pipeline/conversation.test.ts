@@ -26,6 +26,38 @@ describe('Conversation', () => {
     expect(c.messages.at(-1)).toEqual({ role: 'assistant', content: kept });
   });
 
+  it('keeps the heard words of the sentence still being synthesised, at a default pace before the voice has shown its own', () => {
+    const c = new Conversation([]);
+    c.addUser('Do you have rooms?');
+    c.beginReply();
+    c.appendReplyText('We have rooms with a view. Breakfast is included.');
+    c.notePieceQueued('We have rooms with a view.');
+    c.notePieceQueued('Breakfast is included.');
+    // Nothing reported spoken yet; 650 ms at 65 ms a character is ten characters: "We have roo".
+    expect(c.truncateReply(650, 700)).toBe('We have…');
+    c.addUser('Which view?');
+    expect(c.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
+  });
+
+  it('measures the sentence in flight at the pace of the sentences already spoken, or by the audio produced for it when longer', () => {
+    const c = new Conversation([]);
+    c.addUser('Weather?');
+    c.beginReply();
+    c.appendReplyText('It is sunny. Tomorrow brings rain.');
+    c.notePieceQueued('It is sunny.');
+    c.notePieceQueued('Tomorrow brings rain.');
+    c.notePiece('It is sunny.', 0, 1200); // 100 ms a character
+    // 1000 ms into the second sentence: ten characters, "Tomorrow b".
+    expect(c.truncateReply(2200, 2300)).toBe('It is sunny. Tomorrow…');
+
+    c.addUser('And then?');
+    c.beginReply();
+    c.appendReplyText('Tomorrow brings rain.');
+    c.notePieceQueued('Tomorrow brings rain.');
+    // The voice produced 4000 ms for 21 characters already: 2000 ms heard is half of it.
+    expect(c.truncateReply(2000, 4000)).toBe('Tomorrow…');
+  });
+
   it('drops a reply the caller heard nothing of, and joins the next user turn to the previous one', () => {
     const c = new Conversation([]);
     c.addUser('Hello');

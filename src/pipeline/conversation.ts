@@ -10,12 +10,18 @@ export function messageText(message: ChatMessage): string {
     .join('\n');
 }
 
-/** Where each spoken piece of a reply starts and ends in the reply's audio. */
-interface SpokenPiece {
-  text: string;
+/** Words of a reply the voice reported spoken, and where they lie in the reply's audio. */
+interface SpokenSpan {
+  words: string[];
   startMs: number;
   endMs: number;
 }
+
+/**
+ * The pace assumed for the sentence being spoken until the call's voice has shown its own: about
+ * 15 characters a second, usual for synthetic speech.
+ */
+export const DEFAULT_MS_PER_CHAR = 65;
 
 /**
  * The LLM context of a call: the initial messages, then user turns and the bot's replies. A reply
@@ -25,7 +31,13 @@ interface SpokenPiece {
 export class Conversation {
   readonly messages: LlmMessage[];
   private replyIndex = -1;
-  private pieces: SpokenPiece[] = [];
+  /** The words of each piece (sentence) of the current reply handed to the voice, in order. */
+  private sentences: string[][] = [];
+  /** What the voice reported spoken of the current reply, in order. */
+  private spans: SpokenSpan[] = [];
+  /** The voice's pace on this call so far, from reported spans: their audio and characters. */
+  private spokenMs = 0;
+  private spokenChars = 0;
 
   constructor(initial: ChatMessage[]) {
     this.messages = initial.map((m) => ({
@@ -36,7 +48,7 @@ export class Conversation {
 
   addUser(text: string): void {
     const last = this.messages.at(-1);
-    // Two user turns in a row (the bot's reply was cut before any audio) read as one.
+    // Two user turns in a row (the caller heard nothing of the reply between them) read as one.
     if (last?.role === 'user' && this.replyIndex < 0) last.content = `${last.content} ${text}`;
     else this.messages.push({ role: 'user', content: text });
     this.replyIndex = -1;
@@ -46,7 +58,8 @@ export class Conversation {
   beginReply(): void {
     this.messages.push({ role: 'assistant', content: '' });
     this.replyIndex = this.messages.length - 1;
-    this.pieces = [];
+    this.sentences = [];
+    this.spans = [];
   }
 
   /** Text the LLM produced (kept even if not spoken yet; cut on interruption). */
@@ -55,9 +68,24 @@ export class Conversation {
     if (message) message.content += text;
   }
 
-  /** A piece of the reply was synthesised and occupies [startMs, endMs) of the reply's audio. */
+  /** A piece (a sentence) of the reply was handed to the voice. */
+  notePieceQueued(text: string): void {
+    const pieceWords = wordsOf(text);
+    if (pieceWords.length > 0) this.sentences.push(pieceWords);
+  }
+
+  /**
+   * The voice reported `text` (the next words of the reply, a sentence or fewer) spoken: it
+   * occupies [startMs, endMs) of the reply's audio.
+   */
   notePiece(text: string, startMs: number, endMs: number): void {
-    this.pieces.push({ text, startMs, endMs });
+    const spanWords = wordsOf(text);
+    if (spanWords.length === 0) return;
+    this.spans.push({ words: spanWords, startMs, endMs });
+    if (endMs > startMs) {
+      this.spokenMs += endMs - startMs;
+      this.spokenChars += spanWords.join(' ').length;
+    }
   }
 
   /** The reply is finished (played in full); its message stays as generated. */
@@ -67,34 +95,82 @@ export class Conversation {
   }
 
   /**
-   * The caller interrupted after hearing `heardMs` of the reply: keep whole pieces heard, and of
-   * the piece playing at that moment the share of words matching the share of its audio.
+   * The caller interrupted after hearing `heardMs` of the reply, of which `producedMs` had been
+   * synthesised. Keeps the words heard: spans the voice reported count whole when heard to their
+   * end; within a span, and in the sentence still being spoken (whose length in time is not known
+   * yet: the larger of the audio produced for it and its characters at the voice's pace), words
+   * count by their share of the characters, to the nearest word boundary. A reply of which the
+   * caller heard no word is dropped, so the caller's next words join their previous turn.
    */
-  truncateReply(heardMs: number): string {
+  truncateReply(heardMs: number, producedMs = heardMs): string {
     const message = this.replyIndex >= 0 ? this.messages[this.replyIndex] : undefined;
     if (!message) return '';
     const kept: string[] = [];
-    for (const piece of this.pieces) {
-      if (piece.endMs <= heardMs) {
-        kept.push(piece.text);
+    let reportedWords = 0;
+    let reportedEndMs = 0;
+    let cut = false;
+    for (const span of this.spans) {
+      if (span.endMs <= heardMs) {
+        kept.push(...span.words);
+        reportedWords += span.words.length;
+        reportedEndMs = span.endMs;
         continue;
       }
-      if (piece.startMs < heardMs) {
-        const words = piece.text.split(/\s+/);
-        const share = (heardMs - piece.startMs) / Math.max(1, piece.endMs - piece.startMs);
-        const count = Math.floor(words.length * share);
-        if (count > 0) kept.push(`${words.slice(0, count).join(' ')}…`);
-      }
+      if (span.startMs < heardMs) kept.push(...wordsHeard(span.words, (heardMs - span.startMs) / Math.max(1, span.endMs - span.startMs)));
+      cut = true;
       break;
     }
-    message.content = kept.join(' ');
+    if (!cut && heardMs > reportedEndMs) {
+      const inFlight = this.sentenceAfter(reportedWords);
+      const estimatedMs = Math.max(producedMs - reportedEndMs, inFlight.join(' ').length * this.msPerChar());
+      kept.push(...wordsHeard(inFlight, (heardMs - reportedEndMs) / Math.max(1, estimatedMs)));
+    }
+    const generatedWords = wordsOf(message.content).length;
+    const text = kept.join(' ');
+    // The ellipsis tells the model its reply was cut off there.
+    message.content = text.length > 0 && kept.length < generatedWords ? `${text}…` : text;
     this.dropEmptyReply();
     this.replyIndex = -1;
     return message.content;
+  }
+
+  /** The rest of the sentence that holds the reply's word number `wordIndex` (0-based). */
+  private sentenceAfter(wordIndex: number): string[] {
+    let start = 0;
+    for (const sentence of this.sentences) {
+      if (wordIndex < start + sentence.length) return sentence.slice(wordIndex - start);
+      start += sentence.length;
+    }
+    return [];
+  }
+
+  private msPerChar(): number {
+    return this.spokenChars > 0 ? this.spokenMs / this.spokenChars : DEFAULT_MS_PER_CHAR;
   }
 
   private dropEmptyReply(): void {
     const message = this.replyIndex >= 0 ? this.messages[this.replyIndex] : undefined;
     if (message && message.content.trim().length === 0) this.messages.splice(this.replyIndex, 1);
   }
+}
+
+function wordsOf(text: string): string[] {
+  const trimmed = text.trim();
+  return trimmed.length === 0 ? [] : trimmed.split(/\s+/);
+}
+
+/**
+ * The words heard when `share` (0..1) of their speech was: those whose middle character falls
+ * within that share of the characters, so no word is cut and none more than half unheard is kept.
+ */
+function wordsHeard(words: string[], share: number): string[] {
+  const heardChars = Math.max(0, Math.min(1, share)) * words.join(' ').length;
+  let position = 0;
+  let count = 0;
+  for (const word of words) {
+    if (position + word.length / 2 > heardChars) break;
+    count += 1;
+    position += word.length + 1;
+  }
+  return words.slice(0, count);
 }

@@ -67,6 +67,11 @@ export class TurnController {
     private readonly scheduler: TurnScheduler = realScheduler,
   ) {}
 
+  /** The caller is speaking, or has just stopped and their turn is not decided yet. */
+  get turnOpen(): boolean {
+    return this.userSpeaking || this.timer !== undefined;
+  }
+
   /** Playout tells us whether bot audio is queued or playing (or a reply is being prepared). */
   setBotSpeaking(speaking: boolean): void {
     this.botSpeaking = speaking;

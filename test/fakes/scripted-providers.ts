@@ -104,9 +104,19 @@ export class ScriptedLlm implements LlmProvider {
   }
 }
 
+export interface ToneTtsPacing {
+  /**
+   * Deliver audio at about real time (one 100 ms chunk ahead), as streaming vendors do, instead
+   * of as fast as possible: the sentence being spoken is then still being synthesised.
+   */
+  realTime?: boolean;
+  /** Take the text and never answer: no audio, no error, until the reply is aborted (a hung vendor). */
+  hangs?: boolean;
+}
+
 /**
  * A TTS that speaks each piece as a steady tone, `msPerChar` long per character, delivered in
- * 100 ms chunks faster than real time, then says which text it completed.
+ * 100 ms chunks (faster than real time unless paced), then says which text it completed.
  */
 export class ToneTts implements TtsProvider {
   readonly name = 'tone_tts';
@@ -123,6 +133,7 @@ export class ToneTts implements TtsProvider {
     private readonly failAfterPieces?: number,
     /** The first this-many syntheses read one piece, then fail with a retryable error, before any audio. */
     private readonly dropFirstSyntheses = 0,
+    private readonly pacing: ToneTtsPacing = {},
   ) {}
 
   warmUp(): void {
@@ -136,8 +147,15 @@ export class ToneTts implements TtsProvider {
   async *synthesize(text: AsyncIterable<string>, ctx: ProviderContext): AsyncIterable<TtsOutput> {
     this.syntheses += 1;
     const drop = this.syntheses <= this.dropFirstSyntheses;
+    let clockStartMs: number | undefined;
+    let producedMs = 0;
     for await (const piece of text) {
       if (drop) throw new ProviderError('tone_tts', 'connection dropped', true);
+      if (this.pacing.hangs) {
+        this.pieces.push(piece);
+        await sleep(3_600_000, ctx.signal);
+        return;
+      }
       if (this.failAfterPieces !== undefined && this.pieces.length >= this.failAfterPieces) {
         throw new ProviderError('tone_tts', 'scripted failure');
       }
@@ -149,8 +167,13 @@ export class ToneTts implements TtsProvider {
           this.cancelled += 1;
           return;
         }
-        yield { type: 'audio', audio: tone(Math.min(100, totalMs - doneMs)) };
-        await sleep(5, ctx.signal);
+        const chunkMs = Math.min(100, totalMs - doneMs);
+        clockStartMs ??= performance.now();
+        yield { type: 'audio', audio: tone(chunkMs) };
+        producedMs += chunkMs;
+        // Real time: the audio produced stays one chunk ahead of the wall clock.
+        const waitMs = this.pacing.realTime ? clockStartMs + producedMs - 100 - performance.now() : 5;
+        await sleep(Math.max(0, waitMs), ctx.signal);
       }
       yield { type: 'spoken', text: piece };
     }

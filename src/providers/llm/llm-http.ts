@@ -1,7 +1,7 @@
 import { type EventSourceMessage, createParser } from 'eventsource-parser';
 import { z } from 'zod';
 import type { ProviderSettings } from '../registry.js';
-import { type ProviderContext, ProviderError } from '../types.js';
+import { type LlmDelta, type ProviderContext, ProviderError } from '../types.js';
 import { networkErrorText } from '../network-error.js';
 
 /**
@@ -126,6 +126,22 @@ export function parseEventData<S extends z.ZodType>(data: string, schema: S, ctx
     return undefined;
   }
   return parsed.data;
+}
+
+/**
+ * An adapter's deltas, passed through; a stream that ends without a single one (no events, or
+ * none the adapter could read) fails. A 200 that says nothing is a failed request, not a silent
+ * reply: the call apologises and counts it. Retryable, as a glitch may pass.
+ */
+export async function* nonEmptyReply(provider: string, deltas: AsyncIterable<LlmDelta>, ctx: ProviderContext): AsyncGenerator<LlmDelta, void, undefined> {
+  let any = false;
+  for await (const delta of deltas) {
+    any = true;
+    yield delta;
+  }
+  if (!any && !ctx.signal.aborted) {
+    throw new ProviderError(provider, 'empty reply: the stream ended without any text or tool call it could read', true);
+  }
 }
 
 /** Error types vendors use for failures that may pass (overload, rate limits, server trouble). */

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
 import { ProviderError } from '../../types.js';
-import { CALL_START_TURN, isRetryableErrorType, openAiToolFunction, parseEventData, splitImage, streamSse } from '../llm-http.js';
+import { CALL_START_TURN, isRetryableErrorType, openAiToolFunction, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
 import {
   ANTHROPIC_VERSION,
   type ContentBlock,
@@ -47,7 +47,11 @@ export class AnthropicLlm implements LlmProvider {
 
   constructor(private readonly config: AnthropicLlmConfig) {}
 
-  async *complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta> {
+  complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta> {
+    return nonEmptyReply(this.name, this.stream(request, ctx), ctx);
+  }
+
+  private async *stream(request: LlmRequest, ctx: ProviderContext): AsyncGenerator<LlmDelta> {
     const config = this.config;
     const events = streamSse(
       {

@@ -1,6 +1,6 @@
 import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
 import { ProviderError } from '../../types.js';
-import { CALL_START_TURN, endpointUrl, isRetryableErrorType, isRetryableStatus, openAiToolFunction, parseEventData, splitImage, streamSse } from '../llm-http.js';
+import { CALL_START_TURN, endpointUrl, isRetryableErrorType, isRetryableStatus, openAiToolFunction, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
 import { type Content, type Part, functionCallPart, generateContentResponse, textPart } from './gemini-messages.js';
 
 /** Finish reasons that mean the model's answer was withheld, not merely ended. */
@@ -34,7 +34,11 @@ export class GeminiLlm implements LlmProvider {
     return endpointUrl(this.config.baseUrl, `/v1beta/models/${encodeURIComponent(model)}:streamGenerateContent?alt=sse`);
   }
 
-  async *complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta> {
+  complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta> {
+    return nonEmptyReply(this.name, this.stream(request, ctx), ctx);
+  }
+
+  private async *stream(request: LlmRequest, ctx: ProviderContext): AsyncGenerator<LlmDelta> {
     const config = this.config;
     const events = streamSse(
       {

@@ -183,6 +183,14 @@ describe('OpenAI-compatible LLM against the emulator', () => {
     await vi.waitFor(() => expect(emulator.stats.abortedByClient).toBe(1));
   });
 
+  it('a complete stream without any text or tool call is an empty reply, a retryable failure', async () => {
+    await start({ replies: [''] });
+    const llm = createOpenAiCompatibleLlm('openai', settings());
+    const err = await failure(collect(llm));
+    expect(err.retryable).toBe(true);
+    expect(err.message).toMatch(/^openai: empty reply/);
+  });
+
   it('headers without any event time out too', async () => {
     emulator.stallAfterTokens = 0;
     const llm = createOpenAiCompatibleLlm('openai', settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));

@@ -1,6 +1,6 @@
 import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
 import { ProviderError } from '../../types.js';
-import { isRetryableErrorType, isRetryableStatus, parseEventData, splitImage, streamSse } from '../llm-http.js';
+import { isRetryableErrorType, isRetryableStatus, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
 import { type ChatMessage, DONE_SENTINEL, type StreamPayload, streamPayload } from './openai-messages.js';
 
 export interface OpenAiLlmConfig {
@@ -39,7 +39,11 @@ export class OpenAiLlm implements LlmProvider {
     this.name = config.name;
   }
 
-  async *complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta> {
+  complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta> {
+    return nonEmptyReply(this.name, this.stream(request, ctx), ctx);
+  }
+
+  private async *stream(request: LlmRequest, ctx: ProviderContext): AsyncGenerator<LlmDelta> {
     const config = this.config;
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'text/event-stream' };
     if (config.apiKey) headers.authorization = `Bearer ${config.apiKey}`;

@@ -1,0 +1,93 @@
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PHRASES } from '../../src/pipeline/call-session.js';
+import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
+import { type CallServer, startCallServer } from '../helpers/call-server.js';
+
+/**
+ * An LLM vendor that answers 200 with an event stream the adapter cannot use: the caller must
+ * hear an apology, /metrics must count a provider error, and the log must say which vendor.
+ */
+
+/** Events no LLM wire format can read: broken JSON, JSON of no known shape, an HTML page. */
+const GARBAGE =
+  'data: {"broken": \n\n' +
+  'data: 12345\n\n' +
+  'event: weird\ndata: {"type":"nonsense","candidates":"no"}\n\n' +
+  'data: <html><body>502 Bad Gateway</body></html>\n\n';
+
+let vendor: Server | undefined;
+let server: CallServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+  vendor?.closeAllConnections();
+  await new Promise<void>((resolve) => (vendor ? vendor.close(() => resolve()) : resolve()));
+  vendor = undefined;
+});
+
+/** A vendor endpoint that answers every POST with 200, an event-stream type and `body`. */
+async function startBrokenVendor(body: string): Promise<{ url: string; requests: () => number }> {
+  let requests = 0;
+  vendor = createServer((req, res) => {
+    requests += 1;
+    req.resume();
+    req.on('end', () => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => vendor!.listen(0, '127.0.0.1', resolve));
+  return { url: `http://localhost:${(vendor.address() as AddressInfo).port}`, requests: () => requests };
+}
+
+const VENDORS = [
+  { llm: 'openai', env: 'SWITCHBOARD_OPENAI_URL' },
+  { llm: 'anthropic', env: 'SWITCHBOARD_ANTHROPIC_URL' },
+  { llm: 'gemini', env: 'SWITCHBOARD_GEMINI_URL' },
+] as const;
+
+const CASES = VENDORS.flatMap((v) => [
+  { ...v, fault: 'garbage events', body: GARBAGE },
+  { ...v, fault: 'an empty stream', body: '' },
+]);
+
+async function providerErrorsCounted(): Promise<number> {
+  const text = await (await fetch(`${server!.baseUrl}/metrics`)).text();
+  return Number(/^switchboard_provider_errors_total (\d+)$/m.exec(text)?.[1] ?? 0);
+}
+
+describe('an LLM that answers 200 with nothing readable', () => {
+  it.each(CASES)('$llm, $fault: the caller hears an apology, the error is counted and logged', async ({ llm, env, body }) => {
+    const broken = await startBrokenVendor(body);
+    const tts = new ToneTts();
+    server = await startCallServer(
+      (registry) => {
+        registry.registerStt('scripted_stt', () => new ScriptedStt([])).registerTts('tone_tts', () => tts);
+      },
+      { [env]: broken.url },
+      { captureLogs: true },
+    );
+    const { wssUrl } = await server.createConfig({
+      services: { stt: 'scripted_stt', llm, tts: 'tone_tts' },
+      config: [],
+      api_keys: { [llm]: 'test-key-0123456789' },
+    });
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      scenario: { steps: [{ do: 'dtmf', digits: '1#' }, { do: 'wait-bot-audio', timeoutMs: 15_000 }, { do: 'wait-bot-silence', ms: 300 }] },
+    });
+
+    expect(report.outcome).toBe('completed');
+    expect(tts.pieces).toEqual([PHRASES.llmFailed]);
+    expect(report.metrics.bot.playedAudioMs).toBeGreaterThan(0);
+    expect(broken.requests()).toBeGreaterThanOrEqual(1);
+    const failure = await server.waitForLog((r) => (r.level as number) >= 40 && r.provider === llm && r.stage === 'llm');
+    expect(String(failure.error)).toMatch(/empty|readable/i);
+    // The call's provider errors reach /metrics when the call ends (a moment after the hang-up).
+    await expect.poll(providerErrorsCounted, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+  });
+});
