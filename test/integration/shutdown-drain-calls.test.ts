@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { type RunningEmulators, startEmulatorServer } from '../../src/emulators/emulator-server.js';
 import { OpenAiRealtimeEmulator } from '../../src/emulators/openai-realtime-emulator.js';
+import { EnvError, loadConfig } from '../../src/config/env.js';
 import { LiveCalls } from '../../src/lifecycle/live-calls.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { PHRASES } from '../../src/pipeline/call-session.js';
@@ -156,5 +157,17 @@ describe('draining live calls', () => {
     expect(result.close).toMatchObject({ code: CLOSE.goingAway, reason: 'no bot', by: 'server' });
     await drained;
     expect(liveCalls.count).toBe(0);
+  });
+});
+
+describe('SWITCHBOARD_DRAIN_TIMEOUT_SECS', () => {
+  it('defaults to 30 s, takes whole seconds from 0 to 3600, and a bad value stops start-up naming it', () => {
+    expect(loadConfig({}).drainTimeoutSecs).toBe(30);
+    expect(loadConfig({ SWITCHBOARD_DRAIN_TIMEOUT_SECS: '0' }).drainTimeoutSecs).toBe(0);
+    expect(loadConfig({ SWITCHBOARD_DRAIN_TIMEOUT_SECS: '120' }).drainTimeoutSecs).toBe(120);
+    for (const bad of ['soon', '-1', '1.5', '3601']) {
+      expect(() => loadConfig({ SWITCHBOARD_DRAIN_TIMEOUT_SECS: bad })).toThrow(EnvError);
+      expect(() => loadConfig({ SWITCHBOARD_DRAIN_TIMEOUT_SECS: bad })).toThrow(/SWITCHBOARD_DRAIN_TIMEOUT_SECS/);
+    }
   });
 });
