@@ -161,7 +161,8 @@ function botSegmentsAfter(report: CallReport, atMs: number): number {
   return report.timeline.filter((e) => e.kind === 'bot-audio-start' && e.atMs >= atMs).length;
 }
 
-describe('SIGTERM drains the server', () => {
+// Each test starts two processes and a real-time call: on a busy machine that takes a while.
+describe('SIGTERM drains the server', { timeout: 120_000 }, () => {
   it('lets a call in progress go on: its reply completes, new calls are refused, and the process exits 0 when the caller hangs up', async () => {
     // A drain limit far beyond the test: the process must exit because the call ended, not because time ran out.
     const server = await serve({ SWITCHBOARD_DRAIN_TIMEOUT_SECS: '600' });
