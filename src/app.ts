@@ -25,6 +25,7 @@ import { DialinCalls } from './dialin/dialin-calls.js';
 import { HoldMusic } from './dialin/hold-music.js';
 import { DialoutService } from './dialout/dialout-service.js';
 import { DialinConfigsRepo } from './store/dialin-configs-repo.js';
+import { LiveCalls } from './lifecycle/live-calls.js';
 import type { OpenedDatabase } from './store/database.js';
 import { type CallRuntime, defaultRuntime } from './runtime.js';
 import { mediaStreamRoutes } from './telephony/media-stream-route.js';
@@ -49,6 +50,8 @@ export interface AppDeps {
   runtime?: CallRuntime;
   /** What /metrics serves; one per app. */
   metrics?: ServiceMetrics;
+  /** The calls in progress, and whether new ones are taken; the server drains through it on SIGTERM. */
+  liveCalls?: LiveCalls;
 }
 
 /** Constant-time check of `Bearer <token>`. */
@@ -63,6 +66,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, database, secrets } = deps;
   const runtime = deps.runtime ?? defaultRuntime();
   const metrics = deps.metrics ?? new ServiceMetrics();
+  const liveCalls = deps.liveCalls ?? new LiveCalls();
   runtime.clock.onTickLag = (lagMs) => metrics.observePlayoutTickLag(lagMs);
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
@@ -116,6 +120,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
 
   app.get('/healthz', async (_request, reply) => {
+    // A load balancer stops sending new calls here while the live ones finish.
+    if (liveCalls.isDraining) return sendError(reply, new ApiError('service-unavailable', 'the server is shutting down'));
     if (!database.ping()) return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
     return { status: 'ok', version: VERSION };
   });
@@ -139,6 +145,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     policy: { allowLinkLocal: config.webhookAllowLinkLocal },
     holdTimeoutMs: config.dialinHoldTimeoutSecs * 1000,
     holdMusic: new HoldMusic({ allowLinkLocal: config.webhookAllowLinkLocal }, deps.logger as Logger),
+    liveCalls,
     log: deps.logger as Logger,
   });
 
@@ -153,9 +160,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     session: { ...runtime, env: config.env, observer: metrics, turnDeadlineMs: config.turnDeadlineSecs * 1000 },
     recordings,
+    liveCalls,
     log: deps.logger as Logger,
   });
-  app.addHook('preClose', async () => rooms.closeAll('server shutting down'));
+  // Closing the app ends whatever calls are still live, each closed with 1001 "going away"
+  // (before the websocket plugin closes the sockets without a code).
+  app.addHook('preClose', async () => liveCalls.endAllNow());
 
   await app.register(
     async (v1) => {
@@ -182,6 +192,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     authToken: config.twilio.authToken,
     dialin: { config: pinless, calls: dialinCalls },
     dialout,
+    liveCalls,
   });
 
   await app.register(recordingDownloadRoutes, { service: recordings });
@@ -196,6 +207,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       dialout,
       rooms,
       recordings,
+      liveCalls,
       service: botConfigs,
       publicUrl: config.publicUrl,
       authToken,
@@ -208,7 +220,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
       },
     });
-    await sockets.register(roomRoutes, { rooms });
+    await sockets.register(roomRoutes, { rooms, liveCalls });
   });
 
   return app;

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { AppConfig } from './config/env.js';
+import { LiveCalls } from './lifecycle/live-calls.js';
 import { warmFliteWorker } from './providers/tts/flite/flite-worker-client.js';
 import { warmSileroWorker } from './vad/silero-worker-runner.js';
 import { createLogger, type Logger } from './observability/logger.js';
@@ -13,6 +14,12 @@ export interface RunningServer {
   database: OpenedDatabase;
   /** The base URL the server actually listens on (useful with PORT=0). */
   address: string;
+  /**
+   * Stops taking new calls and lets the live ones finish, up to SWITCHBOARD_DRAIN_TIMEOUT_SECS,
+   * after which the bots say goodbye. Resolves once no call is live; `close` comes next.
+   */
+  drain(): Promise<void>;
+  /** Ends any call still live (1001), finishes recordings, stops listening and closes the store. */
   close(): Promise<void>;
 }
 
@@ -41,7 +48,8 @@ export async function startServer(
   try {
     const secrets = SecretBox.forDataDir(config.dataDir);
     await bootstrapApiKey(config, new AccountsRepo(database.db), options.out ?? process.stdout);
-    const app = await buildApp({ config, database, secrets, logger });
+    const liveCalls = new LiveCalls();
+    const app = await buildApp({ config, database, secrets, logger, liveCalls });
     const address = await app.listen({ port: config.port, host: config.host });
     logger.info({ address, publicUrl: config.publicUrl, dataDir: config.dataDir }, 'switchboard listening');
     // The first call should not wait for the VAD model to load; calls that come sooner share the load.
@@ -59,6 +67,7 @@ export async function startServer(
       app,
       database,
       address,
+      drain: () => liveCalls.drain(config.drainTimeoutSecs * 1000, logger),
       close: () =>
         (closing ??= (async () => {
           await app.close();

@@ -2,20 +2,42 @@ import type { AppConfig } from '../config/env.js';
 import { createLogger } from '../observability/logger.js';
 import { startServer } from '../server.js';
 
-/** Runs until SIGINT/SIGTERM, then closes the server (letting calls end) and the store. */
+const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
+
+/**
+ * Runs until SIGINT or SIGTERM, then drains: new calls are refused, live calls go on for up to
+ * SWITCHBOARD_DRAIN_TIMEOUT_SECS and then hear the bot's goodbye; the server closes (recordings
+ * finished, store closed) as soon as the last call has ended. A second signal skips the wait:
+ * the calls still live are closed at once.
+ */
 export async function runServe(config: AppConfig): Promise<number> {
   const logger = createLogger(config.logLevel);
   const server = await startServer(config, { logger });
+  let signals = 0;
+  let onSignal: (signal: string) => void = () => undefined;
   await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      logger.info({ signal }, 'shutting down');
+    const closeServer = () =>
       server.close().then(resolve, (err: unknown) => {
         logger.error({ err }, 'shutdown failed');
         resolve();
       });
+    onSignal = (signal: string) => {
+      signals += 1;
+      if (signals === 1) {
+        logger.info({ signal }, 'shutting down');
+        server.drain().then(closeServer, (err: unknown) => {
+          logger.error({ err }, 'drain failed');
+          closeServer();
+        });
+      } else {
+        logger.info({ signal }, 'second signal: closing the live calls now');
+        closeServer();
+      }
     };
-    process.once('SIGINT', stop);
-    process.once('SIGTERM', stop);
+    for (const signal of SIGNALS) process.on(signal, onSignal);
   });
+  // Signals from here on get their default effect, should anything keep the process alive.
+  for (const signal of SIGNALS) process.off(signal, onSignal);
+  logger.info('switchboard stopped');
   return 0;
 }

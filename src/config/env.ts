@@ -37,6 +37,7 @@ const envSchema = z.object({
   SWITCHBOARD_ROOM_EMPTY_GRACE_SECS: z.coerce.number().int().min(0).max(3600).default(10),
   SWITCHBOARD_ROOM_IDLE_TIMEOUT_SECS: z.coerce.number().int().min(10).max(86_400).default(300),
   SWITCHBOARD_TURN_DEADLINE_SECS: z.coerce.number().min(1).max(60).default(8),
+  SWITCHBOARD_DRAIN_TIMEOUT_SECS: z.coerce.number().int().min(0).max(3600).default(30),
 });
 
 export interface AppConfig {
@@ -64,6 +65,8 @@ export interface AppConfig {
   metricsToken?: string;
   /** Rooms of POST /v1/bots/start: how many at once, who may join, when an unused room closes. */
   rooms: { maxRooms: number; maxParticipants: number; joinTimeoutSecs: number; emptyGraceSecs: number; idleTimeoutSecs: number };
+  /** On SIGTERM, live calls may go on this long before the bot says goodbye and they are closed. */
+  drainTimeoutSecs: number;
   /** The raw environment, for provider keys (`<VENDOR>_API_KEY`) and endpoint overrides. */
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -113,6 +116,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       emptyGraceSecs: e.SWITCHBOARD_ROOM_EMPTY_GRACE_SECS,
       idleTimeoutSecs: e.SWITCHBOARD_ROOM_IDLE_TIMEOUT_SECS,
     },
+    drainTimeoutSecs: e.SWITCHBOARD_DRAIN_TIMEOUT_SECS,
     env,
   };
 }

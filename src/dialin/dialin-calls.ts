@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.js';
+import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import type { CallStart, CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import { speakFixedPhrase } from '../pipeline/fixed-phrase.js';
 import { Playout, type PlayoutClock } from '../pipeline/playout.js';
@@ -26,6 +27,8 @@ interface WaitingCall {
   holder?: HoldingLeg;
   state: 'waiting' | 'connected' | 'ended';
   timer: NodeJS.Timeout;
+  /** Tells the server's live calls this one is over (or now belongs to a room). */
+  release: () => void;
 }
 
 export interface DialinCallsOptions {
@@ -35,6 +38,8 @@ export interface DialinCallsOptions {
   holdTimeoutMs: number;
   /** Entries' hold_music_url, fetched and decoded; the chime plays until (and unless) it is ready. */
   holdMusic: HoldMusic;
+  /** Callers on hold count as live calls: a shutdown lets them wait, then says the no-bot message. */
+  liveCalls: LiveCalls;
   log: Logger;
 }
 
@@ -72,7 +77,12 @@ export class DialinCalls {
       entry,
       state: 'waiting',
       timer: setTimeout(() => this.giveUp(call), this.options.holdTimeoutMs),
+      release: () => undefined,
     };
+    call.release = this.options.liveCalls.add({
+      endWithGoodbye: () => this.giveUp(call, 1001),
+      endNow: () => (call.transport ? call.transport.close(1001, SHUTDOWN_REASON) : this.end(call)),
+    });
     this.calls.set(callId, call);
     const log = this.options.log.child({ callId, to });
     log.info('dial-in call waiting for a bot');
@@ -112,6 +122,8 @@ export class DialinCalls {
     if (!call.transport || !call.holder) throw new ApiError('invalid-request-error', `dialin_settings: call ${callId} has not connected its audio yet; try again in a moment`);
     call.state = 'connected';
     clearTimeout(call.timer);
+    // The room the caller joins is a live call of its own from here on.
+    call.release();
     const holder = call.holder;
     const transport = call.transport;
     return {
@@ -139,12 +151,18 @@ export class DialinCalls {
     return n;
   }
 
-  private giveUp(call: WaitingCall): void {
+  /**
+   * No bot came in time (the hold timeout, or the server's drain limit): the caller hears the
+   * entry's message, then the stream closes with `closeCode`.
+   */
+  private giveUp(call: WaitingCall, closeCode = 1000): void {
     if (call.state !== 'waiting') return;
     this.options.log.warn({ callId: call.callId, to: call.to }, 'no bot took the dial-in call in time');
     call.state = 'ended';
+    clearTimeout(call.timer);
     const message = call.entry.timeout_config?.message ?? DEFAULT_NO_BOT_MESSAGE;
-    if (call.holder) call.holder.sayAndHangUp(message, this.options.fallbackTts(), this.options.log);
+    if (call.holder) call.holder.sayAndHangUp(message, this.options.fallbackTts(), this.options.log, closeCode);
+    else call.release();
     this.calls.delete(call.callId);
   }
 
@@ -153,6 +171,7 @@ export class DialinCalls {
     call.state = 'ended';
     clearTimeout(call.timer);
     this.calls.delete(call.callId);
+    call.release();
   }
 }
 
@@ -165,6 +184,7 @@ class HoldingLeg implements CallTransportHandler {
   private started: CallStart | undefined;
   /** The no-bot message is playing: when it has played, hang up instead of looping. */
   private ending = false;
+  private closeCode = 1000;
 
   constructor(
     private readonly transport: CallTransport,
@@ -206,19 +226,20 @@ class HoldingLeg implements CallTransportHandler {
   }
 
   /** No bot came: stop the chime, say the message with the offline voice, then end the call. */
-  sayAndHangUp(message: string, tts: TtsProvider, log: Logger): void {
+  sayAndHangUp(message: string, tts: TtsProvider, log: Logger, closeCode = 1000): void {
     this.ending = true;
+    this.closeCode = closeCode;
     this.playout.clear();
     this.generation = this.playout.startReply();
     speakFixedPhrase(this.playout, this.generation, tts, message, new AbortController().signal, log).catch((err: unknown) => {
       log.error({ err }, 'could not say the no-bot message');
-      this.transport.close(1000, 'no bot');
+      this.transport.close(this.closeCode, 'no bot');
     });
   }
 
   private loop(): void {
     if (this.ending) {
-      this.transport.close(1000, 'no bot');
+      this.transport.close(this.closeCode, 'no bot');
       return;
     }
     if (this.next) return;

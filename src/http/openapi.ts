@@ -93,6 +93,7 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
           responses: {
             '200': ok('The room', { type: 'object', required: ['room_url', 'token'], properties: { room_url: { type: 'string' }, token: { type: 'string' } } }),
             ...commonErrors,
+            '503': { ...errorResponse, description: 'service-unavailable: the server is shutting down, or runs its maximum of rooms' },
           },
         },
       },

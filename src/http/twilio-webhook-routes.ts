@@ -4,6 +4,7 @@ import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { PinlessConfigService } from '../dialin/pinless-config.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
+import type { LiveCalls } from '../lifecycle/live-calls.js';
 import type { BotConfigService } from '../bots/bot-config-service.js';
 import type { AccountsRepo } from '../store/accounts-repo.js';
 import { buildSayHangupTwiml, buildStreamTwiml } from '../telephony/twiml.js';
@@ -19,6 +20,8 @@ export interface TwilioWebhookOptions {
   dialin: { config: PinlessConfigService; calls: DialinCalls };
   /** Outbound legs of rooms: the carrier asks for their TwiML on answer and reports their status. */
   dialout: DialoutService;
+  /** While the server drains, new calls get a 503 so the carrier can try its fallback URL. */
+  liveCalls: LiveCalls;
 }
 
 const XML = 'text/xml; charset=utf-8';
@@ -41,13 +44,21 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
     return false;
   }
 
+  /** A new call while the server drains: 503, which makes Twilio use the number's fallback URL if it has one. */
+  function refusedWhileDraining(request: FastifyRequest, reply: FastifyReply): boolean {
+    if (!opts.liveCalls.isDraining) return false;
+    request.log.info('new call refused: the server is shutting down');
+    void reply.status(503).type(XML).send(buildSayHangupTwiml('This service is restarting. Please call again in a moment.'));
+    return true;
+  }
+
   /**
    * The voice webhook of every number bought through this service, routed by `To`: a number with
    * pinless dial-in puts the caller on hold and tells the customer's server, which starts a bot.
    */
   app.post('/twilio/voice', async (request, reply) => {
     const params = (request.body ?? {}) as Record<string, unknown>;
-    if (!verified(request, reply, params)) return reply;
+    if (!verified(request, reply, params) || refusedWhileDraining(request, reply)) return reply;
     const to = typeof params.To === 'string' ? params.To : '';
     const from = typeof params.From === 'string' ? params.From.slice(0, 64) : 'unknown';
     const found = to ? await opts.dialin.config.findByAddress(to) : undefined;
@@ -90,7 +101,7 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
 
   app.post<{ Params: { id: string } }>('/twilio/voice/:id', async (request, reply) => {
     const params = (request.body ?? {}) as Record<string, unknown>;
-    if (!verified(request, reply, params)) return reply;
+    if (!verified(request, reply, params) || refusedWhileDraining(request, reply)) return reply;
     const config = await opts.service.loadForCall(request.params.id);
     if (!config) {
       return reply.status(404).type(XML).send(buildSayHangupTwiml('This bot is not available.'));

@@ -67,6 +67,7 @@ export interface CallEvents {
 /** Lines the bot says on its own. */
 export const PHRASES = {
   goodbye: 'We have reached the time limit for this call. Thank you for calling, goodbye!',
+  shutdown: 'Sorry, I have to end our call now. Thank you for calling, goodbye!',
   llmFailed: 'Sorry, I had a problem coming up with an answer. Could you say that again?',
   ttsFailed: 'Sorry, I had a problem speaking. Could you say that again?',
   sttFailed: 'Sorry, I cannot hear you right now. Please try calling again later.',
@@ -119,6 +120,8 @@ export class CallSession implements CallTransportHandler {
   private ending = false;
   /** Why the call is ending, once it is: the close reason the carrier sees. */
   private endReason = 'max_duration';
+  /** The websocket close code the call ends with (1001 when the server shuts down). */
+  private closeCode = 1000;
   private ended = false;
   private ready = false;
   private started = false;
@@ -552,17 +555,33 @@ export class CallSession implements CallTransportHandler {
 
   private sayGoodbye(): void {
     if (this.ended || this.ending) return;
-    this.ending = true;
     this.log.info({ maxDurationSecs: this.settings?.maxDurationSecs }, 'max duration reached');
-    this.speakFixed('goodbye', PHRASES.goodbye, false, true);
-    this.goodbyeTimer = setTimeout(() => this.endCall('max_duration'), GOODBYE_CAP_MS);
+    this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye);
+  }
+
+  /**
+   * Ends the call the way max_duration does: the bot stops what it is saying, says `text`, and
+   * the stream closes with `closeCode` and `reason`. A call not yet started closes at once; one
+   * already ending (a goodbye or apology playing) ends as it was going to.
+   */
+  endWithGoodbye(reason: string, closeCode: number, text: string = PHRASES.goodbye): void {
+    if (this.ended || this.ending) return;
+    this.closeCode = closeCode;
+    if (!this.ready) {
+      this.endCall(reason);
+      return;
+    }
+    this.ending = true;
+    this.endReason = reason;
+    this.speakFixed('goodbye', text, false, true);
+    this.goodbyeTimer = setTimeout(() => this.endCall(reason), GOODBYE_CAP_MS);
   }
 
   /** Our side ends the call: close the stream and, with carrier credentials, hang up over REST. */
   private endCall(reason: string): void {
     if (this.ended) return;
     const callSid = this.transport.callSid;
-    this.transport.close(1000, reason);
+    this.transport.close(this.closeCode, reason);
     if (callSid && this.deps.hangup) {
       this.deps.hangup(callSid).catch((err: unknown) => this.log.warn({ err }, 'carrier hang-up failed'));
     }

@@ -50,6 +50,9 @@ export class S2sCallSession implements CallTransportHandler {
   /** A fixed phrase (goodbye, apology) is playing; the call ends when it has. */
   private closingGeneration: number | undefined;
   private ending = false;
+  /** Why the call is ending, once it is, and the websocket close code it ends with. */
+  private endReason = 'error';
+  private closeCode = 1000;
   private ended = false;
   private started = false;
   private userSpokeAtMs = performance.now();
@@ -171,7 +174,7 @@ export class S2sCallSession implements CallTransportHandler {
 
   private onPlayed(generation: number): void {
     if (this.closingGeneration === generation) {
-      this.endCall(this.ending ? 'max_duration' : 'error');
+      this.endCall(this.endReason);
       return;
     }
     if (this.item?.generation === generation) {
@@ -205,10 +208,26 @@ export class S2sCallSession implements CallTransportHandler {
 
   private sayGoodbye(): void {
     if (this.ended || this.ending) return;
-    this.ending = true;
     this.log.info('max duration reached');
+    this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye);
+  }
+
+  /**
+   * Ends the call the way max_duration does: the bot's current item is cut, the offline voice says
+   * `text`, and the stream closes with `closeCode` and `reason`. A call not yet started closes at
+   * once; one already ending ends as it was going to.
+   */
+  endWithGoodbye(reason: string, closeCode: number, text: string = PHRASES.goodbye): void {
+    if (this.ended || this.ending) return;
+    this.closeCode = closeCode;
+    if (!this.started) {
+      this.endCall(reason);
+      return;
+    }
+    this.ending = true;
+    this.endReason = reason;
     if (this.item) this.interrupt('speech');
-    this.speakAndEnd(PHRASES.goodbye);
+    this.speakAndEnd(text);
   }
 
   private onVendorLost(error: ProviderError): void {
@@ -245,7 +264,7 @@ export class S2sCallSession implements CallTransportHandler {
   private endCall(reason: string): void {
     if (this.ended) return;
     const callSid = this.transport.callSid;
-    this.transport.close(1000, reason);
+    this.transport.close(this.closeCode, reason);
     if (callSid && this.deps.hangup) this.deps.hangup(callSid).catch((err: unknown) => this.log.warn({ err }, 'carrier hang-up failed'));
   }
 }

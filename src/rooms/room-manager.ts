@@ -3,9 +3,11 @@ import type { Logger } from 'pino';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import { ApiError } from '../http/errors.js';
+import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import type { CallSessionDeps } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
+import { ROOM_CLOSE } from './room-messages.js';
 import { Room, type RoomLimits } from './room.js';
 import type { RoomTokens } from './room-tokens.js';
 
@@ -17,6 +19,8 @@ export interface RoomManagerOptions {
   session: Omit<CallSessionDeps, 'log' | 'events' | 'latestImage' | 'turnPolicy'>;
   /** Records rooms whose configuration asks for it (`recording_settings.type = "cloud"`). */
   recordings?: RecordingsService;
+  /** Every room is registered here; while the server drains, no room opens. */
+  liveCalls: LiveCalls;
   log: Logger;
 }
 
@@ -45,8 +49,13 @@ export class RoomManager {
     return this.rooms.size;
   }
 
-  /** Throws a 503 ApiError when the server is at its room limit (checked before anything is claimed). */
+  /** Throws a 503 ApiError when the server is shutting down or at its room limit (checked before anything is claimed). */
   assertCapacity(): void {
+    if (this.options.liveCalls.isDraining) throw new ApiError('service-unavailable', 'this server is shutting down; try again (another server will answer)');
+    this.assertRoomLimit();
+  }
+
+  private assertRoomLimit(): void {
     if (this.rooms.size >= this.options.maxRooms) {
       throw new ApiError('service-unavailable', `this server is running its maximum of ${this.options.maxRooms} rooms; try again later`);
     }
@@ -54,9 +63,11 @@ export class RoomManager {
 
   /** Opens a room with its bot and returns the room's name and a token to join it. */
   start(request: StartRoomRequest): { name: string; token: string; room: Room } {
-    this.assertCapacity();
+    // Not refused while draining: a telephony call accepted just before the signal still gets its room.
+    this.assertRoomLimit();
     const name = randomBytes(9).toString('base64url');
     const maxDurationMs = request.config.body.max_duration * 1000;
+    let release = (): void => undefined;
     const room = new Room({
       name,
       config: { ...request.config, id: `room-${name}` },
@@ -69,7 +80,13 @@ export class RoomManager {
       log: this.options.log,
       onClosed: (closed) => {
         if (this.rooms.get(closed.name) === closed) this.rooms.delete(closed.name);
+        release();
       },
+    });
+    release = this.options.liveCalls.add({
+      endWithGoodbye: () => room.endWithGoodbye(),
+      endNow: () => room.close(SHUTDOWN_REASON, ROOM_CLOSE.goingAway),
+      onDrain: () => room.drain(),
     });
     this.rooms.set(name, room);
     if (request.phoneCall) room.addPhoneCall(request.phoneCall);
@@ -79,10 +96,5 @@ export class RoomManager {
 
   get(name: string): Room | undefined {
     return this.rooms.get(name);
-  }
-
-  /** Server shutdown: every room ends now. */
-  closeAll(reason: string): void {
-    for (const room of [...this.rooms.values()]) room.close(reason);
   }
 }

@@ -15,6 +15,8 @@ export const CLIENT_SAMPLE_RATES_HZ = [8000, 16000, 24000, 44100, 48000] as cons
 /** Close codes of the room socket, each with a human-readable reason sent along. */
 export const ROOM_CLOSE = {
   normal: 1000,
+  /** The server is shutting down: a join while it drains, or the room ended at the drain limit. */
+  goingAway: 1001,
   /** Malformed message, audio before client-ready, unknown message type. */
   policyViolation: 1008,
   internalError: 1011,

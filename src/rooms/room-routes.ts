@@ -1,11 +1,14 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import { roomPageHtml } from './client/room-page.js';
 import { ROOM_CLOSE } from './room-messages.js';
 import type { RoomManager } from './room-manager.js';
 
 export interface RoomRoutesOptions {
   rooms: RoomManager;
+  /** While the server drains, nobody new joins a room. */
+  liveCalls: LiveCalls;
 }
 
 /** Room names are base64url; anything else is not a room. */
@@ -45,6 +48,11 @@ export async function roomRoutes(app: FastifyInstance, opts: RoomRoutesOptions):
     if (!check.ok) {
       log.info({ why: check.why }, 'room token refused');
       socket.close(check.why === 'wrong-room' ? ROOM_CLOSE.wrongRoom : ROOM_CLOSE.invalidToken, check.message);
+      return;
+    }
+    if (opts.liveCalls.isDraining) {
+      log.info('room join refused: the server is shutting down');
+      socket.close(ROOM_CLOSE.goingAway, SHUTDOWN_REASON);
       return;
     }
     const room = opts.rooms.get(name);

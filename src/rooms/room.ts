@@ -3,7 +3,8 @@ import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import type { AttachableTransport, DialoutRoom } from '../dialout/dialout-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
-import { CallSession, type CallEvents, type CallSessionDeps } from '../pipeline/call-session.js';
+import { SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
+import { CallSession, type CallEvents, type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
 import type { CallTransportHandler } from '../pipeline/call-transport.js';
 import { S2sCallSession } from '../pipeline/s2s-call-session.js';
 import { tapHandler, tapTransport } from '../recordings/recording-tap.js';
@@ -60,6 +61,8 @@ export class Room implements DialoutRoom {
   private latestImage: string | undefined;
   private started = false;
   private closed = false;
+  /** The server is shutting down: nobody new can join, so an empty room has no one left to wait for. */
+  private draining = false;
   private botSpeaking = false;
   private userSpeaking = false;
   private joinTimer: NodeJS.Timeout | undefined;
@@ -74,7 +77,7 @@ export class Room implements DialoutRoom {
     this.name = options.name;
     this.accountId = options.config.accountId;
     this.log = options.log.child({ room: options.name });
-    this.transport = new RoomTransport((_code, reason) => this.close(reason));
+    this.transport = new RoomTransport((code, reason) => this.close(reason, code));
     // Speech-to-speech profiles hand the whole conversation to one vendor session, as on the phone.
     const Session = isSpeechToSpeech(options.config.body.bot_profile) ? S2sCallSession : CallSession;
     // A recorded room: the mix of participants is the caller track, the bot's frames the bot track.
@@ -195,8 +198,21 @@ export class Room implements DialoutRoom {
     this.closeListeners.push(listener);
   }
 
-  /** Ends the room for everyone; the session is told once. */
-  close(reason: string): void {
+  /** The server began draining: an empty room closes now; one in use goes on. */
+  drain(): void {
+    this.draining = true;
+    if (this.members.size === 0 && this.ringingDialouts === 0) this.close(SHUTDOWN_REASON, ROOM_CLOSE.goingAway);
+  }
+
+  /** The drain limit: the bot says goodbye (as at max_duration), then everyone is closed with 1001. */
+  endWithGoodbye(): void {
+    if (this.closed) return;
+    if (!this.started) this.close(SHUTDOWN_REASON, ROOM_CLOSE.goingAway);
+    else this.session.endWithGoodbye(SHUTDOWN_REASON, ROOM_CLOSE.goingAway, PHRASES.shutdown);
+  }
+
+  /** Ends the room for everyone, their sockets closed with `code`; the session is told once. */
+  close(reason: string, code: number = ROOM_CLOSE.normal): void {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.joinTimer);
@@ -205,8 +221,8 @@ export class Room implements DialoutRoom {
     clearTimeout(this.hardStopTimer);
     this.transport.end(reason);
     for (const member of [...this.members.keys()]) {
-      if (member instanceof BrowserParticipant) member.close(ROOM_CLOSE.normal, `room closed: ${reason}`);
-      else member.transport.close(ROOM_CLOSE.normal, `room closed: ${reason}`);
+      if (member instanceof BrowserParticipant) member.close(code, `room closed: ${reason}`);
+      else member.transport.close(code, `room closed: ${reason}`);
     }
     this.members.clear();
     for (const listener of this.closeListeners.splice(0)) listener();
@@ -257,7 +273,9 @@ export class Room implements DialoutRoom {
 
   private armEmptyTimer(): void {
     this.clearEmptyTimer();
-    this.emptyTimer = setTimeout(() => this.close('everyone left'), this.options.limits.emptyGraceMs);
+    // While draining nobody can (re)join: waiting would only hold up the shutdown.
+    if (this.draining) this.close(SHUTDOWN_REASON, ROOM_CLOSE.goingAway);
+    else this.emptyTimer = setTimeout(() => this.close('everyone left'), this.options.limits.emptyGraceMs);
   }
 
   private clearEmptyTimer(): void {

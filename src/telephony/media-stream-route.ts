@@ -5,9 +5,10 @@ import type { BotConfigForCall, BotConfigService } from '../bots/bot-config-serv
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
+import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import type { RoomManager } from '../rooms/room-manager.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
-import { CallSession, type CallSessionDeps } from '../pipeline/call-session.js';
+import { CallSession, type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
 import { S2sCallSession } from '../pipeline/s2s-call-session.js';
 import { tapHandler, tapTransport } from '../recordings/recording-tap.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
@@ -29,6 +30,8 @@ export interface MediaStreamOptions {
   rooms: RoomManager;
   /** Records calls whose configuration has recording_settings.type = "cloud". */
   recordings?: RecordingsService;
+  /** Every call is registered here; while the server drains, new streams are refused. */
+  liveCalls: LiveCalls;
 }
 
 /** Largest websocket message accepted; a 20 ms media frame is about 300 bytes of JSON. */
@@ -95,6 +98,11 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
       transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
       return;
     }
+    if (opts.liveCalls.isDraining) {
+      log.info('media stream refused: the server is shutting down');
+      transport.close(CLOSE.goingAway, SHUTDOWN_REASON);
+      return;
+    }
 
     opts.service
       .loadForCall(request.params.id)
@@ -112,6 +120,12 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
         try {
           const session = new Session(recorder ? tapTransport(transport, recorder) : transport, config, { ...opts.session, log });
           transport.attach(recorder ? tapHandler(session, recorder) : session);
+          transport.whenEnded(
+            opts.liveCalls.add({
+              endWithGoodbye: () => session.endWithGoodbye(SHUTDOWN_REASON, CLOSE.goingAway, PHRASES.shutdown),
+              endNow: () => transport.close(CLOSE.goingAway, SHUTDOWN_REASON),
+            }),
+          );
         } catch (err) {
           void recorder?.finish();
           throw err;

@@ -50,6 +50,7 @@ export class TwilioTransport implements CallTransport {
   private windowCount = 0;
   private mediaPrefixSid: string | undefined;
   private mediaPrefix = '';
+  private readonly endListeners: Array<() => void> = [];
 
   constructor(
     private readonly socket: WebSocket,
@@ -71,6 +72,12 @@ export class TwilioTransport implements CallTransport {
     this.early = [];
     for (const message of early) this.dispatch(message);
     if (this.ended) handler.onEnd(this.endReason);
+  }
+
+  /** Runs `listener` once the leg has ended (at once if it already has), after the handler's onEnd. */
+  whenEnded(listener: () => void): void {
+    if (this.ended) listener();
+    else this.endListeners.push(listener);
   }
 
   sendMedia(frame: Uint8Array): void {
@@ -213,6 +220,10 @@ export class TwilioTransport implements CallTransport {
     if (this.ended) return;
     this.ended = true;
     this.endReason = reason;
-    this.handler?.onEnd(reason);
+    try {
+      this.handler?.onEnd(reason);
+    } finally {
+      for (const listener of this.endListeners.splice(0)) listener();
+    }
   }
 }

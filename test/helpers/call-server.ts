@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/env.js';
+import type { LiveCalls } from '../../src/lifecycle/live-calls.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { ProviderRegistry } from '../../src/providers/registry.js';
 import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
@@ -33,7 +34,7 @@ export interface CallServer {
 export async function startCallServer(
   register: (registry: ProviderRegistry) => void,
   env: Record<string, string> = {},
-  options: { captureLogs?: boolean } = {},
+  options: { captureLogs?: boolean; liveCalls?: LiveCalls } = {},
 ): Promise<CallServer> {
   const dataDir = tempDataDir();
   // A known port, so the TwiML's stream URLs (built from the public URL) reach this server.
@@ -53,7 +54,7 @@ export async function startCallServer(
   const logger = options.captureLogs
     ? createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as CallServer['logs'][number]) })
     : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
-  const app = await buildApp({ config, database, secrets: SecretBox.forDataDir(dataDir), logger, runtime: defaultRuntime(registry) });
+  const app = await buildApp({ config, database, secrets: SecretBox.forDataDir(dataDir), logger, runtime: defaultRuntime(registry), liveCalls: options.liveCalls });
   const baseUrl = await app.listen({ port, host: '127.0.0.1' });
   return {
     app,
