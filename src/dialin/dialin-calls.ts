@@ -5,12 +5,12 @@ import type { CallStart, CallTransport, CallTransportHandler } from '../pipeline
 import { speakFixedPhrase } from '../pipeline/fixed-phrase.js';
 import { Playout, type PlayoutClock } from '../pipeline/playout.js';
 import type { TtsProvider } from '../providers/types.js';
+import type { AddressPolicy } from '../security/address-policy.js';
 import type { Account } from '../store/accounts-repo.js';
 import { deliverDialinWebhook } from './dialin-webhook.js';
 import { holdChime } from './hold-audio.js';
 import type { HoldMusic } from './hold-music.js';
 import type { PinlessEntry } from './pinless-config.js';
-import type { WebhookPolicy } from './webhook-client.js';
 
 export const DEFAULT_NO_BOT_MESSAGE = 'Sorry, no one is available to take your call right now. Please try again later.';
 
@@ -31,7 +31,7 @@ interface WaitingCall {
 export interface DialinCallsOptions {
   clock: PlayoutClock;
   fallbackTts: () => TtsProvider;
-  policy: WebhookPolicy;
+  policy: AddressPolicy;
   holdTimeoutMs: number;
   /** Entries' hold_music_url, fetched and decoded; the chime plays until (and unless) it is ready. */
   holdMusic: HoldMusic;

@@ -30,5 +30,6 @@ export async function startWebhookReceiver(secretFor: (to: string) => string | u
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/dialin`, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  // A host name, as customers configure it: the connection resolves it (and checks each address).
+  return { url: `http://localhost:${port}/dialin`, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }

@@ -153,5 +153,5 @@ async function startFileServer(files: Record<string, { type: string; body: Uint8
   });
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
   const { port } = httpServer.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, requests, close: () => new Promise<void>((resolve) => httpServer.close(() => resolve())) };
+  return { url: `http://localhost:${port}`, requests, close: () => new Promise<void>((resolve) => httpServer.close(() => resolve())) };
 }
