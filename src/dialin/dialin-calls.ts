@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.js';
+import type { AttachableTransport } from '../dialout/dialout-service.js';
 import type { CallStart, CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import { speakFixedPhrase } from '../pipeline/fixed-phrase.js';
 import { Playout, type PlayoutClock } from '../pipeline/playout.js';
@@ -22,11 +23,21 @@ interface WaitingCall {
   from: string;
   to: string;
   entry: PinlessEntry;
-  transport?: CallTransport;
+  transport?: AttachableTransport;
   holder?: HoldingLeg;
-  state: 'waiting' | 'connected' | 'ended';
+  /** A bot took the call before the carrier connected its audio: where the audio goes when it does. */
+  claimant?: { join: JoinLeg; lost: (reason: string) => void };
+  /**
+   * waiting: for a bot (with or without audio yet); claimed: a bot took it, its audio has not
+   * connected yet; connected: the bot has the caller's leg; ended: gone.
+   */
+  state: 'waiting' | 'claimed' | 'connected' | 'ended';
+  /** The hold timeout: bounds the wait for a bot, and for the audio of a claimed call. */
   timer: NodeJS.Timeout;
 }
+
+/** Takes the caller's leg: returns the handler that is given its audio from now on. */
+export type JoinLeg = (transport: CallTransport) => CallTransportHandler;
 
 export interface DialinCallsOptions {
   clock: PlayoutClock;
@@ -44,16 +55,25 @@ export interface ClaimedCall {
   from: string;
   to: string;
   namePrefix: string | undefined;
-  /** The caller's leg, held until now; attach a handler to take it over (the hold chime stops). */
-  transport: CallTransport;
-  attach(handler: CallTransportHandler): void;
+  /**
+   * Hands the caller's leg to the bot: at once when its audio is connected (the hold music stops),
+   * otherwise when the carrier connects it. A carrier connects the media stream some time after it
+   * fetched the TwiML, often after the webhook was answered; the hold timeout bounds the wait, and
+   * `lost` is told when the audio never came.
+   */
+  connect(join: JoinLeg, lost: (reason: string) => void): void;
+  /** The bot's room closed first: the call is let go (audio that arrives later is turned away). */
+  release(): void;
 }
 
 /**
  * Pinless dial-in calls in flight. An incoming call gets a callId, its media stream plays a hold
  * chime, the customer's room_creation_api is told (signed, retried), and the call waits for
- * POST /v1/bots/start to claim it with dialin_settings; without a bot by the hold timeout the
- * caller hears a polite message and the call ends. Every call, re-dials too, is a new callId.
+ * POST /v1/bots/start to claim it with dialin_settings, which may come before the carrier has
+ * connected the call's audio (the webhook leaves when the TwiML is fetched); the bot then takes the
+ * leg when it connects. Without a bot by the hold timeout the caller hears a polite message and the
+ * call ends; a claimed call whose audio has not come by then is let go, and its room told.
+ * Every call, re-dials too, is a new callId.
  */
 export class DialinCalls {
   private readonly calls = new Map<string, WaitingCall>();
@@ -91,11 +111,21 @@ export class DialinCalls {
     return callId;
   }
 
-  /** The carrier's media stream for a waiting call: play the hold chime until a bot claims it. */
-  connect(callId: string, transport: CallTransport & { attach(handler: CallTransportHandler): void }): boolean {
+  /**
+   * The carrier's media stream for a call: to the bot that has claimed it already, or the hold
+   * music until a bot does.
+   */
+  connect(callId: string, transport: AttachableTransport): boolean {
     const call = this.calls.get(callId);
-    if (!call || call.state !== 'waiting' || call.transport) return false;
+    if (!call || call.transport || (call.state !== 'waiting' && call.state !== 'claimed')) return false;
     call.transport = transport;
+    if (call.state === 'claimed') {
+      call.state = 'connected';
+      clearTimeout(call.timer);
+      this.options.log.info({ callId }, 'dial-in caller’s audio connected; the bot takes the call');
+      this.handOver(call, transport, call.claimant!.join);
+      return true;
+    }
     const musicUrl = call.entry.hold_music_url;
     const music = musicUrl ? () => this.options.holdMusic.get(musicUrl) : () => undefined;
     call.holder = new HoldingLeg(transport, this.options.clock, () => this.end(call), music);
@@ -103,31 +133,35 @@ export class DialinCalls {
     return true;
   }
 
-  /** POST /v1/bots/start with dialin_settings: hand the waiting caller to the bot. */
+  /** POST /v1/bots/start with dialin_settings: the waiting call is the bot's, audio or not yet. */
   claim(account: Account, callId: string, callDomain: string | undefined): ClaimedCall {
     const call = this.calls.get(callId);
     if (!call || call.accountId !== account.id) throw new ApiError('not-found', `dialin_settings: no dial-in call ${callId} is waiting`);
     if (callDomain !== undefined && callDomain !== call.callDomain) throw new ApiError('invalid-request-error', 'dialin_settings: callDomain does not match the call');
     if (call.state !== 'waiting') throw new ApiError('invalid-request-error', `dialin_settings: call ${callId} is no longer waiting`);
-    if (!call.transport || !call.holder) throw new ApiError('invalid-request-error', `dialin_settings: call ${callId} has not connected its audio yet; try again in a moment`);
-    call.state = 'connected';
-    clearTimeout(call.timer);
-    const holder = call.holder;
-    const transport = call.transport;
+    // Without audio yet, the call is the bot's from now on; the hold timer keeps running and bounds
+    // the wait for the carrier's media stream.
+    call.state = 'claimed';
     return {
       callId,
       from: call.from,
       to: call.to,
       namePrefix: call.entry.name_prefix,
-      transport,
-      attach: (handler) => {
-        holder.handOver(handler);
-        // Forget the call once it ends; the bot's session owns it now.
-        const onEnd = handler.onEnd.bind(handler);
-        handler.onEnd = (reason) => {
-          this.calls.delete(callId);
-          onEnd(reason);
-        };
+      connect: (join, lost) => {
+        if (call.state !== 'claimed') return lost(`call ${callId} has ended`);
+        if (call.transport) {
+          call.state = 'connected';
+          clearTimeout(call.timer);
+          this.handOver(call, call.transport, join);
+        } else {
+          call.claimant = { join, lost };
+        }
+      },
+      release: () => {
+        if (call.state !== 'claimed') return;
+        this.options.log.info({ callId }, 'the bot’s room closed before the dial-in caller’s audio connected');
+        this.forget(call);
+        call.transport?.close(1000, 'room closed');
       },
     };
   }
@@ -139,17 +173,38 @@ export class DialinCalls {
     return n;
   }
 
+  /** The caller's leg goes to the bot's handler; the call is forgotten when that leg ends. */
+  private handOver(call: WaitingCall, transport: AttachableTransport, join: JoinLeg): void {
+    const handler = join(transport);
+    const onEnd = handler.onEnd.bind(handler);
+    handler.onEnd = (reason) => {
+      this.calls.delete(call.callId);
+      onEnd(reason);
+    };
+    if (call.holder) call.holder.handOver(handler);
+    else transport.attach(handler);
+  }
+
   private giveUp(call: WaitingCall): void {
-    if (call.state !== 'waiting') return;
-    this.options.log.warn({ callId: call.callId, to: call.to }, 'no bot took the dial-in call in time');
-    call.state = 'ended';
+    if (call.state !== 'waiting' && call.state !== 'claimed') return;
+    const lost = call.state === 'claimed' ? call.claimant?.lost : undefined;
+    if (call.state === 'claimed') {
+      this.options.log.warn({ callId: call.callId, to: call.to }, 'the dial-in caller’s audio did not connect in time; the bot that took the call is let go');
+    } else {
+      this.options.log.warn({ callId: call.callId, to: call.to }, 'no bot took the dial-in call in time');
+    }
+    this.forget(call);
     const message = call.entry.timeout_config?.message ?? DEFAULT_NO_BOT_MESSAGE;
     if (call.holder) call.holder.sayAndHangUp(message, this.options.fallbackTts(), this.options.log);
-    this.calls.delete(call.callId);
+    lost?.('the dial-in caller’s audio never connected');
   }
 
   private end(call: WaitingCall): void {
     if (call.state === 'waiting') this.options.log.info({ callId: call.callId }, 'dial-in caller hung up while waiting');
+    this.forget(call);
+  }
+
+  private forget(call: WaitingCall): void {
     call.state = 'ended';
     clearTimeout(call.timer);
     this.calls.delete(call.callId);
@@ -167,7 +222,7 @@ class HoldingLeg implements CallTransportHandler {
   private ending = false;
 
   constructor(
-    private readonly transport: CallTransport,
+    private readonly transport: AttachableTransport,
     private readonly clock: PlayoutClock,
     private readonly onHangUp: () => void,
     /** The customer's hold music once loaded; each loop picks it up if it has arrived meanwhile. */
@@ -201,7 +256,7 @@ class HoldingLeg implements CallTransportHandler {
     this.playout.clear();
     this.clock.delete(this.playout);
     this.next = handler;
-    (this.transport as CallTransport & { attach(h: CallTransportHandler): void }).attach(handler);
+    this.transport.attach(handler);
     if (this.started) handler.onStart(this.started);
   }
 

@@ -116,7 +116,9 @@ describe('guardedLookup', () => {
 
     function getStatus(url: string, lookup: LookupFunction, autoSelectFamily: boolean): Promise<number> {
       return new Promise((resolve, reject) => {
-        const req = get(url, { lookup, autoSelectFamily, agent: false }, (res) => {
+        // No agent: the request makes its own connection, which takes net.connect's options.
+        const options = { lookup, agent: false, autoSelectFamily } as Parameters<typeof get>[1];
+        const req = get(url, options, (res) => {
           res.resume();
           res.on('end', () => resolve(res.statusCode ?? 0));
         });
