@@ -58,9 +58,8 @@ describe('addressProblem', () => {
     // Decimal and hex spellings are normalised by the URL parser before the check.
     expect(literalHostProblem(new URL('http://2130706433/'), PROVIDER)).toBe('points at 127.0.0.1, a loopback address');
     expect(literalHostProblem(new URL('http://0x7f.1/'), PROVIDER)).toBe('points at 127.0.0.1, a loopback address');
-    expect(literalHostProblem(new URL('http://localhost:11434/'), PROVIDER)).toBe('points at localhost, a loopback address');
-    expect(literalHostProblem(new URL('http://localhost:11434/'), PROVIDER_PRIVATE_OK)).toBeUndefined();
-    // Names are left to the connection.
+    // Names (localhost too) are left to the connection, which checks what they resolve to.
+    expect(literalHostProblem(new URL('http://localhost:11434/'), PROVIDER)).toBeUndefined();
     expect(literalHostProblem(new URL('https://models.example.com/v1'), PROVIDER)).toBeUndefined();
   });
 });

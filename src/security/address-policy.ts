@@ -38,6 +38,11 @@ export class AddressPolicyError extends Error {
   readonly code = 'EADDRNOTALLOWED';
 }
 
+/** Whether a failed connection was refused by the policy (retrying cannot change that). */
+export function isAddressRefusal(err: unknown): boolean {
+  return err instanceof AddressPolicyError || (err instanceof Error && err.cause instanceof AddressPolicyError);
+}
+
 function blockList(ranges: Array<[string, number, 'ipv4' | 'ipv6']>): BlockList {
   const list = new BlockList();
   for (const [network, prefix, family] of ranges) list.addSubnet(network, prefix, family);
@@ -86,8 +91,8 @@ export function addressProblem(address: string, policy: AddressPolicy): string |
 }
 
 /**
- * Why the host of `url` may not be reached, judged without DNS: IP literals, and `localhost`
- * (which always means loopback). Undefined when it may, or when only the connection can tell.
+ * Why the host of `url` may not be reached, judged without DNS (an IP literal). Undefined when it
+ * may, or when the host is a name, which only the connection can judge (see guardedLookup).
  */
 export function literalHostProblem(url: URL, policy: AddressPolicy): string | undefined {
   const host = url.hostname.replace(/^\[|\]$/g, '');
@@ -95,7 +100,6 @@ export function literalHostProblem(url: URL, policy: AddressPolicy): string | un
     const problem = addressProblem(host, policy);
     return problem ? `points at ${host}, ${problem}` : undefined;
   }
-  if (!policy.allowPrivate && /(^|\.)localhost\.?$/i.test(host)) return `points at ${host}, a loopback address`;
   return undefined;
 }
 
