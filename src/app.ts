@@ -11,6 +11,7 @@ import { buildOpenApiDocument } from './http/openapi.js';
 import { twilioWebhookRoutes } from './http/twilio-webhook-routes.js';
 import type { Logger } from './observability/logger.js';
 import { ServiceMetrics } from './observability/metrics.js';
+import { webhookAddressPolicy } from './security/address-policy.js';
 import { hashApiKey } from './security/api-key-hash.js';
 import type { SecretBox } from './security/secret-box.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
@@ -83,7 +84,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     phoneNumbersRepo,
     secrets,
     `sip.${new URL(config.publicUrl).hostname}`,
-    { allowLinkLocal: config.webhookAllowLinkLocal },
+    webhookAddressPolicy(config.webhookAllowLinkLocal),
     deps.logger as Logger,
   );
   const carrier = createCarrier(config, phoneNumbersRepo, deps.logger as Logger);
@@ -142,9 +143,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const dialinCalls = new DialinCalls({
     clock: runtime.clock,
     fallbackTts: runtime.fallbackTts,
-    policy: { allowLinkLocal: config.webhookAllowLinkLocal },
+    policy: webhookAddressPolicy(config.webhookAllowLinkLocal),
     holdTimeoutMs: config.dialinHoldTimeoutSecs * 1000,
-    holdMusic: new HoldMusic({ allowLinkLocal: config.webhookAllowLinkLocal }, deps.logger as Logger),
+    holdMusic: new HoldMusic(webhookAddressPolicy(config.webhookAllowLinkLocal), deps.logger as Logger),
     liveCalls,
     log: deps.logger as Logger,
   });

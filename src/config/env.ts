@@ -29,6 +29,8 @@ const envSchema = z.object({
   SWITCHBOARD_METRICS_TOKEN: z.string().optional(),
   SWITCHBOARD_CARRIER: z.enum(['sandbox', 'twilio']).default('sandbox'),
   SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL: z.enum(['true', 'false']).default('false'),
+  // Read by the provider adapters from the raw environment (see providers/endpoint.ts); checked here.
+  SWITCHBOARD_PROVIDER_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: z.coerce.number().int().min(5).max(600).default(60),
   SWITCHBOARD_DIALOUT_RING_TIMEOUT_SECS: z.coerce.number().int().min(5).max(600).default(30),
   SWITCHBOARD_MAX_ROOMS: z.coerce.number().int().min(1).max(10_000).default(100),

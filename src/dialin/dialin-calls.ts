@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { ApiError } from '../http/errors.js';
+import type { AttachableTransport } from '../dialout/dialout-service.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import type { CallStart, CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import { speakFixedPhrase } from '../pipeline/fixed-phrase.js';
 import { Playout, type PlayoutClock } from '../pipeline/playout.js';
 import type { TtsProvider } from '../providers/types.js';
+import type { AddressPolicy } from '../security/address-policy.js';
 import type { Account } from '../store/accounts-repo.js';
 import { deliverDialinWebhook } from './dialin-webhook.js';
 import { holdChime } from './hold-audio.js';
 import type { HoldMusic } from './hold-music.js';
 import type { PinlessEntry } from './pinless-config.js';
-import type { WebhookPolicy } from './webhook-client.js';
 
 export const DEFAULT_NO_BOT_MESSAGE = 'Sorry, no one is available to take your call right now. Please try again later.';
 
@@ -23,18 +24,28 @@ interface WaitingCall {
   from: string;
   to: string;
   entry: PinlessEntry;
-  transport?: CallTransport;
+  transport?: AttachableTransport;
   holder?: HoldingLeg;
-  state: 'waiting' | 'connected' | 'ended';
+  /** A bot took the call before the carrier connected its audio: where the audio goes when it does. */
+  claimant?: { join: JoinLeg; lost: (reason: string) => void };
+  /**
+   * waiting: for a bot (with or without audio yet); claimed: a bot took it, its audio has not
+   * connected yet; connected: the bot has the caller's leg; ended: gone.
+   */
+  state: 'waiting' | 'claimed' | 'connected' | 'ended';
+  /** The hold timeout: bounds the wait for a bot, and for the audio of a claimed call. */
   timer: NodeJS.Timeout;
   /** Tells the server's live calls this one is over (or now belongs to a room). */
   release: () => void;
 }
 
+/** Takes the caller's leg: returns the handler that is given its audio from now on. */
+export type JoinLeg = (transport: CallTransport) => CallTransportHandler;
+
 export interface DialinCallsOptions {
   clock: PlayoutClock;
   fallbackTts: () => TtsProvider;
-  policy: WebhookPolicy;
+  policy: AddressPolicy;
   holdTimeoutMs: number;
   /** Entries' hold_music_url, fetched and decoded; the chime plays until (and unless) it is ready. */
   holdMusic: HoldMusic;
@@ -49,16 +60,25 @@ export interface ClaimedCall {
   from: string;
   to: string;
   namePrefix: string | undefined;
-  /** The caller's leg, held until now; attach a handler to take it over (the hold chime stops). */
-  transport: CallTransport;
-  attach(handler: CallTransportHandler): void;
+  /**
+   * Hands the caller's leg to the bot: at once when its audio is connected (the hold music stops),
+   * otherwise when the carrier connects it. A carrier connects the media stream some time after it
+   * fetched the TwiML, often after the webhook was answered; the hold timeout bounds the wait, and
+   * `lost` is told when the audio never came.
+   */
+  connect(join: JoinLeg, lost: (reason: string) => void): void;
+  /** The bot's room closed first: the call is let go (audio that arrives later is turned away). */
+  release(): void;
 }
 
 /**
  * Pinless dial-in calls in flight. An incoming call gets a callId, its media stream plays a hold
  * chime, the customer's room_creation_api is told (signed, retried), and the call waits for
- * POST /v1/bots/start to claim it with dialin_settings; without a bot by the hold timeout the
- * caller hears a polite message and the call ends. Every call, re-dials too, is a new callId.
+ * POST /v1/bots/start to claim it with dialin_settings, which may come before the carrier has
+ * connected the call's audio (the webhook leaves when the TwiML is fetched); the bot then takes the
+ * leg when it connects. Without a bot by the hold timeout the caller hears a polite message and the
+ * call ends; a claimed call whose audio has not come by then is let go, and its room told.
+ * Every call, re-dials too, is a new callId.
  */
 export class DialinCalls {
   private readonly calls = new Map<string, WaitingCall>();
@@ -101,11 +121,21 @@ export class DialinCalls {
     return callId;
   }
 
-  /** The carrier's media stream for a waiting call: play the hold chime until a bot claims it. */
-  connect(callId: string, transport: CallTransport & { attach(handler: CallTransportHandler): void }): boolean {
+  /**
+   * The carrier's media stream for a call: to the bot that has claimed it already, or the hold
+   * music until a bot does.
+   */
+  connect(callId: string, transport: AttachableTransport): boolean {
     const call = this.calls.get(callId);
-    if (!call || call.state !== 'waiting' || call.transport) return false;
+    if (!call || call.transport || (call.state !== 'waiting' && call.state !== 'claimed')) return false;
     call.transport = transport;
+    if (call.state === 'claimed') {
+      call.state = 'connected';
+      clearTimeout(call.timer);
+      this.options.log.info({ callId }, 'dial-in caller’s audio connected; the bot takes the call');
+      this.handOver(call, transport, call.claimant!.join);
+      return true;
+    }
     const musicUrl = call.entry.hold_music_url;
     const music = musicUrl ? () => this.options.holdMusic.get(musicUrl) : () => undefined;
     call.holder = new HoldingLeg(transport, this.options.clock, () => this.end(call), music);
@@ -113,33 +143,37 @@ export class DialinCalls {
     return true;
   }
 
-  /** POST /v1/bots/start with dialin_settings: hand the waiting caller to the bot. */
+  /** POST /v1/bots/start with dialin_settings: the waiting call is the bot's, audio or not yet. */
   claim(account: Account, callId: string, callDomain: string | undefined): ClaimedCall {
     const call = this.calls.get(callId);
     if (!call || call.accountId !== account.id) throw new ApiError('not-found', `dialin_settings: no dial-in call ${callId} is waiting`);
     if (callDomain !== undefined && callDomain !== call.callDomain) throw new ApiError('invalid-request-error', 'dialin_settings: callDomain does not match the call');
     if (call.state !== 'waiting') throw new ApiError('invalid-request-error', `dialin_settings: call ${callId} is no longer waiting`);
-    if (!call.transport || !call.holder) throw new ApiError('invalid-request-error', `dialin_settings: call ${callId} has not connected its audio yet; try again in a moment`);
-    call.state = 'connected';
-    clearTimeout(call.timer);
-    // The room the caller joins is a live call of its own from here on.
+    // Without audio yet, the call is the bot's from now on; the hold timer keeps running and bounds
+    // the wait for the carrier's media stream.
+    call.state = 'claimed';
+    // The bot's room is a live call of its own from here on (a drain ends it with a goodbye).
     call.release();
-    const holder = call.holder;
-    const transport = call.transport;
     return {
       callId,
       from: call.from,
       to: call.to,
       namePrefix: call.entry.name_prefix,
-      transport,
-      attach: (handler) => {
-        holder.handOver(handler);
-        // Forget the call once it ends; the bot's session owns it now.
-        const onEnd = handler.onEnd.bind(handler);
-        handler.onEnd = (reason) => {
-          this.calls.delete(callId);
-          onEnd(reason);
-        };
+      connect: (join, lost) => {
+        if (call.state !== 'claimed') return lost(`call ${callId} has ended`);
+        if (call.transport) {
+          call.state = 'connected';
+          clearTimeout(call.timer);
+          this.handOver(call, call.transport, join);
+        } else {
+          call.claimant = { join, lost };
+        }
+      },
+      release: () => {
+        if (call.state !== 'claimed') return;
+        this.options.log.info({ callId }, 'the bot’s room closed before the dial-in caller’s audio connected');
+        this.forget(call);
+        call.transport?.close(1000, 'room closed');
       },
     };
   }
@@ -151,27 +185,48 @@ export class DialinCalls {
     return n;
   }
 
+  /** The caller's leg goes to the bot's handler; the call is forgotten when that leg ends. */
+  private handOver(call: WaitingCall, transport: AttachableTransport, join: JoinLeg): void {
+    const handler = join(transport);
+    const onEnd = handler.onEnd.bind(handler);
+    handler.onEnd = (reason) => {
+      this.calls.delete(call.callId);
+      onEnd(reason);
+    };
+    if (call.holder) call.holder.handOver(handler);
+    else transport.attach(handler);
+  }
+
   /**
    * No bot came in time (the hold timeout, or the server's drain limit): the caller hears the
    * entry's message, then the stream closes with `closeCode`.
    */
   private giveUp(call: WaitingCall, closeCode = 1000): void {
-    if (call.state !== 'waiting') return;
-    this.options.log.warn({ callId: call.callId, to: call.to }, 'no bot took the dial-in call in time');
-    call.state = 'ended';
-    clearTimeout(call.timer);
+    if (call.state !== 'waiting' && call.state !== 'claimed') return;
+    const lost = call.state === 'claimed' ? call.claimant?.lost : undefined;
+    if (call.state === 'claimed') {
+      this.options.log.warn({ callId: call.callId, to: call.to }, 'the dial-in caller’s audio did not connect in time; the bot that took the call is let go');
+    } else {
+      this.options.log.warn({ callId: call.callId, to: call.to }, 'no bot took the dial-in call in time');
+    }
+    this.forget(call);
     const message = call.entry.timeout_config?.message ?? DEFAULT_NO_BOT_MESSAGE;
     if (call.holder) call.holder.sayAndHangUp(message, this.options.fallbackTts(), this.options.log, closeCode);
-    else call.release();
-    this.calls.delete(call.callId);
+    lost?.('the dial-in caller’s audio never connected');
   }
 
   private end(call: WaitingCall): void {
     if (call.state === 'waiting') this.options.log.info({ callId: call.callId }, 'dial-in caller hung up while waiting');
+    this.forget(call);
+    call.release();
+  }
+
+  private forget(call: WaitingCall): void {
     call.state = 'ended';
     clearTimeout(call.timer);
     this.calls.delete(call.callId);
-    call.release();
+    // A caller still on hold stays live until the no-bot message has played and the leg ends.
+    if (!call.holder) call.release();
   }
 }
 
@@ -187,7 +242,7 @@ class HoldingLeg implements CallTransportHandler {
   private closeCode = 1000;
 
   constructor(
-    private readonly transport: CallTransport,
+    private readonly transport: AttachableTransport,
     private readonly clock: PlayoutClock,
     private readonly onHangUp: () => void,
     /** The customer's hold music once loaded; each loop picks it up if it has arrived meanwhile. */
@@ -221,7 +276,7 @@ class HoldingLeg implements CallTransportHandler {
     this.playout.clear();
     this.clock.delete(this.playout);
     this.next = handler;
-    (this.transport as CallTransport & { attach(h: CallTransportHandler): void }).attach(handler);
+    this.transport.attach(handler);
     if (this.started) handler.onStart(this.started);
   }
 

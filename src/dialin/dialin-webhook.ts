@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
-import { type WebhookPolicy, pinlessSignature, postJson } from './webhook-client.js';
+import type { AddressPolicy } from '../security/address-policy.js';
+import { pinlessSignature, postJson } from './webhook-client.js';
 
 export interface DialinWebhookBody {
   From: string;
@@ -23,7 +24,7 @@ export async function deliverDialinWebhook(options: {
   secretBase64: string;
   body: DialinWebhookBody;
   deadlineMs: number;
-  policy: WebhookPolicy;
+  policy: AddressPolicy;
   log: Logger;
   stillWaiting: () => boolean;
 }): Promise<boolean> {
@@ -36,7 +37,7 @@ export async function deliverDialinWebhook(options: {
         options.url,
         raw,
         { 'x-pinless-timestamp': timestamp, 'x-pinless-signature': pinlessSignature(options.secretBase64, timestamp, raw) },
-        { ...options.policy, timeoutMs: Math.max(100, Math.min(ATTEMPT_TIMEOUT_MS, options.deadlineMs - performance.now())) },
+        { policy: options.policy, timeoutMs: Math.max(100, Math.min(ATTEMPT_TIMEOUT_MS, options.deadlineMs - performance.now())) },
       );
       if (result.status >= 200 && result.status < 300) {
         options.log.info({ url: options.url, status: result.status, attempt: attempt + 1 }, 'dial-in webhook delivered');

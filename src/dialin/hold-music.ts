@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
 import { wavToMulaw } from '../audio/wav.js';
-import { type WebhookPolicy, getBytes } from './webhook-client.js';
+import type { AddressPolicy } from '../security/address-policy.js';
+import { getBytes } from './webhook-client.js';
 
 /** A WAV of a few minutes at CD quality fits; anything bigger is not hold music. */
 const MAX_DOWNLOAD_BYTES = 32 * 1024 * 1024;
@@ -34,7 +35,7 @@ export class HoldMusic {
   private readonly cache = new Map<string, CachedMusic>();
 
   constructor(
-    private readonly policy: WebhookPolicy,
+    private readonly policy: AddressPolicy,
     private readonly log: Logger,
   ) {}
 
@@ -57,7 +58,7 @@ export class HoldMusic {
 
   private load(url: string, entry: CachedMusic): void {
     entry.loading = true;
-    getBytes(url, { ...this.policy, timeoutMs: DOWNLOAD_TIMEOUT_MS, maxBytes: MAX_DOWNLOAD_BYTES })
+    getBytes(url, { policy: this.policy, timeoutMs: DOWNLOAD_TIMEOUT_MS, maxBytes: MAX_DOWNLOAD_BYTES })
       .then(({ status, contentType, body }) => {
         if (status !== 200) throw new Error(`HTTP ${status}`);
         const audio = decode(url, contentType, body);

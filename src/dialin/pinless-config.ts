@@ -2,11 +2,12 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError } from '../http/errors.js';
+import type { AddressPolicy } from '../security/address-policy.js';
 import type { SecretBox } from '../security/secret-box.js';
 import type { Account } from '../store/accounts-repo.js';
 import type { DialinConfigsRepo } from '../store/dialin-configs-repo.js';
 import type { PhoneNumbersRepo } from '../store/phone-numbers-repo.js';
-import { type WebhookPolicy, pinlessSignature, postJson, webhookUrlProblem } from './webhook-client.js';
+import { pinlessSignature, postJson, webhookUrlProblem } from './webhook-client.js';
 
 /** One stored pinless dial-in entry: what the customer sent, plus its secret and SIP address. */
 export interface PinlessEntry {
@@ -65,7 +66,7 @@ export class PinlessConfigService {
     private readonly numbers: PhoneNumbersRepo,
     private readonly secrets: SecretBox,
     private readonly sipHost: string,
-    private readonly policy: WebhookPolicy,
+    private readonly policy: AddressPolicy,
     private readonly log: Logger,
   ) {}
 
@@ -135,7 +136,7 @@ export class PinlessConfigService {
       const result = await postJson(entry.room_creation_api, body, {
         'x-pinless-timestamp': timestamp,
         'x-pinless-signature': pinlessSignature(entry.hmac, timestamp, body),
-      }, { ...this.policy, timeoutMs: VERIFY_TIMEOUT_MS });
+      }, { policy: this.policy, timeoutMs: VERIFY_TIMEOUT_MS });
       this.log.info({ url: entry.room_creation_api, status: result.status }, 'pinless dial-in verification sent');
     } catch (err) {
       // Kept whatever happens: a receiver that does not know the test body must not lose its config.

@@ -129,17 +129,33 @@ export class Room implements DialoutRoom {
     return true;
   }
 
-  /** A dial-in caller joins: the hold chime stops and the caller hears the bot. */
+  /**
+   * A dial-in caller joins when its audio stream starts: at once when it is on hold (the hold
+   * music stops), or when the carrier connects it, which may be after the bot was started. If the
+   * audio never comes within the hold timeout, a room nobody else has joined closes.
+   */
   addPhoneCall(call: ClaimedCall): void {
-    const leg = new PhoneLeg(
-      call.transport,
-      (digit) => this.session.onDtmf(digit),
-      (l, reason) => this.leave(l, reason),
+    this.onClose(() => call.release());
+    call.connect(
+      (transport) => {
+        const leg = new PhoneLeg(
+          transport,
+          (digit) => this.session.onDtmf(digit),
+          (l, reason) => this.leave(l, reason),
+          (l) => {
+            if (!this.closed && this.members.has(l)) this.join(l);
+          },
+        );
+        this.members.set(leg, undefined);
+        this.clearEmptyTimer();
+        this.log.info({ callId: call.callId }, 'phone caller joined the room');
+        return leg;
+      },
+      (reason) => {
+        this.log.warn({ callId: call.callId, reason }, 'the dial-in caller never joined the room');
+        if (!this.closed && this.members.size === 0 && this.ringingDialouts === 0) this.close(reason);
+      },
     );
-    this.members.set(leg, undefined);
-    call.attach(leg);
-    this.join(leg);
-    this.log.info({ callId: call.callId }, 'phone caller joined the room');
   }
 
   expectDialouts(count: number): void {

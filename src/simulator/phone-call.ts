@@ -43,6 +43,12 @@ export interface PhoneCallOptions {
   authToken?: string;
   /** Keep both tracks for WAV output (call.recording). Off by default: load tests skip it. */
   record?: boolean;
+  /**
+   * Awaited after the webhook's TwiML and before the media stream is opened. A real carrier
+   * connects the stream hundreds of milliseconds to seconds after it fetched the TwiML; this plays
+   * such a carrier (a test can hold the stream until something else has happened first).
+   */
+  beforeMediaStream?: () => Promise<void>;
   /** Webhook and WebSocket upgrade, each. Default 10 s. */
   connectTimeoutMs?: number;
   /** Bot silence longer than this ends a bot speech segment; shorter is an underrun. Default 500. */
@@ -237,6 +243,7 @@ export class PhoneCall {
       this.wssUrl = target.wssUrl;
     }
     this.customParameters = { ...parameters, ...this.options.customParameters };
+    if (this.options.beforeMediaStream) await this.options.beforeMediaStream();
     const headers: Record<string, string> = {};
     if (this.options.authToken) {
       // The carrier signs the wss:// URL it dials, without query parameters.

@@ -10,8 +10,15 @@ export interface ReceivedWebhook {
   signatureValid: boolean;
 }
 
-/** A customer's room_creation_api: records each POST and checks its pinless signature. */
-export async function startWebhookReceiver(secretFor: (to: string) => string | undefined, status = 200): Promise<{ url: string; received: ReceivedWebhook[]; close(): Promise<void> }> {
+/**
+ * A customer's room_creation_api: records each POST and checks its pinless signature. `onReceived`
+ * runs after the answer has been sent, as a server that answers at once and then acts would.
+ */
+export async function startWebhookReceiver(
+  secretFor: (to: string) => string | undefined,
+  status = 200,
+  onReceived?: (webhook: ReceivedWebhook) => void,
+): Promise<{ url: string; received: ReceivedWebhook[]; close(): Promise<void> }> {
   const received: ReceivedWebhook[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -23,12 +30,15 @@ export async function startWebhookReceiver(secretFor: (to: string) => string | u
       const signature = req.headers['x-pinless-signature'] as string | undefined;
       const secret = secretFor(String(body.To));
       const signatureValid = !!secret && !!timestamp && signature === pinlessSignature(secret, timestamp, raw);
-      received.push({ body, timestamp, signature, signatureValid });
+      const webhook = { body, timestamp, signature, signatureValid };
+      received.push(webhook);
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ status: 'OK' }));
+      onReceived?.(webhook);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}/dialin`, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  // A host name, as customers configure it: the connection resolves it (and checks each address).
+  return { url: `http://localhost:${port}/dialin`, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }

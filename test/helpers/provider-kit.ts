@@ -99,3 +99,9 @@ export async function until(condition: () => boolean, timeoutMs = 5000): Promise
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+/**
+ * The environment of provider tests: the emulators listen on 127.0.0.1, so the operator's switch
+ * lets a bot's base_url reach loopback, as a server with self-hosted model servers would set it.
+ */
+export const EMULATOR_ENV = { SWITCHBOARD_PROVIDER_ALLOW_PRIVATE: 'true' } as const;

@@ -6,6 +6,7 @@ import { decodeMulaw } from '../../src/audio/mulaw.js';
 import { encodePcm16Wav } from '../../src/audio/wav.js';
 import { PhoneCall, runPhoneCall } from '../../src/simulator/phone-call.js';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
+import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { TEST_KEY } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
@@ -57,6 +58,82 @@ describe('pinless dial-in calls', () => {
     expect(report.metrics.firstBotAudioMs).toBeLessThan(3000);
     expect(report.durationMs).toBeGreaterThanOrEqual(5000);
     expect(report.metrics.bot.receivedAudioMs).toBeGreaterThan(5000);
+  });
+
+  it('a bot started before the carrier connects the call’s audio takes the call when the audio arrives, and the caller hears its greeting', async () => {
+    const greeting = 'Hello, this is the front desk.';
+    const llm = new ScriptedLlm({ replies: [greeting] });
+    const tts = new ToneTts();
+    server = await startCallServer(
+      (registry) => registry.registerStt('scripted_stt', () => new ScriptedStt([])).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts),
+      { SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: '30' },
+      { captureLogs: true },
+    );
+    // The customer's server answers the webhook at once and starts the bot over HTTP straight away,
+    // as examples/pinless-receiver.ts does.
+    let botStarted!: (result: { status: number; body: string }) => void;
+    const started = new Promise<{ status: number; body: string }>((resolve) => (botStarted = resolve));
+    const receiver = await startWebhookReceiver(
+      () => SECRET,
+      200,
+      (webhook) => {
+        if (webhook.body.callId === undefined) return;
+        void fetch(`${server!.baseUrl}/v1/bots/start`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ ...botBody(), dialin_settings: { callId: webhook.body.callId, callDomain: webhook.body.callDomain } }),
+        }).then(async (res) => botStarted({ status: res.status, body: await res.text() }));
+      },
+    );
+    closers.push(receiver.close);
+    expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
+    expect((await api('POST', '/v1/', { properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET }] } })).status).toBe(200);
+
+    // The carrier opens the media stream 1.5 s after the customer's server had its bot started.
+    const report = await runPhoneCall({
+      target: { webhookUrl: `${server.baseUrl}/twilio/voice` },
+      to: NUMBER,
+      beforeMediaStream: async () => {
+        const result = await started;
+        expect(result.status, result.body).toBe(200);
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+      },
+      scenario: { steps: [{ do: 'wait-bot-audio', timeoutMs: 20_000 }, { do: 'wait-bot-silence', ms: 800, timeoutMs: 20_000 }], endOfScript: 'hangup', maxDurationMs: 30_000 },
+    });
+    expect(report.outcome).toBe('completed');
+    await server.waitForLog((r) => r.msg === 'phone caller joined the room');
+    // What the caller heard is the bot's greeting (a tone of 40 ms a character), not a hold chime.
+    expect(tts.pieces.join('')).toBe(greeting);
+    expect(report.metrics.bot.receivedAudioMs).toBeGreaterThan(greeting.length * 40 * 0.8);
+  });
+
+  it('closes the room of a bot whose caller’s audio never connects within the hold timeout', async () => {
+    server = await startCallServer(
+      (registry) => registry.registerStt('scripted_stt', () => new ScriptedStt([])).registerLlm('scripted_llm', () => new ScriptedLlm({ replies: ['Hello.'] })).registerTts('tone_tts', () => new ToneTts()),
+      { SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: '5' },
+      { captureLogs: true },
+    );
+    const receiver = await startWebhookReceiver(() => SECRET);
+    closers.push(receiver.close);
+    expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
+    expect((await api('POST', '/v1/', { properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET }] } })).status).toBe(200);
+    // The carrier fetches the TwiML and never connects the stream.
+    const twiml = await fetch(`${server.baseUrl}/twilio/voice`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ To: NUMBER, From: '+15005550006', CallSid: 'CA7' }).toString(),
+    });
+    const streamUrl = /<Stream url="([^"]+)"/.exec(await twiml.text())![1]!;
+    const webhook = await waitFor(() => receiver.received.find((r) => r.body.callId !== undefined));
+    const start = await api('POST', '/v1/bots/start', { ...botBody(), dialin_settings: { callId: webhook.body.callId, callDomain: webhook.body.callDomain } });
+    expect(start.status).toBe(200);
+    const room = String(start.body.room_url).split('/rooms/')[1];
+
+    await server.waitForLog((r) => r.msg === 'room closed' && r.room === room && r.reason === 'the dial-in caller’s audio never connected');
+    expect(server.logs.some((r) => r.msg === 'the dial-in caller’s audio did not connect in time; the bot that took the call is let go')).toBe(true);
+    // Audio that turns up after all is turned away rather than put into a closed room.
+    const late = await runPhoneCall({ target: { wssUrl: streamUrl }, scenario: { steps: [], endOfScript: 'stay' } });
+    expect(late.close).toMatchObject({ code: 4404, reason: 'unknown or finished dial-in call' });
   });
 
   it('routes a SIP interconnect call by its sip_uri, which stays the same when other entries change', async () => {
@@ -142,6 +219,16 @@ describe('pinless dial-in calls', () => {
   });
 });
 
+/** A start-bot body for the scripted providers; the bot speaks first. */
+function botBody(): Record<string, unknown> {
+  return {
+    bot_profile: 'voice_2024_10',
+    services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+    config: [{ service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are the front desk.' }] }, { name: 'run_on_config', value: true }] }],
+    max_duration: 120,
+  };
+}
+
 /** Serves fixed files and records the paths asked for. */
 async function startFileServer(files: Record<string, { type: string; body: Uint8Array }>): Promise<{ url: string; requests: string[]; close(): Promise<void> }> {
   const requests: string[] = [];
@@ -153,5 +240,5 @@ async function startFileServer(files: Record<string, { type: string; body: Uint8
   });
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
   const { port } = httpServer.address() as AddressInfo;
-  return { url: `http://127.0.0.1:${port}`, requests, close: () => new Promise<void>((resolve) => httpServer.close(() => resolve())) };
+  return { url: `http://localhost:${port}`, requests, close: () => new Promise<void>((resolve) => httpServer.close(() => resolve())) };
 }

@@ -133,7 +133,7 @@ describe('an offline call through the CLI', () => {
     await waitFor(() => (receiverOutput.includes('pinless receiver on') ? true : undefined), 20_000, 'the example receiver to start');
 
     const configured = await api('/v1/', {
-      properties: { pinless_dialin: [{ phone_number: '+14155550123', room_creation_api: `http://127.0.0.1:${receiverPort}/`, hmac }] },
+      properties: { pinless_dialin: [{ phone_number: '+14155550123', room_creation_api: `http://localhost:${receiverPort}/`, hmac }] },
     });
     expect(configured.status).toBe(200);
 

@@ -74,7 +74,7 @@ describe('pinless dial-in configuration (POST /v1/)', () => {
     await buy('+13125550100');
     const res = await configure([
       { phone_number: '+13125550100', room_creation_api: failing.url },
-      { room_creation_api: 'http://127.0.0.1:9/nothing-listens' },
+      { room_creation_api: 'http://localhost:9/nothing-listens' },
     ]);
     expect(res.status).toBe(200);
     await until(() => failing.received.length === 1);

@@ -298,7 +298,6 @@ describe('a bot in a room', () => {
       const deadline = Date.now() + 5000;
       while (!receiver.received.some((r) => r.body.callId !== undefined) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       const webhook = receiver.received.find((r) => r.body.callId !== undefined)!.body;
-      await new Promise((r) => setTimeout(r, 500)); // the caller's audio connects
       const started = await bot.start({ dialin_settings: { call_id: webhook.callId, call_domain: webhook.callDomain } });
       // A browser joins the same room and sees what the caller says.
       const alice = await bot.join(started.token, started.wsUrl);

@@ -2,7 +2,10 @@ import { type EventSourceMessage, createParser } from 'eventsource-parser';
 import { z } from 'zod';
 import type { ProviderSettings } from '../registry.js';
 import { type LlmDelta, type ProviderContext, ProviderError } from '../types.js';
+import type { EndpointGuard } from '../endpoint.js';
+import { endpointFetch } from '../endpoint-fetch.js';
 import { networkErrorText } from '../network-error.js';
+import { isAddressRefusal } from '../../security/address-policy.js';
 
 /**
  * What the HTTP LLM adapters (OpenAI-compatible, Anthropic, Gemini) share: option parsing, the
@@ -159,6 +162,8 @@ export interface SseRequest {
   timeoutMs: number;
   /** Values that must never appear in an error message (the key, in case a vendor echoes it). */
   secrets: string[];
+  /** Set for a bot's own base_url: the connection checks the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 /**
@@ -192,17 +197,16 @@ export async function* streamSse(request: SseRequest, ctx: ProviderContext): Asy
     arm();
     let response: Response;
     try {
-      response = await fetch(request.url, {
-        method: 'POST',
-        headers: request.headers,
-        body: JSON.stringify(request.body),
-        signal: AbortSignal.any([ctx.signal, local.signal]),
-      });
+      response = await endpointFetch(
+        request.url,
+        { method: 'POST', headers: request.headers, body: JSON.stringify(request.body), signal: AbortSignal.any([ctx.signal, local.signal]) },
+        request.guard,
+      );
     } catch (err) {
       // An interrupted reply needs no error, even if its timer fired in the same moment.
       if (ctx.signal.aborted) return;
       if (timedOut) throw new ProviderError(provider, `no response within ${timeoutMs} ms`, true);
-      throw new ProviderError(provider, `request failed: ${networkErrorText(err)}`, true, { cause: err });
+      throw new ProviderError(provider, `request failed: ${networkErrorText(err)}`, !isAddressRefusal(err), { cause: err });
     }
     ctx.log.debug({ provider, status: response.status, headersMs: Math.round(performance.now() - startedMs) }, 'llm response started');
 

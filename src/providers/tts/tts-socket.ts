@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
+import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
 import WebSocket, { type RawData } from 'ws';
 import { type ProviderContext, ProviderError, type TtsOutput } from '../types.js';
+import { isAddressRefusal } from '../../security/address-policy.js';
 
 /**
  * Websocket TTS machinery shared by the Cartesia and ElevenLabs adapters (and the error helpers
@@ -29,6 +31,8 @@ export interface TtsSocketOptions<M> {
   secret: string;
   /** Bounds the handshake. */
   timeoutMs: number;
+  /** Resolves the host when set (a bot's own base_url), refusing forbidden addresses. */
+  lookup?: LookupFunction;
   /** With no context registered for this long, the socket is closed. */
   idleCloseMs: number;
   /** Parses a text frame's JSON; undefined skips it (the parser says why, at debug). */
@@ -63,7 +67,7 @@ export class TtsSocket<M> {
     private readonly log: Logger,
   ) {
     const startedMs = performance.now();
-    this.ws = new WebSocket(options.url, { headers: options.headers, handshakeTimeout: options.timeoutMs, perMessageDeflate: false });
+    this.ws = new WebSocket(options.url, { headers: options.headers, handshakeTimeout: options.timeoutMs, perMessageDeflate: false, lookup: options.lookup });
     this.ready = new Promise<void>((resolve, reject) => {
       this.rejectReady = reject;
       this.ws.once('open', () => {
@@ -146,7 +150,7 @@ export class TtsSocket<M> {
     if (this.ws.readyState === WebSocket.OPEN || this.failure) return;
     const timedOut = /timed out/i.test(err.message);
     const message = timedOut ? `no connection within ${this.options.timeoutMs} ms` : `connection failed: ${redact(err.message, this.options.secret)}`;
-    this.failAll(new ProviderError(this.options.provider, message, true, { cause: err }));
+    this.failAll(new ProviderError(this.options.provider, message, !isAddressRefusal(err), { cause: err }));
   }
 
   private onClose(code: number, reason: string): void {

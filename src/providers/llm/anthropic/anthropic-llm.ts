@@ -1,4 +1,5 @@
 import type { z } from 'zod';
+import type { EndpointGuard } from '../../endpoint.js';
 import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
 import { ProviderError } from '../../types.js';
 import { CALL_START_TURN, isRetryableErrorType, openAiToolFunction, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
@@ -28,6 +29,8 @@ export interface AnthropicLlmConfig {
   timeoutMs: number;
   /** Vendor fields merged into every body (service_options). */
   extraBody: Record<string, unknown>;
+  /** Set for a bot's own base_url: connections check the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 interface PendingToolUse {
@@ -57,6 +60,7 @@ export class AnthropicLlm implements LlmProvider {
       {
         provider: this.name,
         url: config.url,
+        guard: config.guard,
         headers: {
           'content-type': 'application/json',
           accept: 'text/event-stream',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requireApiKey, vendorBaseUrl } from '../../endpoint.js';
+import { requireApiKey, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
 import { endpointUrl, llmOptionsSchema, parseLlmOptions, parseLlmServiceOptions } from '../llm-http.js';
 import { AnthropicLlm, MESSAGES_PATH } from './anthropic-llm.js';
@@ -30,8 +30,10 @@ export function createAnthropicLlm(settings: ProviderSettings): AnthropicLlm {
   const options = parseLlmOptions('anthropic', anthropicOptionsSchema, settings.options);
   const service = parseLlmServiceOptions('anthropic', settings);
   const apiKey = requireApiKey(settings, 'anthropic');
+  const endpoint = vendorEndpoint(settings, 'anthropic', ANTHROPIC_DEFAULT_BASE_URL);
   return new AnthropicLlm({
-    url: endpointUrl(vendorBaseUrl(settings, 'anthropic', ANTHROPIC_DEFAULT_BASE_URL), MESSAGES_PATH),
+    url: endpointUrl(endpoint.baseUrl, MESSAGES_PATH),
+    guard: endpoint.guard,
     apiKey,
     model: options.model ?? ANTHROPIC_DEFAULT_MODEL,
     maxTokens: options.max_tokens,

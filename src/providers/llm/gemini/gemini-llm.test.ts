@@ -7,7 +7,7 @@ import type { ProviderSettings } from '../../registry.js';
 import { type LlmDelta, type LlmProvider, type LlmRequest } from '../../types.js';
 import { CALL_START_TURN } from '../llm-http.js';
 import { createGeminiLlm, toGeminiContents } from './index.js';
-import { context, providerFailure as failure, textOf as text } from '../../../../test/helpers/provider-kit.js';
+import { context, providerFailure as failure, textOf as text, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'AIza-test-0123456789';
 const FAST = { llmFirstTokenMs: 1, llmTokensPerSec: 2000 };
@@ -25,7 +25,7 @@ beforeEach(() => start());
 afterEach(() => server.close());
 
 function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
-  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
+  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV, ...over };
 }
 
 const hello: LlmRequest = { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What time do you open?' }] };

@@ -1,4 +1,5 @@
 import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
+import type { EndpointGuard } from '../../endpoint.js';
 import { ProviderError } from '../../types.js';
 import { CALL_START_TURN, endpointUrl, isRetryableErrorType, isRetryableStatus, openAiToolFunction, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
 import { type Content, type Part, functionCallPart, generateContentResponse, textPart } from './gemini-messages.js';
@@ -16,6 +17,8 @@ export interface GeminiLlmConfig {
   timeoutMs: number;
   /** Vendor fields merged into every body (service_options); a `generationConfig` object is merged into ours. */
   extraBody: Record<string, unknown>;
+  /** Set for a bot's own base_url: connections check the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 /**
@@ -44,6 +47,7 @@ export class GeminiLlm implements LlmProvider {
       {
         provider: this.name,
         url: this.url,
+        guard: config.guard,
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-goog-api-key': config.apiKey },
         body: this.body(request, ctx),
         timeoutMs: config.timeoutMs,

@@ -1,4 +1,4 @@
-import { requireApiKey, vendorBaseUrl } from '../../endpoint.js';
+import { requireApiKey, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
 import { llmOptionsSchema, parseLlmOptions, parseLlmServiceOptions } from '../llm-http.js';
 import { GeminiLlm } from './gemini-llm.js';
@@ -20,8 +20,10 @@ export function createGeminiLlm(settings: ProviderSettings): GeminiLlm {
   const options = parseLlmOptions('gemini', geminiOptionsSchema, settings.options);
   const service = parseLlmServiceOptions('gemini', settings);
   const apiKey = requireApiKey(settings, 'gemini');
+  const { baseUrl, guard } = vendorEndpoint(settings, 'gemini', GEMINI_DEFAULT_BASE_URL);
   return new GeminiLlm({
-    baseUrl: vendorBaseUrl(settings, 'gemini', GEMINI_DEFAULT_BASE_URL),
+    baseUrl,
+    guard,
     apiKey,
     model: options.model ?? GEMINI_DEFAULT_MODEL,
     temperature: options.temperature,

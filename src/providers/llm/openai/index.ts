@@ -1,4 +1,4 @@
-import { requireApiKey, vendorBaseUrl } from '../../endpoint.js';
+import { type VendorEndpoint, requireApiKey, vendorEndpoint } from '../../endpoint.js';
 import type { Factory, ProviderSettings } from '../../registry.js';
 import { type LlmProvider, ProviderError } from '../../types.js';
 import { endpointUrl, llmOptionsSchema, parseLlmOptions, parseLlmServiceOptions } from '../llm-http.js';
@@ -47,12 +47,13 @@ export function createOpenAiCompatibleLlm(name: OpenAiCompatibleName, settings: 
   const options = parseLlmOptions(name, openAiOptionsSchema, settings.options);
   const service = parseLlmServiceOptions(name, settings);
   const apiKey = resolveKey(name, vendor, settings);
-  const base = resolveBase(name, vendor, settings);
+  const endpoint = resolveEndpoint(name, vendor, settings);
   const model = options.model ?? vendor.model;
   if (!model) throw new ProviderError(name, 'no model: set the llm option "model" to a model the server serves');
   return new OpenAiLlm({
     name,
-    url: endpointUrl(base, CHAT_COMPLETIONS_PATH),
+    url: endpointUrl(endpoint.baseUrl, CHAT_COMPLETIONS_PATH),
+    guard: endpoint.guard,
     apiKey,
     model,
     temperature: options.temperature,
@@ -75,8 +76,8 @@ function resolveKey(name: string, vendor: CompatibleVendor, settings: ProviderSe
   return requireApiKey({ ...settings, apiKey }, name);
 }
 
-function resolveBase(name: string, vendor: CompatibleVendor, settings: ProviderSettings): string {
-  if (vendor.baseUrl) return vendorBaseUrl(settings, name, vendor.baseUrl);
+function resolveEndpoint(name: string, vendor: CompatibleVendor, settings: ProviderSettings): VendorEndpoint {
+  if (vendor.baseUrl) return vendorEndpoint(settings, name, vendor.baseUrl);
   const perBot = settings.serviceOptions.base_url;
   const envName = `SWITCHBOARD_${name.toUpperCase()}_URL`;
   const hasOverride = (typeof perBot === 'string' && perBot.length > 0) || (settings.env[envName] ?? '').length > 0;
@@ -84,5 +85,5 @@ function resolveBase(name: string, vendor: CompatibleVendor, settings: ProviderS
     throw new ProviderError(name, `no endpoint: set service_options.${name}.base_url in the bot configuration or ${envName} on the server (for example http://127.0.0.1:8000)`);
   }
   // The default is never used: an override exists.
-  return vendorBaseUrl(settings, name, 'http://127.0.0.1');
+  return vendorEndpoint(settings, name, 'http://127.0.0.1');
 }

@@ -6,7 +6,7 @@ import { OpenAiEmulator, type OpenAiEmulatorOptions } from '../../../emulators/o
 import type { ProviderSettings } from '../../registry.js';
 import { type LlmDelta, type LlmProvider, type LlmRequest, ProviderError } from '../../types.js';
 import { OPENAI_COMPATIBLE, OPENAI_COMPATIBLE_NAMES, createOpenAiCompatibleLlm } from './index.js';
-import { context, providerFailure as failure, textOf as text } from '../../../../test/helpers/provider-kit.js';
+import { context, providerFailure as failure, textOf as text, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'sk-test-0123456789';
 const FAST = { llmFirstTokenMs: 1, llmTokensPerSec: 2000 };
@@ -24,7 +24,7 @@ beforeEach(() => start());
 afterEach(() => server.close());
 
 function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
-  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
+  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV, ...over };
 }
 
 const hello: LlmRequest = { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What time do you open?' }] };
@@ -263,7 +263,7 @@ describe('OpenAI-compatible servers that differ', () => {
     ];
     const raw = await rawServer(200, 'text/event-stream', chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join(''));
     try {
-      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: {} });
+      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: EMULATOR_ENV });
       expect(await collect(llm)).toEqual([
         { type: 'text', text: 'Sure.' },
         { type: 'tool-call', id: 'call_0', name: 'hang_up', argumentsJson: '{"why":"done"}' },
@@ -276,7 +276,7 @@ describe('OpenAI-compatible servers that differ', () => {
   it('a bare-string error in the stream is a ProviderError', async () => {
     const raw = await rawServer(200, 'text/event-stream', 'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\ndata: {"error":"model crashed"}\n\n');
     try {
-      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: {} });
+      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: EMULATOR_ENV });
       expect((await failure(collect(llm))).message).toBe('ollama: error in stream: model crashed');
     } finally {
       await raw.close();
@@ -286,7 +286,7 @@ describe('OpenAI-compatible servers that differ', () => {
   it('a whole JSON completion instead of a stream fails without quoting the completion', async () => {
     const raw = await rawServer(200, 'application/json', JSON.stringify({ choices: [{ message: { content: 'secret words' } }] }));
     try {
-      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: {} });
+      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: EMULATOR_ENV });
       const err = await failure(collect(llm));
       expect(err.message).toMatch(/expected an event stream/);
       expect(err.message).not.toContain('secret words');
@@ -298,7 +298,7 @@ describe('OpenAI-compatible servers that differ', () => {
   it('a proxy error page becomes one line of text, retryable for 502', async () => {
     const raw = await rawServer(502, 'text/html', '<html>\n<body>Bad   Gateway</body>\n</html>');
     try {
-      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: {} });
+      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: EMULATOR_ENV });
       const err = await failure(collect(llm));
       expect(err.retryable).toBe(true);
       expect(err.message).toBe('ollama: HTTP 502: <html> <body>Bad Gateway</body> </html>');
@@ -343,12 +343,12 @@ describe('OpenAI-compatible names', () => {
     const env = { SWITCHBOARD_GROK_URL: server.url, XAI_API_KEY: KEY };
     await collect(createOpenAiCompatibleLlm('grok', { options: {}, apiKey: undefined, serviceOptions: {}, env }));
     expect(emulator.requests[0]!.status).toBe(200);
-    expect(() => createOpenAiCompatibleLlm('grok', { options: {}, apiKey: undefined, serviceOptions: {}, env: {} })).toThrow(/GROK_API_KEY/);
+    expect(() => createOpenAiCompatibleLlm('grok', { options: {}, apiKey: undefined, serviceOptions: {}, env: EMULATOR_ENV })).toThrow(/GROK_API_KEY/);
   });
 
   it('ollama without a key sends no Authorization header', async () => {
     await start({ requireKey: false, apiKey: undefined });
-    const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: server.url }, env: {} });
+    const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV });
     expect(text(await collect(llm))).toBe('You said: What time do you open?');
     expect(emulator.requests[0]!.headers.authorization).toBeUndefined();
   });
@@ -359,7 +359,7 @@ describe('OpenAI-compatible names', () => {
       options: { model: 'my-model' },
       apiKey: undefined,
       serviceOptions: { base_url: `${server.url}/vllm/v1` },
-      env: {},
+      env: EMULATOR_ENV,
     });
     await collect(llm);
     expect(emulator.requests[0]!.path).toBe('/vllm/v1/chat/completions');
@@ -367,10 +367,10 @@ describe('OpenAI-compatible names', () => {
   });
 
   it('custom_llm without a base_url fails clearly', () => {
-    expect(() => createOpenAiCompatibleLlm('custom_llm', { options: { model: 'm' }, apiKey: undefined, serviceOptions: {}, env: {} })).toThrow(
+    expect(() => createOpenAiCompatibleLlm('custom_llm', { options: { model: 'm' }, apiKey: undefined, serviceOptions: {}, env: EMULATOR_ENV })).toThrow(
       /custom_llm: no endpoint: set service_options\.custom_llm\.base_url .* SWITCHBOARD_CUSTOM_LLM_URL/,
     );
-    expect(() => createOpenAiCompatibleLlm('custom_llm', { options: {}, apiKey: undefined, serviceOptions: { base_url: 'http://x' }, env: {} })).toThrow(
+    expect(() => createOpenAiCompatibleLlm('custom_llm', { options: {}, apiKey: undefined, serviceOptions: { base_url: 'http://x' }, env: EMULATOR_ENV })).toThrow(
       /no model/,
     );
   });

@@ -1,4 +1,5 @@
 import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
+import type { EndpointGuard } from '../../endpoint.js';
 import { ProviderError } from '../../types.js';
 import { isRetryableErrorType, isRetryableStatus, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
 import { type ChatMessage, DONE_SENTINEL, type StreamPayload, streamPayload } from './openai-messages.js';
@@ -18,6 +19,8 @@ export interface OpenAiLlmConfig {
   timeoutMs: number;
   /** Vendor fields merged into every body (service_options). */
   extraBody: Record<string, unknown>;
+  /** Set for a bot's own base_url: connections check the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 interface PendingToolCall {
@@ -51,6 +54,7 @@ export class OpenAiLlm implements LlmProvider {
       {
         provider: config.name,
         url: config.url,
+        guard: config.guard,
         headers,
         body: this.body(request, ctx),
         timeoutMs: config.timeoutMs,

@@ -1,10 +1,12 @@
 import type { IncomingMessage } from 'node:http';
+import type { EndpointGuard } from '../../endpoint.js';
 import WebSocket, { type RawData } from 'ws';
 import { AudioConverter, fromTelephony } from '../../../audio/format-converter.js';
 import { type ProviderContext, ProviderError } from '../../types.js';
 import { isRetryableCloseCode, isRetryableStatus, oneLine, readErrorBody, redact, vendorErrorText } from '../../tts/tts-socket.js';
 import type { S2sEvents, S2sOptions, S2sProvider, S2sSession } from '../types.js';
 import { pcmRateHz, serverMessage } from './live-messages.js';
+import { isAddressRefusal } from '../../../security/address-policy.js';
 
 const PROVIDER = 'gemini_live';
 const INPUT_RATE_HZ = 16_000;
@@ -18,6 +20,8 @@ export interface GeminiLiveConfig {
   voice: string;
   language: string | undefined;
   handshakeTimeoutMs: number;
+  /** Set for a bot's own base_url: connections check the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 /**
@@ -59,7 +63,11 @@ class LiveSession implements S2sSession {
   }
 
   static async connect(config: GeminiLiveConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<LiveSession> {
-    const ws = new WebSocket(`${config.url}?key=${encodeURIComponent(config.apiKey)}`, { handshakeTimeout: config.handshakeTimeoutMs, perMessageDeflate: false });
+    const ws = new WebSocket(`${config.url}?key=${encodeURIComponent(config.apiKey)}`, {
+      handshakeTimeout: config.handshakeTimeoutMs,
+      perMessageDeflate: false,
+      lookup: config.guard?.lookup,
+    });
     const fail = (error: ProviderError, reject: (e: ProviderError) => void) => {
       ws.removeAllListeners('message');
       ws.terminate();
@@ -89,7 +97,7 @@ class LiveSession implements S2sSession {
       });
       ws.once('error', (err) => {
         clearTimeout(timer);
-        fail(new ProviderError(PROVIDER, `connection failed: ${redact(err.message, config.apiKey)}`, true, { cause: err }), reject);
+        fail(new ProviderError(PROVIDER, `connection failed: ${redact(err.message, config.apiKey)}`, !isAddressRefusal(err), { cause: err }), reject);
       });
       ctx.signal.addEventListener('abort', () => ws.terminate(), { once: true });
     });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requireApiKey, toWebSocketUrl, vendorBaseUrl } from '../../endpoint.js';
+import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
 import { ProviderError } from '../../types.js';
 import { GeminiLive } from './gemini-live.js';
@@ -24,9 +24,10 @@ const serviceOptionsSchema = z.looseObject({
 export function createGeminiLive(settings: ProviderSettings): GeminiLive {
   const parsed = serviceOptionsSchema.safeParse(settings.serviceOptions);
   if (!parsed.success) throw new ProviderError('gemini_live', `invalid service options: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const base = vendorBaseUrl(settings, 'gemini', GEMINI_ORIGIN);
+  const { baseUrl: base, guard } = vendorEndpoint(settings, 'gemini', GEMINI_ORIGIN);
   const option = (name: string) => (typeof settings.options[name] === 'string' ? (settings.options[name] as string) : undefined);
   return new GeminiLive({
+    guard,
     url: `${toWebSocketUrl(base)}${LIVE_PATH}`,
     apiKey: requireApiKey(settings, 'gemini'),
     model: option('model') ?? DEFAULT_LIVE_MODEL,

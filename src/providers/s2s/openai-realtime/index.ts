@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requireApiKey, toWebSocketUrl, vendorBaseUrl } from '../../endpoint.js';
+import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
 import { ProviderError } from '../../types.js';
 import { OpenAiRealtime } from './openai-realtime.js';
@@ -32,8 +32,10 @@ export function createOpenAiRealtime(settings: ProviderSettings): OpenAiRealtime
   const protocol = service.protocol ?? 'ga';
   const model = typeof settings.options.model === 'string' ? settings.options.model : DEFAULT_REALTIME_MODEL[protocol];
   const voice = typeof settings.options.voice === 'string' ? settings.options.voice : DEFAULT_REALTIME_VOICE[protocol];
-  const base = vendorBaseUrl(settings, 'openai', OPENAI_ORIGIN).replace(/\/v1$/, '');
+  const endpoint = vendorEndpoint(settings, 'openai', OPENAI_ORIGIN);
+  const base = endpoint.baseUrl.replace(/\/v1$/, '');
   return new OpenAiRealtime({
+    guard: endpoint.guard,
     url: `${toWebSocketUrl(base)}${REALTIME_PATH}`,
     apiKey: requireApiKey(settings, 'openai'),
     protocol,

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import type { EndpointGuard } from '../../endpoint.js';
 import WebSocket, { type RawData } from 'ws';
 import { type ProviderContext, ProviderError } from '../../types.js';
 import { isRetryableCloseCode, isRetryableStatus, oneLine, readErrorBody, redact, vendorErrorText } from '../../tts/tts-socket.js';
@@ -16,6 +17,7 @@ import {
   inputTranscription,
   transcriptDone,
 } from './realtime-messages.js';
+import { isAddressRefusal } from '../../../security/address-policy.js';
 
 const PROVIDER = 'openai_realtime';
 
@@ -29,6 +31,8 @@ export interface OpenAiRealtimeConfig {
   handshakeTimeoutMs: number;
   /** Merged into the session (e.g. turn_detection tuning). */
   sessionExtras: Record<string, unknown>;
+  /** Set for a bot's own base_url: connections check the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 /**
@@ -73,6 +77,7 @@ class RealtimeSession implements S2sSession {
       headers,
       handshakeTimeout: config.handshakeTimeoutMs,
       perMessageDeflate: false,
+      lookup: config.guard?.lookup,
     });
     await new Promise<void>((resolve, reject) => {
       const fail = (error: ProviderError) => {
@@ -90,7 +95,7 @@ class RealtimeSession implements S2sSession {
       });
       ws.once('error', (err) => {
         const timedOut = /timed out/i.test(err.message);
-        fail(new ProviderError(PROVIDER, timedOut ? `no connection within ${config.handshakeTimeoutMs} ms` : `connection failed: ${redact(err.message, config.apiKey)}`, true, { cause: err }));
+        fail(new ProviderError(PROVIDER, timedOut ? `no connection within ${config.handshakeTimeoutMs} ms` : `connection failed: ${redact(err.message, config.apiKey)}`, !isAddressRefusal(err), { cause: err }));
       });
       ctx.signal.addEventListener('abort', () => ws.terminate(), { once: true });
     });

@@ -7,7 +7,7 @@ import { type RunningEmulators, startEmulatorServer } from '../../../emulators/e
 import type { ProviderSettings } from '../../registry.js';
 import { ProviderError, type SttEvent, type SttStream } from '../../types.js';
 import { DeepgramStt, type DeepgramSttConfig, createDeepgramStt, deepgramSttConfig } from './index.js';
-import { context, until } from '../../../../test/helpers/provider-kit.js';
+import { context, until, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'dg_test_key_0123456789abcdef';
 const SENTENCE = 'The birch canoe slid on the smooth planks.';
@@ -29,7 +29,7 @@ beforeEach(() => start());
 afterEach(() => server.close());
 
 function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
-  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
+  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV, ...over };
 }
 
 /** Records a stream's events and waits for the ones a test expects. */

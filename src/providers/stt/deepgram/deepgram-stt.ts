@@ -1,4 +1,6 @@
 import type { IncomingMessage } from 'node:http';
+import type { LookupFunction } from 'node:net';
+import type { EndpointGuard } from '../../endpoint.js';
 import type { Logger } from 'pino';
 import WebSocket, { type RawData } from 'ws';
 import {
@@ -20,6 +22,7 @@ import {
   listenServerMessage,
   messageEnvelope,
 } from './deepgram-messages.js';
+import { isAddressRefusal } from '../../../security/address-policy.js';
 
 const PROVIDER = 'deepgram';
 /** 8 kHz mu-law: one byte per sample. */
@@ -50,6 +53,8 @@ export interface DeepgramSttConfig {
   reconnectBackoffMs: number;
   /** Recent audio kept for replay after a drop: the part not yet covered by a final result. */
   replayBufferMs: number;
+  /** Set for a bot's own base_url: connections check the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 /**
@@ -181,6 +186,7 @@ class DeepgramSttStream implements SttStream {
     const socket: DeepgramSocket = connectDeepgram({
       provider: PROVIDER,
       url: this.config.url,
+      lookup: this.config.guard?.lookup,
       apiKey: this.config.apiKey,
       timeoutMs: this.config.timeoutMs,
       signal: this.stopSignal,
@@ -390,6 +396,8 @@ export interface DeepgramSocketOptions {
   apiKey: string;
   /** Bounds the handshake. */
   timeoutMs: number;
+  /** Resolves the host when set (a bot's own base_url), refusing forbidden addresses. */
+  lookup?: LookupFunction;
   /** Aborting it while the handshake runs ends it with an AbortError. */
   signal: AbortSignal;
   log: Logger;
@@ -418,6 +426,7 @@ export function connectDeepgram(options: DeepgramSocketOptions): DeepgramSocket 
     headers: { Authorization: `Token ${options.apiKey}` },
     handshakeTimeout: options.timeoutMs,
     perMessageDeflate: false,
+    lookup: options.lookup,
   });
   let opened = false;
   let settled = false;
@@ -459,7 +468,7 @@ export function connectDeepgram(options: DeepgramSocketOptions): DeepgramSocket 
     const message = timedOut
       ? `no answer to the handshake within ${options.timeoutMs} ms`
       : `connection failed: ${redact(err.message, options.apiKey)}`;
-    fail(new ProviderError(provider, message, true, { cause: err }));
+    fail(new ProviderError(provider, message, !isAddressRefusal(err), { cause: err }));
   });
   ws.on('message', (data: RawData, isBinary: boolean) => {
     if (isBinary) options.onBinary(toBuffer(data));

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requireApiKey, toWebSocketUrl, vendorBaseUrl } from '../../endpoint.js';
+import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
 import { ProviderError } from '../../types.js';
 import { DeepgramStt, type DeepgramSttConfig } from './deepgram-stt.js';
@@ -62,7 +62,7 @@ export function deepgramSttConfig(settings: ProviderSettings): DeepgramSttConfig
   const options = parse(deepgramSttOptionsSchema, settings.options, 'invalid stt options');
   const service = parse(serviceOptionsSchema, settings.serviceOptions, 'invalid service_options.deepgram');
   const apiKey = requireApiKey(settings, 'deepgram');
-  const base = vendorBaseUrl(settings, 'deepgram', DEEPGRAM_ORIGIN);
+  const { baseUrl: base, guard } = vendorEndpoint(settings, 'deepgram', DEEPGRAM_ORIGIN);
 
   const query = new URLSearchParams({
     model: options.model ?? DEFAULT_DEEPGRAM_STT_MODEL,
@@ -90,6 +90,7 @@ export function deepgramSttConfig(settings: ProviderSettings): DeepgramSttConfig
   }
 
   return {
+    guard,
     url: `${toWebSocketUrl(base)}${DEEPGRAM_LISTEN_PATH}?${query.toString()}`,
     apiKey,
     timeoutMs: service.timeout_ms ?? DEFAULT_STT_TIMEOUT_MS,

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { EndpointGuard } from '../../endpoint.js';
 import { type AudioFormat, MULAW_8K, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
 import {
   type CartesiaServerMessage,
@@ -37,6 +38,8 @@ export interface CartesiaTtsConfig {
   timeoutMs: number;
   /** A socket with no reply in progress is closed after this long; the next reply reconnects. */
   idleCloseMs: number;
+  /** Set for a bot's own base_url: connections check the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 /**
@@ -77,6 +80,7 @@ export class CartesiaTts implements TtsProvider {
       {
         provider: PROVIDER,
         url: config.url,
+        lookup: config.guard?.lookup,
         headers: { Authorization: `Bearer ${config.apiKey}`, 'Cartesia-Version': config.version },
         secret: config.apiKey,
         timeoutMs: config.timeoutMs,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requireApiKey, toWebSocketUrl, vendorBaseUrl } from '../../endpoint.js';
+import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
 import { ProviderError } from '../../types.js';
 import { CARTESIA_VERSION } from './cartesia-messages.js';
@@ -51,7 +51,7 @@ export function createCartesiaTts(settings: ProviderSettings): CartesiaTts {
   const options = parse(cartesiaOptionsSchema, settings.options, 'invalid tts options');
   const service = parse(serviceOptionsSchema, settings.serviceOptions, 'invalid service_options.cartesia');
   const apiKey = requireApiKey(settings, 'cartesia');
-  const base = vendorBaseUrl(settings, 'cartesia', CARTESIA_ORIGIN);
+  const { baseUrl: base, guard } = vendorEndpoint(settings, 'cartesia', CARTESIA_ORIGIN);
 
   const extraFields: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(settings.serviceOptions)) {
@@ -63,6 +63,7 @@ export function createCartesiaTts(settings: ProviderSettings): CartesiaTts {
   }
 
   return new CartesiaTts({
+    guard,
     url: toWebSocketUrl(base) + CARTESIA_WEBSOCKET_PATH,
     apiKey,
     version: service.cartesia_version ?? CARTESIA_VERSION,

@@ -6,7 +6,7 @@ import { type RunningEmulators, startEmulatorServer } from '../../../emulators/e
 import type { ProviderSettings } from '../../registry.js';
 import { ProviderError, type TtsOutput } from '../../types.js';
 import { DeepgramAuraTts, type DeepgramAuraConfig, createDeepgramAuraTts, deepgramAuraConfig } from './index.js';
-import { audioBytes, collectSpeech as collect, context, pieces, spoken, TextFeed, until } from '../../../../test/helpers/provider-kit.js';
+import { audioBytes, collectSpeech as collect, context, pieces, spoken, TextFeed, until, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'dg_test_key_0123456789abcdef';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
@@ -26,7 +26,7 @@ beforeEach(() => start());
 afterEach(() => server.close());
 
 function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
-  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
+  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV, ...over };
 }
 
 /** A text source the test feeds by hand, like an LLM that is still talking. */

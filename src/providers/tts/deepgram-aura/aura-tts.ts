@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { EndpointGuard } from '../../endpoint.js';
 import WebSocket from 'ws';
 import { messageEnvelope } from '../../stt/deepgram/deepgram-messages.js';
 import { type DeepgramSocket, connectDeepgram } from '../../stt/deepgram/deepgram-stt.js';
@@ -25,6 +26,8 @@ export interface DeepgramAuraConfig {
   closeWaitMs: number;
   /** Deepgram's flush rate limit; pieces beyond it share the next allowed Flush. */
   flushLimit: { count: number; windowMs: number };
+  /** Set for a bot's own base_url: connections check the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 export const DEFAULT_AURA_FLUSH_LIMIT = AURA_FLUSH_LIMIT;
@@ -83,6 +86,7 @@ class AuraReply {
     this.socket = connectDeepgram({
       provider: PROVIDER,
       url: config.url,
+      lookup: config.guard?.lookup,
       apiKey: config.apiKey,
       timeoutMs: config.timeoutMs,
       signal: ctx.signal,

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requireApiKey, toWebSocketUrl, vendorBaseUrl } from '../../endpoint.js';
+import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
 import { DEEPGRAM_ORIGIN } from '../../stt/deepgram/index.js';
 import { ProviderError } from '../../types.js';
@@ -44,7 +44,7 @@ export function deepgramAuraConfig(settings: ProviderSettings): DeepgramAuraConf
   const options = parse(deepgramAuraOptionsSchema, settings.options, 'invalid tts options');
   const service = parse(serviceOptionsSchema, settings.serviceOptions, 'invalid service_options.deepgram_tts');
   const apiKey = requireApiKey(settings, 'deepgram_tts');
-  const base = vendorBaseUrl(settings, 'deepgram', DEEPGRAM_ORIGIN);
+  const { baseUrl: base, guard } = vendorEndpoint(settings, 'deepgram', DEEPGRAM_ORIGIN);
 
   const query = new URLSearchParams({
     model: options.voice ?? options.model ?? DEFAULT_AURA_MODEL,
@@ -64,6 +64,7 @@ export function deepgramAuraConfig(settings: ProviderSettings): DeepgramAuraConf
   }
 
   return {
+    guard,
     url: `${toWebSocketUrl(base)}${DEEPGRAM_SPEAK_PATH}?${query.toString()}`,
     apiKey,
     timeoutMs: service.timeout_ms ?? DEFAULT_TTS_TIMEOUT_MS,

@@ -5,7 +5,7 @@ import { type RunningEmulators, startEmulatorServer } from '../../../emulators/e
 import type { ProviderSettings } from '../../registry.js';
 import type { TtsOutput } from '../../types.js';
 import { DEFAULT_ELEVENLABS_VOICE_ID, createElevenLabsTts } from './index.js';
-import { audioBytes, collectSpeech as collect, context, pieces, providerFailure as failure, spoken, TextFeed } from '../../../../test/helpers/provider-kit.js';
+import { audioBytes, collectSpeech as collect, context, pieces, providerFailure as failure, spoken, TextFeed, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'xi_test_0123456789';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
@@ -25,7 +25,7 @@ beforeEach(() => start());
 afterEach(() => server.close());
 
 function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
-  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
+  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV, ...over };
 }
 
 /** A text source the test feeds by hand, like an LLM that is still talking. */

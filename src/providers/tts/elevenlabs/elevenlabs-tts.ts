@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { EndpointGuard } from '../../endpoint.js';
 import { type AudioFormat, MULAW_8K, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
 import { type ParsedFrame, SocketReply, TtsSocket, isRetryableCloseCode, oneLine } from '../tts-socket.js';
 import { type Alignment, type ElevenLabsServerMessage, serverMessage } from './elevenlabs-messages.js';
@@ -18,6 +19,8 @@ export interface ElevenLabsTtsConfig {
   timeoutMs: number;
   /** A socket with no reply in progress is closed after this long; the next reply reconnects. */
   idleCloseMs: number;
+  /** Set for a bot's own base_url: connections check the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 /**
@@ -60,6 +63,7 @@ export class ElevenLabsTts implements TtsProvider {
       {
         provider: PROVIDER,
         url: config.url,
+        lookup: config.guard?.lookup,
         headers: { 'xi-api-key': config.apiKey },
         secret: config.apiKey,
         timeoutMs: config.timeoutMs,

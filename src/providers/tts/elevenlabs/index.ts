@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requireApiKey, toWebSocketUrl, vendorBaseUrl } from '../../endpoint.js';
+import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
 import { ProviderError } from '../../types.js';
 import { ULAW_8000, generationConfig, pronunciationDictionaryLocator, voiceSettings } from './elevenlabs-messages.js';
@@ -63,7 +63,8 @@ export function createElevenLabsTts(settings: ProviderSettings): ElevenLabsTts {
   const options = parse(elevenLabsOptionsSchema, settings.options, 'invalid tts options');
   const service = parse(serviceOptionsSchema, settings.serviceOptions, 'invalid service_options.elevenlabs');
   const apiKey = requireApiKey(settings, 'elevenlabs');
-  const base = vendorBaseUrl(settings, 'elevenlabs', ELEVENLABS_ORIGIN).replace(/\/v1$/, '');
+  const endpoint = vendorEndpoint(settings, 'elevenlabs', ELEVENLABS_ORIGIN);
+  const base = endpoint.baseUrl.replace(/\/v1$/, '');
   const voice = options.voice ?? DEFAULT_ELEVENLABS_VOICE_ID;
   const model = options.model ?? DEFAULT_ELEVENLABS_MODEL;
 
@@ -85,6 +86,7 @@ export function createElevenLabsTts(settings: ProviderSettings): ElevenLabsTts {
   query.set('output_format', ULAW_8000);
 
   return new ElevenLabsTts({
+    guard: endpoint.guard,
     url: `${toWebSocketUrl(base)}/v1/text-to-speech/${encodeURIComponent(voice)}/multi-stream-input?${query}`,
     apiKey,
     initFields,

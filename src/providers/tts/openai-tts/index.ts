@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { requireApiKey, vendorBaseUrl } from '../../endpoint.js';
+import { requireApiKey, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
 import { ProviderError } from '../../types.js';
 import { OpenAiTts } from './openai-tts.js';
@@ -40,12 +40,14 @@ export function createOpenAiTts(settings: ProviderSettings): OpenAiTts {
   const options = parse(openAiTtsOptionsSchema, settings.options, 'invalid tts options');
   const service = parse(serviceOptionsSchema, settings.serviceOptions, 'invalid service_options.openai_tts');
   const apiKey = requireApiKey(settings, 'openai_tts');
-  const base = vendorBaseUrl(settings, 'openai', OPENAI_ORIGIN).replace(/\/v1$/, '');
+  const endpoint = vendorEndpoint(settings, 'openai', OPENAI_ORIGIN);
+  const base = endpoint.baseUrl.replace(/\/v1$/, '');
   const extraBody: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(settings.serviceOptions)) {
     if (!ADAPTER_KEYS.has(key)) extraBody[key] = value;
   }
   return new OpenAiTts({
+    guard: endpoint.guard,
     url: base + SPEECH_PATH,
     apiKey,
     model: options.model ?? DEFAULT_OPENAI_TTS_MODEL,

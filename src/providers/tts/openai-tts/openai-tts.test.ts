@@ -4,7 +4,7 @@ import { OpenAiTtsEmulator, type OpenAiTtsEmulatorOptions } from '../../../emula
 import type { ProviderSettings } from '../../registry.js';
 import type { TtsOutput } from '../../types.js';
 import { createOpenAiTts } from './index.js';
-import { audioBytes, collectSpeech as collect, context, pieces, providerFailure as failure, TextFeed } from '../../../../test/helpers/provider-kit.js';
+import { audioBytes, collectSpeech as collect, context, pieces, providerFailure as failure, TextFeed, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'sk-test-0123456789';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
@@ -24,7 +24,7 @@ beforeEach(() => start());
 afterEach(() => server.close());
 
 function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
-  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: {}, ...over };
+  return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV, ...over };
 }
 
 /** A text source the test feeds by hand, like an LLM that is still talking. */

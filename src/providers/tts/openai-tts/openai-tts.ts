@@ -1,7 +1,10 @@
 import type { Logger } from 'pino';
+import type { EndpointGuard } from '../../endpoint.js';
+import { endpointFetch } from '../../endpoint-fetch.js';
 import { type AudioFormat, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
 import { OutputQueue, isRetryableStatus, oneLine, redact, vendorErrorText } from '../tts-socket.js';
 import { networkErrorText } from '../../network-error.js';
+import { isAddressRefusal } from '../../../security/address-policy.js';
 
 const PROVIDER = 'openai_tts';
 
@@ -21,6 +24,8 @@ export interface OpenAiTtsConfig {
   extraBody: Record<string, unknown>;
   /** Silence allowed per request: before the response headers, before the first bytes and between chunks. */
   timeoutMs: number;
+  /** Set for a bot's own base_url: connections check the addresses its host resolves to. */
+  guard?: EndpointGuard;
 }
 
 /**
@@ -143,16 +148,20 @@ class PieceRequest {
       arm();
       let response: Response;
       try {
-        response = await fetch(config.url, {
-          method: 'POST',
-          headers: { authorization: `Bearer ${config.apiKey}`, 'content-type': 'application/json' },
-          body: JSON.stringify(this.body()),
-          signal: AbortSignal.any([this.signal, local.signal]),
-        });
+        response = await endpointFetch(
+          config.url,
+          {
+            method: 'POST',
+            headers: { authorization: `Bearer ${config.apiKey}`, 'content-type': 'application/json' },
+            body: JSON.stringify(this.body()),
+            signal: AbortSignal.any([this.signal, local.signal]),
+          },
+          config.guard,
+        );
       } catch (err) {
         if (this.signal.aborted) return this.chunks.end();
         if (timedOut) return fail(`no response within ${config.timeoutMs} ms`, true);
-        return fail(`request failed: ${redact(networkErrorText(err), config.apiKey)}`, true, err);
+        return fail(`request failed: ${redact(networkErrorText(err), config.apiKey)}`, !isAddressRefusal(err), err);
       }
       this.log.debug({ provider: PROVIDER, status: response.status, headersMs: Math.round(performance.now() - startedMs) }, 'tts response started');
 
