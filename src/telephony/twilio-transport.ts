@@ -218,13 +218,10 @@ export class TwilioTransport implements CallTransport {
    * receiving it is done), so a carrier leg can never feed the call faster than about real time.
    */
   private admitAudio(payloadBase64: string): boolean {
-    // 8 kHz mu-law: 8 bytes a ms.
-    const admission = this.audioBudget.admit(base64DecodedBytes(payloadBase64) / 8);
-    if (admission === 'ok') return true;
-    if (admission === 'too-long') {
-      this.close(CLOSE.messageTooBig, `media payload over ${MAX_AUDIO_MS_PER_MESSAGE} ms of audio`);
-      return false;
-    }
+    // 8 kHz mu-law: 8 bytes a ms. The payload's length was checked against MAX_MEDIA_PAYLOAD_CHARS,
+    // this stream's per-message limit (an unpadded payload at it decodes to 2 bytes over 500 ms).
+    const audioMs = Math.min(base64DecodedBytes(payloadBase64) / 8, MAX_AUDIO_MS_PER_MESSAGE);
+    if (this.audioBudget.admit(audioMs) === 'ok') return true;
     this.log.warn({ limits: this.limits.audio }, 'carrier sends audio faster than real time; closing');
     this.close(CLOSE.flood, 'audio faster than real time');
     return false;
