@@ -17,12 +17,6 @@ export class TokenBucket {
     this.lastMs = now();
   }
 
-  /** Tokens available now. */
-  get available(): number {
-    this.refill();
-    return this.level;
-  }
-
   /** Takes `amount` tokens if the bucket holds them and says so; takes nothing when it does not. */
   take(amount = 1): boolean {
     this.refill();
