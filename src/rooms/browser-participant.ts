@@ -1,21 +1,23 @@
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
+import { type AudioRateLimits, AudioRateLimiter, DEFAULT_AUDIO_RATE_LIMITS, MAX_AUDIO_MS_PER_MESSAGE } from '../audio/audio-rate-limit.js';
 import { StreamingResampler } from '../audio/resample.js';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
+import { TokenBucket } from '../security/token-bucket.js';
 import { clientMessage, ROOM_CLOSE, serverMessage } from './room-messages.js';
 import type { RoomInput, RoomListener } from './room-transport.js';
 
 export interface ParticipantLimits {
-  /** How far a client's audio may run ahead of wall time before it counts as a flood, ms. */
-  maxAudioAheadMs: number;
-  /** Messages per second (audio and JSON together) a client may send. */
+  /** How much microphone audio a client may send, per message and per second (as a carrier may). */
+  audio: Readonly<AudioRateLimits>;
+  /** Messages per second (audio and JSON together) a client may send, and burst. */
   maxMessagesPerSec: number;
   /** Outbound bytes queued in the socket beyond which the client is considered gone. */
   maxBufferedBytes: number;
 }
 
 export const DEFAULT_PARTICIPANT_LIMITS: ParticipantLimits = {
-  maxAudioAheadMs: 1000,
+  audio: DEFAULT_AUDIO_RATE_LIMITS,
   // A browser sends one audio message per 20 ms (50/s) plus an occasional camera frame.
   maxMessagesPerSec: 200,
   maxBufferedBytes: 2 * 1024 * 1024,
@@ -43,11 +45,8 @@ export class BrowserParticipant implements RoomListener {
   private input: RoomInput | undefined;
   private inResampler: StreamingResampler | undefined;
   private outResampler: StreamingResampler | undefined;
-  /** Audio received beyond what wall time explains, ms (a leaky bucket: drains as time passes). */
-  private aheadMs = 0;
-  private lastAudioAtMs = 0;
-  private windowStartMs = 0;
-  private windowCount = 0;
+  private readonly messageBudget: TokenBucket;
+  private readonly audioBudget: AudioRateLimiter;
   private gone = false;
 
   constructor(
@@ -56,6 +55,8 @@ export class BrowserParticipant implements RoomListener {
     private readonly events: ParticipantEvents,
     private readonly limits: ParticipantLimits = DEFAULT_PARTICIPANT_LIMITS,
   ) {
+    this.messageBudget = new TokenBucket(limits.maxMessagesPerSec, limits.maxMessagesPerSec);
+    this.audioBudget = new AudioRateLimiter(limits.audio);
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     socket.on('close', (code, reason) => this.finish(`socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`));
     socket.on('error', (err) => {
@@ -111,7 +112,7 @@ export class BrowserParticipant implements RoomListener {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.gone) return;
     this.stats.messagesIn += 1;
-    if (this.flooded()) {
+    if (!this.messageBudget.take()) {
       this.close(ROOM_CLOSE.flood, `more than ${this.limits.maxMessagesPerSec} messages a second`);
       return;
     }
@@ -165,33 +166,23 @@ export class BrowserParticipant implements RoomListener {
       this.close(ROOM_CLOSE.policyViolation, 'malformed message: audio must be 16-bit PCM (an even number of bytes)');
       return;
     }
-    const nowMs = performance.now();
     // A microphone cannot produce audio faster than time passes; a little burst is network jitter.
-    // Silence (mute) earns no credit: the bucket never drains below empty.
-    this.aheadMs = Math.max(0, this.aheadMs - (this.lastAudioAtMs === 0 ? 0 : nowMs - this.lastAudioAtMs));
-    this.lastAudioAtMs = nowMs;
-    this.aheadMs += (bytes.length / 2 / this.sampleRateHz) * 1000;
-    if (this.aheadMs > this.limits.maxAudioAheadMs) {
-      this.log.warn({ aheadMs: Math.round(this.aheadMs) }, 'room client sends audio faster than real time');
-      this.close(ROOM_CLOSE.flood, 'audio faster than real time');
-      return;
+    switch (this.audioBudget.admit((bytes.length / 2 / this.sampleRateHz) * 1000)) {
+      case 'too-long':
+        this.close(ROOM_CLOSE.messageTooBig, `audio message over ${MAX_AUDIO_MS_PER_MESSAGE} ms`);
+        return;
+      case 'too-fast':
+        this.log.warn({ limits: this.limits.audio }, 'room client sends audio faster than real time');
+        this.close(ROOM_CLOSE.flood, 'audio faster than real time');
+        return;
+      case 'ok':
+        break;
     }
     this.stats.audioIn += 1;
     // Copy into an aligned array: the socket's buffer may start at an odd offset.
     const samples = new Int16Array(bytes.length / 2);
     for (let i = 0; i < samples.length; i++) samples[i] = bytes.readInt16LE(i * 2);
     this.input?.push(this.inResampler.process(samples));
-  }
-
-  /** A one-second window counter, as on the carrier's socket. */
-  private flooded(): boolean {
-    const now = performance.now();
-    if (now - this.windowStartMs >= 1000) {
-      this.windowStartMs = now;
-      this.windowCount = 0;
-    }
-    this.windowCount += 1;
-    return this.windowCount > this.limits.maxMessagesPerSec;
   }
 
   private finish(reason: string): void {

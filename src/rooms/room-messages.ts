@@ -19,6 +19,8 @@ export const ROOM_CLOSE = {
   goingAway: 1001,
   /** Malformed message, audio before client-ready, unknown message type. */
   policyViolation: 1008,
+  /** A message over the socket's 64 KiB (sent by the socket itself), or audio over 500 ms in one message. */
+  messageTooBig: 1009,
   internalError: 1011,
   /** Missing, malformed, badly signed or expired token. */
   invalidToken: 4401,

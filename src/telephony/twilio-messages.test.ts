@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { isWellFormedMedia, mediaMessage, outboundMedia, outboundMessage } from './twilio-messages.js';
+import { MAX_AUDIO_MS_PER_MESSAGE } from '../audio/audio-rate-limit.js';
+import { MAX_MEDIA_PAYLOAD_CHARS, isWellFormedMedia, mediaMessage, outboundMedia, outboundMessage } from './twilio-messages.js';
 
 const payload = Buffer.alloc(160, 0xff).toString('base64');
 const good = { event: 'media', sequenceNumber: '3', streamSid: 'MZ1', media: { track: 'inbound', chunk: '2', timestamp: '40', payload } };
@@ -22,8 +23,8 @@ const cases: unknown[] = [
   { ...good, media: { ...good.media, chunk: 2 } },
   { ...good, media: { ...good.media, timestamp: 'x'.repeat(21) } },
   { ...good, media: { ...good.media, payload: 7 } },
-  { ...good, media: { ...good.media, payload: 'A'.repeat(64 * 1024) } },
-  { ...good, media: { ...good.media, payload: 'A'.repeat(64 * 1024 + 1) } },
+  { ...good, media: { ...good.media, payload: 'A'.repeat(MAX_MEDIA_PAYLOAD_CHARS) } },
+  { ...good, media: { ...good.media, payload: 'A'.repeat(MAX_MEDIA_PAYLOAD_CHARS + 1) } },
   { ...good, event: 'mark' },
   null,
   [],
@@ -35,6 +36,12 @@ describe('isWellFormedMedia', () => {
     for (const message of cases) {
       expect({ message, ok: isWellFormedMedia(message) }).toEqual({ message, ok: mediaMessage.safeParse(message).success });
     }
+  });
+});
+
+describe('MAX_MEDIA_PAYLOAD_CHARS', () => {
+  it('is MAX_AUDIO_MS_PER_MESSAGE of 8 kHz mu-law in base64', () => {
+    expect(MAX_MEDIA_PAYLOAD_CHARS).toBe(Buffer.alloc(MAX_AUDIO_MS_PER_MESSAGE * 8).toString('base64').length);
   });
 });
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { MAX_AUDIO_MS_PER_MESSAGE } from '../audio/audio-rate-limit.js';
 
 /**
  * Twilio Media Streams messages, both directions, as the carrier sends them (most numbers are
@@ -6,6 +7,12 @@ import { z } from 'zod';
  */
 
 const seq = z.string().max(20);
+
+/**
+ * Longest inbound media payload: MAX_AUDIO_MS_PER_MESSAGE of 8 kHz mu-law (8 bytes a ms) in
+ * base64. Twilio's own frames are 20 ms: 160 bytes, 216 characters.
+ */
+export const MAX_MEDIA_PAYLOAD_CHARS = Math.ceil((MAX_AUDIO_MS_PER_MESSAGE * 8) / 3) * 4;
 
 export const connectedMessage = z.object({
   event: z.literal('connected'),
@@ -37,8 +44,8 @@ export const mediaMessage = z.object({
     track: z.string().max(32).optional(),
     chunk: z.string().max(20).optional(),
     timestamp: z.string().max(20).optional(),
-    /** base64 mu-law 8 kHz; 20 ms = 160 bytes = 216 characters. Bounded so one frame cannot be huge. */
-    payload: z.string().max(64 * 1024),
+    /** base64 mu-law 8 kHz; 20 ms = 160 bytes = 216 characters. */
+    payload: z.string().max(MAX_MEDIA_PAYLOAD_CHARS),
   }),
 });
 
@@ -65,7 +72,7 @@ export function isWellFormedMedia(json: unknown): json is z.output<typeof mediaM
     optionalString(media.chunk, 20) &&
     optionalString(media.timestamp, 20) &&
     typeof media.payload === 'string' &&
-    media.payload.length <= 64 * 1024
+    media.payload.length <= MAX_MEDIA_PAYLOAD_CHARS
   );
 }
 
@@ -139,10 +146,11 @@ export const CLOSE = {
   unsupportedData: 1003,
   /** Malformed messages past the tolerance, or a protocol order violation. */
   policyViolation: 1008,
+  /** A media message carrying more than MAX_AUDIO_MS_PER_MESSAGE of audio. */
   messageTooBig: 1009,
   internalError: 1011,
   /** Our own range: no configuration for this stream URL. */
   unknownConfig: 4404,
-  /** Our own range: the caller's side sent far more than a real carrier does. */
+  /** Our own range: the caller's side sent far more messages, or audio, than a real carrier does. */
   flood: 4429,
 } as const;

@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
+import { type AudioRateLimits, AudioRateLimiter, DEFAULT_AUDIO_RATE_LIMITS, MAX_AUDIO_MS_PER_MESSAGE } from '../audio/audio-rate-limit.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
+import { TokenBucket } from '../security/token-bucket.js';
 import {
   CLOSE,
   INBOUND_EVENTS,
@@ -8,14 +10,17 @@ import {
   inboundMessage,
   outboundClear,
   isWellFormedMedia,
+  MAX_MEDIA_PAYLOAD_CHARS,
   OUTBOUND_MEDIA_SUFFIX,
   outboundMark,
   outboundMediaPrefix,
 } from './twilio-messages.js';
 
 export interface TransportLimits {
-  /** Messages per second a carrier may sustain (it sends 50 media frames a second). */
+  /** Messages per second a carrier may sustain (it sends 50 media frames a second), and burst. */
   maxMessagesPerSec: number;
+  /** How much caller audio the carrier may send, per message and per second. */
+  audio: Readonly<AudioRateLimits>;
   /** Malformed messages tolerated before the stream is closed. */
   maxMalformed: number;
   /** Messages held while the call is being set up. */
@@ -26,6 +31,7 @@ export interface TransportLimits {
 
 export const DEFAULT_TRANSPORT_LIMITS: TransportLimits = {
   maxMessagesPerSec: 250,
+  audio: DEFAULT_AUDIO_RATE_LIMITS,
   maxMalformed: 20,
   maxEarlyMessages: 500,
   maxBufferedBytes: 4 * 1024 * 1024,
@@ -46,8 +52,8 @@ export class TwilioTransport implements CallTransport {
   private early: InboundMessage[] = [];
   private ended = false;
   private endReason = '';
-  private windowStartMs = 0;
-  private windowCount = 0;
+  private readonly messageBudget: TokenBucket;
+  private readonly audioBudget: AudioRateLimiter;
   private mediaPrefixSid: string | undefined;
   private mediaPrefix = '';
   private readonly endListeners: Array<() => void> = [];
@@ -57,6 +63,8 @@ export class TwilioTransport implements CallTransport {
     private readonly log: Logger,
     private readonly limits: TransportLimits = DEFAULT_TRANSPORT_LIMITS,
   ) {
+    this.messageBudget = new TokenBucket(limits.maxMessagesPerSec, limits.maxMessagesPerSec);
+    this.audioBudget = new AudioRateLimiter(limits.audio);
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     socket.on('close', (code, reason) => this.finish(`socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`));
     socket.on('error', (err) => {
@@ -125,7 +133,7 @@ export class TwilioTransport implements CallTransport {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.ended) return;
     this.stats.messagesIn += 1;
-    if (this.flooded()) {
+    if (!this.messageBudget.take()) {
       this.log.warn({ limitPerSec: this.limits.maxMessagesPerSec }, 'media stream flood; closing');
       this.close(CLOSE.flood, 'too many messages');
       return;
@@ -147,9 +155,16 @@ export class TwilioTransport implements CallTransport {
       this.log.debug({ event: event.slice(0, 40) }, 'unknown media stream event ignored');
       return;
     }
+    const payload = (json as { media?: { payload?: unknown } | null } | null)?.media?.payload;
+    if (event === 'media' && typeof payload === 'string' && payload.length > MAX_MEDIA_PAYLOAD_CHARS) {
+      this.log.warn({ payloadChars: payload.length }, 'media message too large; closing');
+      this.close(CLOSE.messageTooBig, `media payload over ${MAX_AUDIO_MS_PER_MESSAGE} ms of audio`);
+      return;
+    }
     // Media is 50 messages a second per call: checked by hand; anything else, or a media message
     // that fails the check, goes through the schema (which also words the error).
     if (event === 'media' && isWellFormedMedia(json)) {
+      if (!this.admitAudio(json.media.payload)) return;
       if (this.handler) this.dispatch(json);
       else if (this.early.length < this.limits.maxEarlyMessages) this.early.push(json);
       return;
@@ -205,15 +220,18 @@ export class TwilioTransport implements CallTransport {
     if (this.stats.malformed > this.limits.maxMalformed) this.close(CLOSE.policyViolation, 'too many malformed messages');
   }
 
-  /** A one-second window counter: cheap, and a carrier never comes near the limit. */
-  private flooded(): boolean {
-    const now = performance.now();
-    if (now - this.windowStartMs >= 1000) {
-      this.windowStartMs = now;
-      this.windowCount = 0;
-    }
-    this.windowCount += 1;
-    return this.windowCount > this.limits.maxMessagesPerSec;
+  /**
+   * Every media payload counts against the call's audio budget (delivered or not: the work of
+   * receiving it is done), so a carrier leg can never feed the call faster than about real time.
+   */
+  private admitAudio(payloadBase64: string): boolean {
+    // 8 kHz mu-law: 8 bytes a ms. The payload's length was checked against MAX_MEDIA_PAYLOAD_CHARS,
+    // this stream's per-message limit (an unpadded payload at it decodes to 2 bytes over 500 ms).
+    const audioMs = Math.min(base64DecodedBytes(payloadBase64) / 8, MAX_AUDIO_MS_PER_MESSAGE);
+    if (this.audioBudget.admit(audioMs) === 'ok') return true;
+    this.log.warn({ limits: this.limits.audio }, 'carrier sends audio faster than real time; closing');
+    this.close(CLOSE.flood, 'audio faster than real time');
+    return false;
   }
 
   private finish(reason: string): void {
@@ -226,4 +244,11 @@ export class TwilioTransport implements CallTransport {
       for (const listener of this.endListeners.splice(0)) listener();
     }
   }
+}
+
+
+/** Bytes a base64 string decodes to (3 for every 4 characters, less the padding). */
+function base64DecodedBytes(base64: string): number {
+  const padding = base64.endsWith('==') ? 2 : base64.endsWith('=') ? 1 : 0;
+  return Math.floor((base64.length * 3) / 4) - padding;
 }

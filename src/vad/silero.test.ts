@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { decodeMulaw } from '../audio/mulaw.js';
 import { resample } from '../audio/resample.js';
 import { SileroVad } from './silero.js';
@@ -120,6 +120,53 @@ describe('SileroVad', () => {
     const { windows } = await probabilities(wideband, 320, 16000);
     expect(windows.length).toBe(Math.floor(wideband.length / 512));
     expect(windows.filter((w) => w.probability >= 0.7).length / windows.length).toBeGreaterThan(0.5);
+  });
+
+  it('keeps at most maxPendingMs of audio waiting, without shifting it per window, when pushes outrun the model', async () => {
+    // 100 s of audio pushed at once: far more than the model can run before the pushes return.
+    const frames = 5000;
+    const ends: number[] = [];
+    const vad = await SileroVad.create({ onWindow: (_p, _window, end) => ends.push(end) });
+    const shifts = vi.spyOn(Int16Array.prototype, 'copyWithin');
+    const capacityAtStart = vad.pendingCapacity;
+    let peakPending = 0;
+    let peakCapacity = 0;
+    const pushes: Promise<void>[] = [];
+    let shiftCalls: number;
+    try {
+      for (let i = 0; i < frames; i++) {
+        const at = (i * 160) % (jfk.length - 160);
+        pushes.push(vad.push(jfk.subarray(at, at + 160)));
+        peakPending = Math.max(peakPending, vad.pendingSamples);
+        peakCapacity = Math.max(peakCapacity, vad.pendingCapacity);
+      }
+      await Promise.all(pushes);
+      shiftCalls = shifts.mock.calls.length;
+    } finally {
+      shifts.mockRestore();
+    }
+    expect(vad.maxPendingSamples).toBe(24_000);
+    expect(peakPending).toBeLessThanOrEqual(vad.maxPendingSamples);
+    expect(peakCapacity).toBeLessThanOrEqual(vad.maxPendingSamples);
+    expect(capacityAtStart).toBeLessThan(vad.maxPendingSamples);
+    // The waiting audio never moved: windows were read out of the ring, not shifted out of it.
+    expect(shiftCalls).toBe(0);
+    // Only the newest audio was analysed; the rest was counted as dropped, and positions stay true.
+    expect(ends.length).toBeLessThanOrEqual(Math.ceil(vad.maxPendingSamples / 256) + 1);
+    expect(vad.samplesDropped + ends.length * 256 + vad.pendingSamples).toBe(frames * 160);
+    expect(ends.at(-1)).toBe(frames * 160 - vad.pendingSamples);
+    expect(ends.every((end, i) => i === 0 || end - ends[i - 1]! === 256)).toBe(true);
+  });
+
+  it('drops nothing when audio arrives in real time, however long the stream', async () => {
+    const vad = await SileroVad.create();
+    for (let i = 0; i < 2000; i++) {
+      const at = (i * 160) % (jfk.length - 160);
+      await vad.push(jfk.subarray(at, at + 160));
+    }
+    expect(vad.samplesDropped).toBe(0);
+    expect(vad.windowsProcessed).toBe(Math.floor((2000 * 160) / 256));
+    expect(vad.pendingCapacity).toBeLessThanOrEqual(256 * 4);
   });
 
   it('rejects unsupported sample rates', () => {

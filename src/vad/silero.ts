@@ -6,8 +6,12 @@
  * Frames (160 samples) do not divide windows, so samples are buffered and the model runs whenever
  * a full window is ready (about every other frame).
  *
- * All buffers are allocated once per stream; the per-frame path only copies samples and, when a
- * window is ready, hands it to the process's batcher, which runs the windows of all calls together.
+ * Samples wait in a ring buffer, bounded (maxPendingMs) and never shifted: taking a window copies
+ * its 256 samples out and moves the read position, so the work per window is the same however much
+ * is waiting. If the model falls behind by more than the bound (an overloaded server), the oldest
+ * audio is dropped (counted in samplesDropped): the VAD stays current, and memory stays bounded.
+ * When a window is ready it goes to the process's batcher, which runs the windows of all calls
+ * together.
  */
 
 import * as ort from 'onnxruntime-node';
@@ -38,7 +42,15 @@ export interface SileroVadOptions {
    * worker thread. Defaults to the batcher of `session`.
    */
   batcher?: SileroBatcher;
+  /** Most audio kept waiting for the model, ms; older audio is dropped. Default 3000. */
+  maxPendingMs?: number;
 }
+
+/**
+ * Above the 2 s burst a media stream may deliver at once (audio-rate-limit.ts), so a carrier's
+ * catch-up after a network stall is analysed, not dropped.
+ */
+const DEFAULT_MAX_PENDING_MS = 3000;
 
 const INT16_SCALE = 1 / 32768;
 
@@ -54,9 +66,16 @@ export class SileroVad {
   /** Model input: context followed by the window, scaled to -1..1. */
   private readonly input: Float32Array;
   private readonly state = new Float32Array(SILERO_STATE_SIZE);
-  /** Samples received but not yet run through the model (less than two windows in practice). */
+  /** Ring of samples received but not yet run through the model (less than two windows in practice). */
   private pending: Int16Array;
+  /** Index in `pending` of the oldest waiting sample. */
+  private pendingStart = 0;
   private pendingLength = 0;
+  /** The ring grows (doubling) up to this, then the oldest samples are dropped. */
+  readonly maxPendingSamples: number;
+  /** The window being run, copied out of the ring. */
+  private readonly window: Int16Array;
+  private dropped = 0;
   private fed = 0;
   private processed = 0;
   private lastProbability = 0;
@@ -94,7 +113,10 @@ export class SileroVad {
     this.contextSamples = geometry.contextSamples;
     this.onWindow = options.onWindow;
     this.input = new Float32Array(geometry.contextSamples + geometry.windowSamples);
-    this.pending = new Int16Array(geometry.windowSamples * 4);
+    this.window = new Int16Array(geometry.windowSamples);
+    const maxPendingMs = options.maxPendingMs ?? DEFAULT_MAX_PENDING_MS;
+    this.maxPendingSamples = Math.max(geometry.windowSamples, Math.round((maxPendingMs * sampleRateHz) / 1000));
+    this.pending = new Int16Array(Math.min(geometry.windowSamples * 4, this.maxPendingSamples));
   }
 
   /** Total samples pushed since creation or the last reset; stream time is this / sampleRateHz. */
@@ -105,6 +127,21 @@ export class SileroVad {
   /** Windows run through the model since creation or the last reset. */
   get windowsProcessed(): number {
     return this.processed;
+  }
+
+  /** Samples waiting for the model. */
+  get pendingSamples(): number {
+    return this.pendingLength;
+  }
+
+  /** Samples the ring can hold before it grows (never more than maxPendingSamples). */
+  get pendingCapacity(): number {
+    return this.pending.length;
+  }
+
+  /** Samples dropped unanalysed because the model had fallen maxPendingMs behind. */
+  get samplesDropped(): number {
+    return this.dropped;
   }
 
   /** Probability of the most recent window (0 before the first one). */
@@ -131,6 +168,7 @@ export class SileroVad {
   /** Forgets audio, context and recurrent state, e.g. between independent utterances in tests. */
   reset(): void {
     this.generation++;
+    this.pendingStart = 0;
     this.pendingLength = 0;
     this.fed = 0;
     this.processed = 0;
@@ -140,45 +178,68 @@ export class SileroVad {
   }
 
   private append(samples: Int16Array): void {
-    const required = this.pendingLength + samples.length;
-    if (required > this.pending.length) {
-      const grown = new Int16Array(Math.max(required, this.pending.length * 2));
-      grown.set(this.pending.subarray(0, this.pendingLength), 0);
-      this.pending = grown;
+    const max = this.maxPendingSamples;
+    let input = samples;
+    if (input.length > max) {
+      this.dropOldest(this.pendingLength);
+      this.dropped += input.length - max;
+      input = input.subarray(input.length - max);
     }
-    this.pending.set(samples, this.pendingLength);
+    const overflow = this.pendingLength + input.length - max;
+    if (overflow > 0) this.dropOldest(overflow);
+    const required = this.pendingLength + input.length;
+    if (required > this.pending.length) this.grow(Math.min(max, Math.max(required, this.pending.length * 2)));
+    // Write after the newest sample, wrapping at the end of the ring.
+    const capacity = this.pending.length;
+    const writeAt = (this.pendingStart + this.pendingLength) % capacity;
+    const first = Math.min(input.length, capacity - writeAt);
+    this.pending.set(input.subarray(0, first), writeAt);
+    if (first < input.length) this.pending.set(input.subarray(first), 0);
     this.pendingLength = required;
+  }
+
+  private dropOldest(count: number): void {
+    this.pendingStart = (this.pendingStart + count) % this.pending.length;
+    this.pendingLength -= count;
+    this.dropped += count;
+  }
+
+  /** A bigger ring, with the waiting samples unwrapped at its start. Rare: at most log2(max/initial) times. */
+  private grow(capacity: number): void {
+    const grown = new Int16Array(capacity);
+    const first = Math.min(this.pendingLength, this.pending.length - this.pendingStart);
+    grown.set(this.pending.subarray(this.pendingStart, this.pendingStart + first), 0);
+    grown.set(this.pending.subarray(0, this.pendingLength - first), first);
+    this.pending = grown;
+    this.pendingStart = 0;
+  }
+
+  /** Copies the oldest window out of the ring into `window` and moves past it. */
+  private takeWindow(): Int16Array {
+    const size = this.windowSamples;
+    const capacity = this.pending.length;
+    const first = Math.min(size, capacity - this.pendingStart);
+    this.window.set(this.pending.subarray(this.pendingStart, this.pendingStart + first), 0);
+    if (first < size) this.window.set(this.pending.subarray(0, size - first), first);
+    this.pendingStart = (this.pendingStart + size) % capacity;
+    this.pendingLength -= size;
+    return this.window;
   }
 
   private async drain(generation: number): Promise<void> {
     const size = this.windowSamples;
     while (this.pendingLength >= size && generation === this.generation) {
-      let probability: number;
-      try {
-        probability = await this.runWindow(this.pending, generation);
-      } catch (error) {
-        // Drop the failed window so a persistently failing model cannot grow the buffer.
-        if (generation === this.generation) this.consumeWindow();
-        throw error;
-      }
+      // Position of this window's end: everything fed minus what is still queued after it.
+      const windowEndSample = this.fed - (this.pendingLength - size);
+      // Taken before the run, so a failing model cannot grow the buffer, and audio dropped while
+      // the window is in flight is never this one. Windows of a stream run one at a time.
+      const window = this.takeWindow();
+      const probability = await this.runWindow(window, generation);
       if (generation !== this.generation) return;
       this.processed++;
       this.lastProbability = probability;
-      try {
-        if (this.onWindow) {
-          // Position of this window's end: everything fed minus what is still queued after it.
-          const windowEndSample = this.fed - (this.pendingLength - size);
-          this.onWindow(probability, this.pending.subarray(0, size), windowEndSample);
-        }
-      } finally {
-        this.consumeWindow();
-      }
+      this.onWindow?.(probability, window, windowEndSample);
     }
-  }
-
-  private consumeWindow(): void {
-    this.pending.copyWithin(0, this.windowSamples, this.pendingLength);
-    this.pendingLength -= this.windowSamples;
   }
 
   private async runWindow(window: Int16Array, generation: number): Promise<number> {

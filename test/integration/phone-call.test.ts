@@ -6,6 +6,8 @@ import type { CallReport } from '../../src/simulator/call-report.js';
 import type { CallerClip } from '../../src/simulator/caller-clip.js';
 import { runPhoneCall } from '../../src/simulator/phone-call.js';
 import { PHRASES } from '../../src/pipeline/call-session.js';
+import { MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../../src/audio/frames.js';
+import { CarrierMessages } from '../../src/simulator/carrier-messages.js';
 import { CLOSE } from '../../src/telephony/twilio-messages.js';
 import { ScriptedLlm, type ScriptedLlmOptions, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
@@ -412,5 +414,138 @@ describe('the media websocket under bad input', () => {
     expect(report.outcome).toBe('completed');
     expectCleanProtocol(report);
     expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
+  });
+});
+
+describe('the media websocket under audio faster than real time', () => {
+  interface CarrierSocket {
+    ws: WebSocket;
+    messages: CarrierMessages;
+    closed: Promise<{ code: number; reason: string }>;
+    /** Media messages the server sent back (the bot's audio). */
+    botMedia: number;
+    /** Sends 20 ms frames of `mulaw` (or silence) as media messages, at once. */
+    sendFrames(count: number, mulaw?: Uint8Array): void;
+    /**
+     * Resolves once the server has read everything sent so far: with 'open' when it answered a ping
+     * sent after it (so it had not closed), with 'closed' when it closed the socket instead.
+     */
+    drained(): Promise<'open' | 'closed'>;
+  }
+
+  let sockets = 0;
+  /** A carrier leg on a raw socket: `connected` and `start` sent, then whatever the test sends. */
+  async function carrierSocket(url: string): Promise<CarrierSocket> {
+    sockets += 1;
+    const sid = (prefix: string) => `${prefix}${String(sockets).padStart(32, '0')}`;
+    const messages = new CarrierMessages({ accountSid: sid('AC'), callSid: sid('CA'), streamSid: sid('MZ') });
+    const ws = new WebSocket(url);
+    let isClosed = false;
+    const closed = new Promise<{ code: number; reason: string }>((resolve) => {
+      ws.on('close', (code, reason) => {
+        isClosed = true;
+        resolve({ code, reason: reason.toString() });
+      });
+    });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('error', reject);
+    });
+    ws.send(messages.connected());
+    ws.send(messages.start({}));
+    let frameIndex = 0;
+    const silence = Buffer.alloc(MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE);
+    const socket: CarrierSocket = {
+      ws,
+      messages,
+      closed,
+      botMedia: 0,
+      sendFrames(count, mulaw) {
+        for (let i = 0; i < count && ws.readyState === ws.OPEN; i++) {
+          const at = frameIndex * MULAW_FRAME_BYTES;
+          const frame = mulaw && at + MULAW_FRAME_BYTES <= mulaw.length ? mulaw.subarray(at, at + MULAW_FRAME_BYTES) : silence;
+          ws.send(messages.media(frameIndex + 1, frameIndex * 20, Buffer.from(frame).toString('base64')));
+          frameIndex += 1;
+        }
+      },
+      drained() {
+        if (isClosed || ws.readyState !== ws.OPEN) return closed.then(() => 'closed' as const);
+        return new Promise((resolve) => {
+          ws.once('pong', () => resolve('open'));
+          void closed.then(() => resolve('closed'));
+          ws.ping();
+        });
+      },
+    };
+    ws.on('message', (data) => {
+      if (String(data).startsWith('{"event":"media"')) socket.botMedia += 1;
+    });
+    return socket;
+  }
+
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  it('closes a stream whose media messages carry far more than a frame (1009), while a real call on the same server is answered', async () => {
+    const bot = await startBot({ heard: ['go forward ten meters'], llm: { replies: ['Sure, going forward now.'] } });
+    const good = runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      clips: { forward: await clip('A07_go_forward.ulaw') },
+      scenario: { steps: [{ do: 'wait', ms: 300 }, { do: 'play', clip: 'forward' }, { do: 'wait-bot-silence', ms: 600 }] },
+    });
+
+    // Well-formed media whose payloads hold about 4 s of audio each (45,000 base64 characters),
+    // many times over: what exhausted memory before.
+    const big = await carrierSocket(bot.wssUrl);
+    const payload = Buffer.alloc(33_750, 0x7f).toString('base64');
+    for (let i = 0; i < 20 && big.ws.readyState === big.ws.OPEN; i++) big.ws.send(big.messages.media(i + 1, i * 20, payload));
+    expect(await big.drained()).toBe('closed');
+    expect(await big.closed).toEqual({ code: CLOSE.messageTooBig, reason: 'media payload over 500 ms of audio' });
+
+    // A batched message of up to 500 ms is fine.
+    const batched = await carrierSocket(bot.wssUrl);
+    batched.ws.send(batched.messages.media(1, 0, Buffer.alloc(4000, 0xff).toString('base64')));
+    expect([await batched.drained(), await Promise.race([batched.closed, Promise.resolve(null)])]).toEqual(['open', null]);
+    batched.ws.close();
+
+    const report = await good;
+    expect(report.outcome).toBe('completed');
+    expectCleanProtocol(report);
+    expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
+    expect(bot.llm.requests.length).toBe(1);
+  });
+
+  it('closes a stream that sends ordinary 20 ms frames four times faster than real time (4429)', async () => {
+    const bot = await startBot({ llm: { replies: ['hi'] } });
+    const fast = await carrierSocket(bot.wssUrl);
+    // 200 messages a second, under the message-count limit; 80 ms of audio every 20 ms, for up to
+    // 10 s (40 s of audio), then wait for the server to read it all.
+    for (let tick = 0; tick < 500 && fast.ws.readyState === fast.ws.OPEN; tick++) {
+      fast.sendFrames(4);
+      await sleep(20);
+    }
+    expect(await fast.drained()).toBe('closed');
+    expect(await fast.closed).toEqual({ code: CLOSE.flood, reason: 'audio faster than real time' });
+  });
+
+  it('answers a caller whose carrier delivers audio in real time but in clumps (300 ms at a time, and once after a 1 s stall)', async () => {
+    const bot = await startBot({ heard: ['go forward ten meters'], llm: { replies: ['Sure, going forward now.'] } });
+    const caller = await carrierSocket(bot.wssUrl);
+    const speech = await readMulawFile(fixture('A07_go_forward.ulaw'));
+    const startedAt = performance.now();
+    let sent = 0;
+    // Every frame goes out when wall time says it is due, in clumps: each 300 ms, or after a 1 s
+    // stall a second into the call. Silence follows the speech until the bot answers (or 20 s).
+    for (let clump = 0; caller.botMedia === 0 && performance.now() - startedAt < 20_000; clump++) {
+      await sleep(clump === 3 ? 1000 : 300);
+      const due = Math.floor((performance.now() - startedAt) / 20);
+      caller.sendFrames(due - sent, speech);
+      sent = due;
+      if (caller.ws.readyState !== caller.ws.OPEN) break;
+    }
+    expect(await caller.drained()).toBe('open');
+    expect(caller.botMedia).toBeGreaterThan(0);
+    expect(bot.llm.requests.length).toBe(1);
+    caller.ws.send(caller.messages.stop());
+    expect((await caller.closed).code).toBe(CLOSE.normal);
   });
 });

@@ -198,6 +198,8 @@ describe('a bot in a room', () => {
       [(c) => c.sendJson({ label: 'rtvi-ai', type: 'client-ready', data: { audio: { sampleRateHz: 16000 } } }), true, 1008, 'client-ready sent twice'],
       // Three seconds of audio within a moment, in messages under the size limit.
       [(c) => { for (let i = 0; i < 6; i++) c.sendRaw(Buffer.alloc(16000)); }, true, 4429, 'audio faster than real time'],
+      // 600 ms of audio in one message (the limit is 500 ms).
+      [(c) => c.sendRaw(Buffer.alloc(19_200)), true, 1009, 'audio message over 500 ms'],
       [(c) => c.sendRaw(Buffer.alloc(70 * 1024)), true, 1009, ''],
     ];
     for (const [misbehave, ready, code, reason] of bad) {
@@ -214,6 +216,31 @@ describe('a bot in a room', () => {
     await alice.until('greeting', () => alice.of('bot-stopped-speaking').length >= 1);
     await alice.stream(fixturePcm('A06_birch_canoe.8k.wav', 16000));
     await alice.stream(alice.silence(1200));
+    await alice.until('the answer', () => alice.of('bot-transcription').some((m) => m.data!.text === ANSWER));
+    expect(alice.closed).toBeUndefined();
+  });
+
+  it('hears and answers a participant whose audio arrives in real time but in clumps (300 ms at a time, once after a 1.2 s stall)', async () => {
+    const bot = await startServer({ replies: [GREETING, ANSWER] });
+    const room = await bot.start();
+    const alice = await bot.join(room.token, room.wsUrl);
+    await alice.until('greeting', () => alice.of('bot-stopped-speaking').length >= 1);
+    const speech = fixturePcm('A06_birch_canoe.8k.wav', 16000);
+    const pcm = new Int16Array(speech.length + alice.silence(1500).length);
+    pcm.set(speech);
+    // Every 20 ms frame goes out once wall time says it is due, but only every 300 ms, and once
+    // after a 1.2 s stall: as a congested network delivers a microphone's audio.
+    const frame = alice.rateHz / 50;
+    const frames = Math.ceil(pcm.length / frame);
+    const startMs = performance.now();
+    for (let clump = 0, sent = 0; sent < frames && !alice.closed; clump++) {
+      await new Promise((resolve) => setTimeout(resolve, clump === 2 ? 1200 : 300));
+      const due = Math.min(frames, Math.floor((performance.now() - startMs) / 20));
+      for (; sent < due; sent++) {
+        const chunk = pcm.subarray(sent * frame, (sent + 1) * frame);
+        alice.sendRaw(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));
+      }
+    }
     await alice.until('the answer', () => alice.of('bot-transcription').some((m) => m.data!.text === ANSWER));
     expect(alice.closed).toBeUndefined();
   });

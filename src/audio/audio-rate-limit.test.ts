@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { AudioRateLimiter, MAX_AUDIO_MS_PER_MESSAGE } from './audio-rate-limit.js';
+
+/** A limiter on a clock the test moves. */
+function limiterAt() {
+  let nowMs = 1000;
+  const limiter = new AudioRateLimiter(undefined, () => nowMs);
+  return { limiter, advance: (ms: number) => (nowMs += ms) };
+}
+
+describe('AudioRateLimiter', () => {
+  it('admits a real-time sender that delivers in clumps (a few hundred ms at a time, or after a 1.5 s stall), for hours', () => {
+    const { limiter, advance } = limiterAt();
+    // Two hours of 20 ms frames, delivered 15 at a time every 300 ms, with a 1.5 s stall and its
+    // catch-up every minute.
+    const refused = [];
+    for (let clump = 0; clump < 24_000; clump++) {
+      const stalled = clump % 200 === 199;
+      advance(stalled ? 1500 : 300);
+      for (let i = 0; i < (stalled ? 75 : 15); i++) if (limiter.admit(20) !== 'ok') refused.push(clump);
+    }
+    expect(refused).toEqual([]);
+  });
+
+  it('admits a sender whose clock runs 1% fast', () => {
+    const { limiter, advance } = limiterAt();
+    let refused = 0;
+    for (let i = 0; i < 50 * 3600; i++) {
+      advance(19.8);
+      if (limiter.admit(20) !== 'ok') refused += 1;
+    }
+    expect(refused).toBe(0);
+  });
+
+  it('refuses a sender at three times real time within a couple of seconds', () => {
+    const { limiter, advance } = limiterAt();
+    let frames = 0;
+    while (limiter.admit(20) === 'ok') {
+      frames += 1;
+      advance(20 / 3);
+      if (frames > 10_000) break;
+    }
+    // The 2 s burst is spent at (3 - 2) x real time: about 2 s of wall time, 6 s of audio.
+    expect(frames * 20).toBeGreaterThan(5000);
+    expect(frames * 20).toBeLessThan(7000);
+  });
+
+  it('refuses audio all at once beyond the burst', () => {
+    const { limiter } = limiterAt();
+    for (let i = 0; i < 4; i++) expect(limiter.admit(MAX_AUDIO_MS_PER_MESSAGE)).toBe('ok');
+    expect(limiter.admit(20)).toBe('too-fast');
+  });
+
+  it('refuses one message carrying more than MAX_AUDIO_MS_PER_MESSAGE', () => {
+    const { limiter } = limiterAt();
+    expect(limiter.admit(MAX_AUDIO_MS_PER_MESSAGE + 1)).toBe('too-long');
+    expect(limiter.admit(MAX_AUDIO_MS_PER_MESSAGE)).toBe('ok');
+  });
+});

@@ -1,0 +1,54 @@
+import { TokenBucket } from '../security/token-bucket.js';
+
+/**
+ * How much audio a caller may send us: a microphone or a carrier produces audio in real time, so
+ * a peer sending much more is broken or hostile, and everything downstream (VAD, STT, recording)
+ * does work in proportion to the audio it gets. Shared by every transport that takes a caller's
+ * audio: the carrier's media stream and a browser in a room.
+ */
+
+/**
+ * Longest audio one message may carry. Twilio sends 20 ms frames, browsers 20 ms or so; some
+ * carriers and clients batch a few frames. 500 ms leaves that room and keeps the work one message
+ * can cause small (16 VAD windows).
+ */
+export const MAX_AUDIO_MS_PER_MESSAGE = 500;
+
+export interface AudioRateLimits {
+  /**
+   * Audio a peer may send per second of wall time, sustained, as a multiple of real time. A real
+   * sender averages 1; 2 lets a sender catch up after a burst within as long again while still
+   * sending live audio, and makes clock drift between its clock and ours irrelevant (with 1, even
+   * 100 ppm of drift would use up the burst allowance over a long call). What 2 costs at worst is
+   * a second call's worth of VAD and STT work.
+   */
+  sustainedRealTimeFactor: number;
+  /**
+   * Audio a peer may send ahead of that rate at once, ms. Carriers and networks deliver audio in
+   * clumps: a TCP retransmission (200 ms, then 400, 800 …) holds frames back and releases them
+   * together, and a client stalled by its own event loop sends its backlog at once. 2 s absorbs a
+   * couple of back-to-back retransmission timeouts; a stall of our own event loop longer than that
+   * would also show up here, but then calls are already broken.
+   */
+  burstMs: number;
+}
+
+export const DEFAULT_AUDIO_RATE_LIMITS: Readonly<AudioRateLimits> = Object.freeze({ sustainedRealTimeFactor: 2, burstMs: 2000 });
+
+/** `too-long`: one message over MAX_AUDIO_MS_PER_MESSAGE; `too-fast`: over the rate. */
+export type AudioAdmission = 'ok' | 'too-long' | 'too-fast';
+
+/** One caller's audio budget, in ms of audio. */
+export class AudioRateLimiter {
+  private readonly bucket: TokenBucket;
+
+  constructor(limits: Readonly<AudioRateLimits> = DEFAULT_AUDIO_RATE_LIMITS, now?: () => number) {
+    this.bucket = new TokenBucket(limits.burstMs, limits.sustainedRealTimeFactor * 1000, now);
+  }
+
+  /** Accounts for one message carrying `audioMs` of audio, and says whether it may be used. */
+  admit(audioMs: number): AudioAdmission {
+    if (audioMs > MAX_AUDIO_MS_PER_MESSAGE) return 'too-long';
+    return this.bucket.take(audioMs) ? 'ok' : 'too-fast';
+  }
+}
