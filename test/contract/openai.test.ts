@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { afterEach, describe, expect, it } from 'vitest';
+import { encodeMulaw } from '../../src/audio/mulaw.js';
 import { OpenAiEmulator } from '../../src/emulators/openai-emulator.js';
 import { OpenAiRealtimeEmulator } from '../../src/emulators/openai-realtime-emulator.js';
 import { OpenAiTtsEmulator } from '../../src/emulators/openai-tts-emulator.js';
@@ -118,7 +119,7 @@ describe('openai against the OpenAI emulators', () => {
     expect(vendors.emulator(OpenAiTtsEmulator).requests.at(-1)!.body).toMatchObject({ model: 'gpt-4o-mini-tts', voice: 'alloy', input: text, response_format: 'pcm' });
   });
 
-  it('realtime: OpenAIRealtimeWS configures a session, asks for a response and receives its audio and transcript', async () => {
+  it('realtime: OpenAIRealtimeWS configures a session, asks for a response, then speaks and gets its words transcribed and answered', async () => {
     vendors = await startVendors({ replies: [REPLY] });
     const v = vendors;
     const rt = new OpenAIRealtimeWS({ model: 'gpt-realtime', options: { createConnection: () => v.plainSocket() } }, client(v));
@@ -136,19 +137,42 @@ describe('openai against the OpenAI emulators', () => {
     const done = new Promise<OpenAI.Realtime.ResponseDoneEvent>((resolve) => rt.on('response.done', resolve));
     rt.send({ type: 'response.create' });
     const responseDone = await done;
+
+    // The caller speaks: 400 ms of tone, then silence until the server's VAD ends the turn.
+    const answered = new Promise<OpenAI.Realtime.ResponseDoneEvent>((resolve) => rt.on('response.done', resolve));
+    const pcm = new Int16Array(8000 * 1.4);
+    for (let i = 0; i < 8000 * 0.4; i++) pcm[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 8000));
+    const mulaw = Buffer.from(encodeMulaw(pcm));
+    for (let at = 0; at < mulaw.length; at += 160) rt.send({ type: 'input_audio_buffer.append', audio: mulaw.subarray(at, at + 160).toString('base64') });
+    const secondDone = await answered;
+    expect(secondDone.response.status).toBe('completed');
     const closed = new Promise<number>((resolve) => rt.socket.once('close', (code: number) => resolve(code)));
     rt.close();
     expect(await closed).toBe(1000);
     expect(errors).toEqual([]);
 
     expect(responseDone.response.status).toBe('completed');
+    // Where the SDK's types require a field or forbid null, the emulator keeps to them.
+    expect(events[0]).toMatchObject({ type: 'session.created', session: { type: 'realtime' } });
+    expect(responseDone.response.usage).not.toBeNull();
     const types = events.map((e) => e.type);
+    const turn = types.slice(types.indexOf('input_audio_buffer.speech_started'));
+    expect(turn.slice(0, 5)).toEqual([
+      'input_audio_buffer.speech_started',
+      'input_audio_buffer.speech_stopped',
+      'input_audio_buffer.committed',
+      'conversation.item.input_audio_transcription.completed',
+      'response.created',
+    ]);
+    const transcribed = events.find((e) => e.type === 'conversation.item.input_audio_transcription.completed')!;
+    expect(transcribed).toMatchObject({ transcript: 'hello', content_index: 0, usage: { type: 'duration', seconds: 0.4 } });
+    expect(transcribed.item_id).toBe(events.find((e) => e.type === 'input_audio_buffer.committed')!.item_id);
     expect(types.slice(0, 3)).toEqual(['session.created', 'session.updated', 'conversation.item.added']);
     expect(types.indexOf('response.created')).toBeLessThan(types.indexOf('response.output_audio.delta'));
     let audioBytes = 0;
     for (const event of events) if (event.type === 'response.output_audio.delta') audioBytes += Buffer.from(event.delta as string, 'base64').length;
-    // 60 ms of emulated speech per character, mu-law at 8 kHz: one byte a sample.
-    expect(audioBytes).toBe(REPLY.length * 60 * 8);
+    // 60 ms of emulated speech per character, mu-law at 8 kHz: one byte a sample; two responses.
+    expect(audioBytes).toBe(2 * REPLY.length * 60 * 8);
     const transcript = events.find((e) => e.type === 'response.output_audio_transcript.done');
     expect(transcript?.transcript).toBe(REPLY);
     const recorded = vendors.emulator(OpenAiRealtimeEmulator).connections.at(-1)!;
