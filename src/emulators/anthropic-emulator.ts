@@ -8,6 +8,7 @@ import {
   type ResolvedReply,
   type StreamStep,
   approxTokens,
+  bearerToken,
   describeZodIssues,
   fragments,
 } from './llm-emulator-base.js';
@@ -38,9 +39,9 @@ const ERROR_TYPES: Record<number, string> = {
 
 /**
  * An Anthropic Messages server (providers.md section 3): `POST …/v1/messages` with `x-api-key`
- * and `anthropic-version`, streamed as `event:`/`data:` pairs: message_start, ping,
- * content_block_start / content_block_delta (text_delta, input_json_delta) / content_block_stop
- * per block, message_delta, message_stop; no [DONE]. The in-stream failure is an `error` event
+ * (or `Authorization: Bearer`, as Anthropic's SDK sends it) and `anthropic-version`, streamed as
+ * `event:`/`data:` pairs: message_start, ping, content_block_start / content_block_delta
+ * (text_delta, input_json_delta) / content_block_stop per block, message_delta, message_stop; no [DONE]. The in-stream failure is an `error` event
  * (overloaded_error). Requests are held to the documented rules: max_tokens present, a first user
  * message, user and assistant alternating, no empty text blocks, temperature 0-1.
  */
@@ -59,8 +60,11 @@ export class AnthropicEmulator extends LlmEmulatorBase<AcceptedMessages> {
   }
 
   protected authenticate(req: IncomingMessage): Rejection | undefined {
-    const key = req.headers['x-api-key'];
-    if (typeof key !== 'string' || key.length === 0) return { status: 401, body: errorBody('authentication_error', 'x-api-key header is required') };
+    // The key comes as `x-api-key` (what the adapter sends) or as `Authorization: Bearer <key>`
+    // (what Anthropic's own TypeScript SDK sends since 1.x); the API takes either.
+    const header = req.headers['x-api-key'];
+    const key = typeof header === 'string' && header.length > 0 ? header : bearerToken(req);
+    if (key === undefined) return { status: 401, body: errorBody('authentication_error', 'x-api-key header is required') };
     if (this.expectedKey !== undefined && key !== this.expectedKey) return { status: 401, body: errorBody('authentication_error', 'invalid x-api-key') };
     if (!req.headers['anthropic-version']) return { status: 400, body: errorBody('invalid_request_error', 'anthropic-version: header is required') };
     return undefined;

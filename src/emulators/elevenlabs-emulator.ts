@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { type ClientMessage, clientMessage } from '../providers/tts/elevenlabs/elevenlabs-messages.js';
@@ -16,6 +16,7 @@ import {
   send,
   writeHttpError,
 } from './emulator-kit.js';
+import { ElevenLabsHttpEmulator, type RecordedElevenLabsSpeechRequest } from './elevenlabs-http-emulator.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
@@ -35,6 +36,9 @@ import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator
  * pipecat observed). `close_socket` finishes the flushing contexts and closes. The socket closes
  * after `inactivity_timeout` seconds (default 20) without a message (unconfirmed: the error text
  * and the 1008 code).
+ *
+ * The same emulator answers ElevenLabs' HTTP text-to-speech (`POST /v1/text-to-speech/{voice_id}`
+ * and `…/stream`, see ElevenLabsHttpEmulator), which is what ElevenLabs' own SDK streams from.
  *
  * Cost per context: one timer per audio chunk (100 ms of audio by default).
  */
@@ -170,6 +174,7 @@ export class ElevenLabsEmulator implements VendorEmulator {
   private readonly maxRecorded: number;
   private readonly wss = new WebSocketServer({ noServer: true, perMessageDeflate: false });
   private readonly sockets = new Set<EmulatedSocket>();
+  private readonly http: ElevenLabsHttpEmulator;
   private nextConnectionId = 1;
 
   constructor(options: ElevenLabsEmulatorOptions = {}) {
@@ -177,6 +182,22 @@ export class ElevenLabsEmulator implements VendorEmulator {
     this.expectedKey = options.apiKey;
     this.chunkMs = options.chunkMs ?? DEFAULT_CHUNK_MS;
     this.maxRecorded = options.maxRecorded ?? DEFAULT_MAX_RECORDED;
+    this.http = new ElevenLabsHttpEmulator({
+      latencies: this.latencies,
+      expectedKey: this.expectedKey,
+      chunkMs: this.chunkMs,
+      maxRecorded: this.maxRecorded,
+      toneFormat,
+    });
+  }
+
+  /** HTTP text-to-speech requests, oldest first. */
+  get speechRequests(): readonly RecordedElevenLabsSpeechRequest[] {
+    return this.http.requests;
+  }
+
+  handleHttp(req: IncomingMessage, res: ServerResponse): boolean {
+    return this.http.handleHttp(req, res);
   }
 
   /** The recorded context with this id (the latest, if an id was reused). */
@@ -241,6 +262,7 @@ export class ElevenLabsEmulator implements VendorEmulator {
   }
 
   close(): void {
+    this.http.close();
     for (const socket of this.sockets) {
       clearTimeout(socket.inactivityTimer);
       for (const context of socket.contexts.values()) context.stream.stop();

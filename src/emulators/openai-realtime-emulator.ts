@@ -99,6 +99,8 @@ class RealtimeConnection {
   private silentFrames = 0;
   private inSpeech = false;
   private audioMs = 0;
+  /** Where the caller's current utterance began, in ms of audio received. */
+  private speechStartMs = 0;
   private carry = Buffer.alloc(0);
   private replyIndex = 0;
   private transcriptIndex = 0;
@@ -113,7 +115,9 @@ class RealtimeConnection {
     private readonly options: OpenAiRealtimeEmulatorOptions,
   ) {
     this.thresholdSquared = (options.speechRmsThreshold ?? 300) ** 2;
-    send(ws, { type: 'session.created', event_id: this.eventId(), session: { id: `sess_${record.id}`, model: record.model } });
+    // The GA session names its type, as the SDK's RealtimeSessionCreateRequest requires.
+    const session = { ...(record.protocol === 'ga' ? { type: 'realtime' } : {}), id: `sess_${record.id}`, object: 'realtime.session', model: record.model };
+    send(ws, { type: 'session.created', event_id: this.eventId(), session });
     ws.on('message', (data: RawData) => this.onMessage(data));
   }
 
@@ -190,6 +194,7 @@ class RealtimeConnection {
       this.silentFrames = 0;
       if (!this.inSpeech && this.voicedFrames >= SPEECH_START_FRAMES) {
         this.inSpeech = true;
+        this.speechStartMs = this.audioMs - SPEECH_START_FRAMES * 20;
         this.record.speechStarts += 1;
         // interrupt_response: the server cancels the response in progress itself.
         if (this.response) this.endResponse('cancelled');
@@ -207,7 +212,9 @@ class RealtimeConnection {
     send(this.ws, { type: 'input_audio_buffer.committed', event_id: this.eventId(), item_id: itemId, previous_item_id: null });
     const transcripts = this.options.transcripts ?? ['hello'];
     const transcript = transcripts[this.transcriptIndex++ % transcripts.length]!;
-    send(this.ws, { type: 'conversation.item.input_audio_transcription.completed', event_id: this.eventId(), item_id: itemId, content_index: 0, transcript });
+    // Usage is required on this event; a duration (seconds of speech) is what whisper-style models report.
+    const usage = { type: 'duration', seconds: (this.audioMs - SILENCE_END_FRAMES * 20 - this.speechStartMs) / 1000 };
+    send(this.ws, { type: 'conversation.item.input_audio_transcription.completed', event_id: this.eventId(), item_id: itemId, content_index: 0, transcript, usage });
     this.startResponse();
   }
 
@@ -253,7 +260,8 @@ class RealtimeConnection {
     response.stream.stop();
     if (status === undefined) return;
     response.record.status = status;
-    send(this.ws, { type: 'response.done', event_id: this.eventId(), response: { id: response.id, object: 'realtime.response', status, output: [], usage: null } });
+    // No usage rather than `usage: null`: the field is optional but never null.
+    send(this.ws, { type: 'response.done', event_id: this.eventId(), response: { id: response.id, object: 'realtime.response', status, output: [] } });
   }
 
   private eventId(): string {
