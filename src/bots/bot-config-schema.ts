@@ -1,7 +1,7 @@
 import { validateHeaderValue } from 'node:http';
 import { z } from 'zod';
 import { PROVIDER_NAMES, type ServiceKind } from '../providers/catalog.js';
-import { ALL_PROFILE_NAMES, type BotProfile, PROFILE_ALIASES, isSpeechToSpeech } from './profiles.js';
+import { ALL_PROFILE_NAMES, type BotProfile, DOCUMENTED_PROFILE_NAMES, PROFILE_ALIASES, isSpeechToSpeech } from './profiles.js';
 
 /** Upper bound for max_duration: one day, as the hosted service allowed. */
 export const MAX_DURATION_LIMIT_SECS = 86_400;
@@ -11,7 +11,7 @@ const shortText = z.string().min(1).max(256);
 
 const botProfile = z
   .enum(ALL_PROFILE_NAMES as [string, ...string[]], {
-    error: () => `must be one of: ${ALL_PROFILE_NAMES.join(', ')}`,
+    error: () => `must be one of: ${DOCUMENTED_PROFILE_NAMES.join(', ')}`,
   })
   .transform((value) => (PROFILE_ALIASES[value] ?? value) as BotProfile);
 
