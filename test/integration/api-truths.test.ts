@@ -41,7 +41,7 @@ async function start(env: Record<string, string> = {}): Promise<CallServer> {
   return server;
 }
 
-async function postJson(path: string, body: BodyInit, extra: RequestInit = {}): Promise<{ status: number; json: { error?: string; info?: string; botConfig?: { bot_profile: string } } }> {
+async function postJson(path: string, body: RequestInit['body'], extra: RequestInit = {}): Promise<{ status: number; json: { error?: string; info?: string; botConfig?: { bot_profile: string } } }> {
   const res = await fetch(`${server!.baseUrl}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
