@@ -38,11 +38,10 @@ export async function startServer(
 ): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const database = await openDatabase(config.dataDir);
-  let app: FastifyInstance | undefined;
   try {
     const secrets = SecretBox.forDataDir(config.dataDir);
     await bootstrapApiKey(config, new AccountsRepo(database.db), options.out ?? process.stdout);
-    app = await buildApp({ config, database, secrets, logger });
+    const app = await buildApp({ config, database, secrets, logger });
     const address = await app.listen({ port: config.port, host: config.host });
     logger.info({ address, publicUrl: config.publicUrl, dataDir: config.dataDir }, 'switchboard listening');
     // The first call should not wait for the VAD model to load; calls that come sooner share the load.
@@ -56,20 +55,17 @@ export async function startServer(
       (err: unknown) => logger.error({ err }, 'offline voice failed to load'),
     );
     let closing: Promise<void> | undefined;
-    const listening = app;
     return {
-      app: listening,
+      app,
       database,
       address,
       close: () =>
         (closing ??= (async () => {
-          await listening.close();
+          await app.close();
           await database.close();
         })()),
     };
   } catch (err) {
-    // A port in use must not leave the app's timers and workers holding the process open.
-    await app?.close().catch(() => undefined);
     await database.close();
     throw err;
   }

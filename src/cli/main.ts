@@ -4,7 +4,7 @@ import { runCall } from './call.js';
 import { runEmulate } from './emulate.js';
 import { runKeys } from './keys.js';
 import { runLoadtestCli } from './loadtest.js';
-import { runServe } from './serve.js';
+import { runServeCommand } from './serve-command.js';
 import { USAGE_EXIT } from './usage.js';
 
 const USAGE = `usage: switchboard <command> [options]
@@ -43,7 +43,7 @@ async function main(argv: string[]): Promise<number> {
   }
   switch (command) {
     case 'serve':
-      return runServe(rest);
+      return runServeCommand(rest);
     case 'keys':
       return runKeys(rest, () => loadConfig());
     // A phone call, a load test and the emulators work from the outside: no server configuration.

@@ -1,69 +1,11 @@
-import { loadConfig } from '../config/env.js';
+import type { AppConfig } from '../config/env.js';
 import { createLogger } from '../observability/logger.js';
-import { type RunningServer, startServer } from '../server.js';
-import { USAGE_EXIT, UsageError, listenFailure, parseCommandLine, portOption, usageLine } from './usage.js';
+import { startServer } from '../server.js';
 
-const HELP = `usage: switchboard serve [--port N] [--host ADDR]
-
-Starts the server: the HTTP API, the carrier's webhooks and media websockets, rooms. Everything
-else comes from the environment (SWITCHBOARD_*, see the README); the flags override PORT and HOST.
-
-options:
-  --port <n>      listen port (default $PORT, else 8080; 0 picks a free one)
-  --host <addr>   listen address (default $HOST, else 0.0.0.0)
-  -h, --help      show this text
-
-Runs until SIGINT or SIGTERM, then lets calls end and closes the store.
-`;
-
-export interface ServeIo {
-  stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown };
-}
-
-/** PORT and HOST as the flags set them, over the environment's. */
-function parseServeArgs(argv: string[]): 'help' | Record<string, string> {
-  const { values } = parseCommandLine({
-    args: argv,
-    strict: true,
-    allowPositionals: false,
-    options: { port: { type: 'string' }, host: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
-  });
-  if (values.help) return 'help';
-  const overrides: Record<string, string> = {};
-  if (values.port !== undefined) overrides.PORT = String(portOption(values.port));
-  if (values.host !== undefined) {
-    if (values.host.trim() === '') throw new UsageError('--host needs an address, e.g. 127.0.0.1 or 0.0.0.0');
-    overrides.HOST = values.host;
-  }
-  return overrides;
-}
-
-/** `switchboard serve`: runs until SIGINT/SIGTERM, then closes the server (letting calls end) and the store. */
-export async function runServe(argv: string[], io: ServeIo = process): Promise<number> {
-  let overrides: 'help' | Record<string, string>;
-  try {
-    overrides = parseServeArgs(argv);
-  } catch (err) {
-    if (!(err instanceof UsageError)) throw err;
-    io.stderr.write(usageLine('serve', err.message));
-    return USAGE_EXIT;
-  }
-  if (overrides === 'help') {
-    io.stdout.write(HELP);
-    return 0;
-  }
-  const config = loadConfig({ ...process.env, ...overrides });
+/** Runs until SIGINT/SIGTERM, then closes the server (letting calls end) and the store. */
+export async function runServe(config: AppConfig): Promise<number> {
   const logger = createLogger(config.logLevel);
-  let server: RunningServer;
-  try {
-    server = await startServer(config, { logger });
-  } catch (err) {
-    const why = listenFailure(err, config.host, config.port);
-    if (why === undefined) throw err;
-    io.stderr.write(`switchboard serve: ${why}\n`);
-    return 1;
-  }
+  const server = await startServer(config, { logger });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       logger.info({ signal }, 'shutting down');

@@ -17,10 +17,8 @@ export interface CallServer {
   registry: ProviderRegistry;
   /** The server's data dir (its keys live there). */
   dataDir: string;
-  /** The server's log records at info (or `logLevel`) and above, parsed, when `captureLogs` was asked for. */
+  /** The server's log records at info and above, parsed, when `captureLogs` was asked for. */
   logs: Array<Record<string, unknown> & { msg?: string }>;
-  /** The same records as the lines the logger wrote. */
-  logLines: string[];
   /** Resolves with the first log record `match` accepts (earlier or later); rejects after `timeoutMs`. */
   waitForLog(match: (record: Record<string, unknown> & { msg?: string }) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
   /** Creates a telephony configuration and returns its id and wssUrl. */
@@ -35,7 +33,7 @@ export interface CallServer {
 export async function startCallServer(
   register: (registry: ProviderRegistry) => void,
   env: Record<string, string> = {},
-  options: { captureLogs?: boolean; logLevel?: 'info' | 'debug' | 'trace' } = {},
+  options: { captureLogs?: boolean } = {},
 ): Promise<CallServer> {
   const dataDir = tempDataDir();
   // A known port, so the TwiML's stream URLs (built from the public URL) reach this server.
@@ -52,13 +50,8 @@ export async function startCallServer(
   const registry = builtinRegistry();
   register(registry);
   const logs: CallServer['logs'] = [];
-  const logLines: string[] = [];
-  const capture = (line: string): void => {
-    logLines.push(line);
-    logs.push(JSON.parse(line) as CallServer['logs'][number]);
-  };
   const logger = options.captureLogs
-    ? createLogger(options.logLevel ?? 'info', { write: capture })
+    ? createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as CallServer['logs'][number]) })
     : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
   const app = await buildApp({ config, database, secrets: SecretBox.forDataDir(dataDir), logger, runtime: defaultRuntime(registry) });
   const baseUrl = await app.listen({ port, host: '127.0.0.1' });
@@ -68,7 +61,6 @@ export async function startCallServer(
     registry,
     dataDir,
     logs,
-    logLines,
     async waitForLog(match, timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       for (;;) {

@@ -1,10 +1,16 @@
 import { get } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config/env.js';
+import { createLogger } from '../../src/observability/logger.js';
+import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
+import { SecretBox } from '../../src/security/secret-box.js';
 import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { openDatabase } from '../../src/store/database.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
-import { type CallServer, startCallServer } from '../helpers/call-server.js';
+import { freePort } from '../helpers/call-server.js';
 import { RoomClient } from '../helpers/room-client.js';
-import { TEST_KEY, sampleConfig } from '../helpers/test-app.js';
+import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**
@@ -13,7 +19,44 @@ import { waitFor } from '../helpers/wait.js';
  * at every level.
  */
 
-let server: CallServer | undefined;
+interface LoggedServer {
+  baseUrl: string;
+  /** Every line the server's logger wrote, at every level. */
+  lines: string[];
+  close(): Promise<void>;
+}
+
+/** A real listening server with scripted providers whose logger writes every level into `lines`. */
+async function startLoggedServer(): Promise<LoggedServer> {
+  const dataDir = tempDataDir();
+  const port = await freePort();
+  const config = loadConfig({
+    SWITCHBOARD_DATA_DIR: dataDir,
+    SWITCHBOARD_API_KEY: TEST_KEY,
+    PORT: String(port),
+    SWITCHBOARD_PUBLIC_URL: `http://127.0.0.1:${port}`,
+  });
+  const database = await openDatabase(dataDir);
+  const registry = builtinRegistry()
+    .registerStt('scripted_stt', () => new ScriptedStt([]))
+    .registerLlm('scripted_llm', () => new ScriptedLlm({ replies: ['Welcome.', 'Hello again.'] }))
+    .registerTts('tone_tts', () => new ToneTts());
+  const lines: string[] = [];
+  const logger = createLogger('trace', { write: (line: string) => void lines.push(line) });
+  const app = await buildApp({ config, database, secrets: SecretBox.forDataDir(dataDir), logger, runtime: defaultRuntime(registry) });
+  const baseUrl = await app.listen({ port, host: '127.0.0.1' });
+  return {
+    baseUrl,
+    lines,
+    close: async () => {
+      await app.close();
+      await database.close();
+      removeDir(dataDir);
+    },
+  };
+}
+
+let server: LoggedServer | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
@@ -41,24 +84,21 @@ async function api<T>(path: string, init: RequestInit = {}): Promise<T> {
 
 describe('credentials in request URLs', () => {
   it('never reach the log, while the paths do', async () => {
-    server = await startCallServer(
-      (registry) => {
-        registry
-          .registerStt('scripted_stt', () => new ScriptedStt([]))
-          .registerLlm('scripted_llm', () => new ScriptedLlm({ replies: ['Welcome.', 'Hello again.'] }))
-          .registerTts('tone_tts', () => new ToneTts());
-      },
-      {},
-      { captureLogs: true, logLevel: 'trace' },
-    );
+    server = await startLoggedServer();
     const secrets: string[] = [];
 
     // A recorded call, and its download link (valid without an API key until it expires).
-    const { wssUrl } = await server.createConfig({
-      services: SERVICES,
-      config: [{ service: 'llm', options: [{ name: 'run_on_config', value: true }] }],
-      recording_settings: { type: 'cloud' },
+    const config = await api<{ id: string }>('/v1/bots/twilio-config', {
+      method: 'POST',
+      body: JSON.stringify(
+        sampleConfig({
+          services: SERVICES,
+          config: [{ service: 'llm', options: [{ name: 'run_on_config', value: true }] }],
+          recording_settings: { type: 'cloud' },
+        }),
+      ),
     });
+    const wssUrl = `${server.baseUrl.replace(/^http/, 'ws')}/ws/twilio/${config.id}`;
     await runPhoneCall({ target: { wssUrl }, scenario: { steps: [{ do: 'wait-bot-silence', ms: 400 }] } });
     let recordingId: string | undefined;
     for (let i = 0; i < 200 && !recordingId; i++) {
@@ -102,7 +142,7 @@ describe('credentials in request URLs', () => {
     expect(await status(`${server.baseUrl}/healthz?${query}`)).toBe(200);
     expect(await status(`${server.baseUrl}/no-such-route?${query}`)).toBe(404);
 
-    const lines = server.logLines;
+    const { lines } = server;
     await waitFor(() => (lines.some((l) => l.includes('/no-such-route')) ? true : undefined), 5000, 'the 404 request in the log');
     for (const secret of secrets) {
       for (const form of new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)])) {
