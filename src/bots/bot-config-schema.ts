@@ -1,6 +1,7 @@
+import { validateHeaderValue } from 'node:http';
 import { z } from 'zod';
 import { PROVIDER_NAMES, type ServiceKind } from '../providers/catalog.js';
-import { ALL_PROFILE_NAMES, type BotProfile, PROFILE_ALIASES, isSpeechToSpeech } from './profiles.js';
+import { ALL_PROFILE_NAMES, type BotProfile, DOCUMENTED_PROFILE_NAMES, PROFILE_ALIASES, isSpeechToSpeech } from './profiles.js';
 
 /** Upper bound for max_duration: one day, as the hosted service allowed. */
 export const MAX_DURATION_LIMIT_SECS = 86_400;
@@ -10,7 +11,7 @@ const shortText = z.string().min(1).max(256);
 
 const botProfile = z
   .enum(ALL_PROFILE_NAMES as [string, ...string[]], {
-    error: () => `must be one of: ${ALL_PROFILE_NAMES.join(', ')}`,
+    error: () => `must be one of: ${DOCUMENTED_PROFILE_NAMES.join(', ')}`,
   })
   .transform((value) => (PROFILE_ALIASES[value] ?? value) as BotProfile);
 
@@ -102,6 +103,28 @@ const configEntry = z
     });
   });
 
+/** Whether Node would send `value` in an HTTP header (its own check, which websocket upgrades share). */
+function isHeaderValue(value: string): boolean {
+  try {
+    validateHeaderValue('x-provider-key', value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A provider key goes into a request header (Authorization, x-api-key, a websocket upgrade). One
+ * Node refuses to send would fail every call at set-up, so it is refused when it is written.
+ */
+const providerKey = z
+  .string()
+  .min(1)
+  .max(4096)
+  .refine(isHeaderValue, {
+    message: 'cannot be sent in an HTTP header: it holds a line break, a control character or a character such as "…"; paste the key exactly as the vendor issued it',
+  });
+
 const e164 = z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number such as +15550100123');
 
 const dialoutTarget = z
@@ -159,7 +182,7 @@ export const botConfigFields = {
   services,
   config: z.array(configEntry).max(32).default([]),
   max_duration: z.number().int().min(1).max(MAX_DURATION_LIMIT_SECS).default(DEFAULT_MAX_DURATION_SECS),
-  api_keys: z.record(shortText, z.string().min(1).max(4096)).default({}),
+  api_keys: z.record(shortText, providerKey).default({}),
   service_options: serviceOptions.default({}),
   webhook_tools: z.record(z.string(), webhookTool).optional(),
   rtvi_client_version: shortText.optional(),

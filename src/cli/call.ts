@@ -1,11 +1,11 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { CallReport } from '../simulator/call-report.js';
 import { loadScenarioClips } from '../simulator/clip-file.js';
 import { PhoneCall, type PhoneCallTarget } from '../simulator/phone-call.js';
 import { formatSummary, formatTimelineEvent, isMarkEvent } from '../simulator/report-text.js';
 import { type CallerStep, type ClipSource, DEFAULT_MAX_DURATION_MS, type Scenario, parseScenario } from '../simulator/scenario.js';
+import { USAGE_EXIT, UsageError, parseCommandLine, usageLine } from './usage.js';
 
 const HELP = `usage: switchboard call (--url <webhook-url> | --wss <stream-url>) [options]
 
@@ -60,8 +60,6 @@ export interface CallCliIo {
   stdout: { write(text: string): unknown };
   stderr: { write(text: string): unknown };
 }
-
-class UsageError extends Error {}
 
 function nonNegativeInt(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -133,7 +131,7 @@ export function callSucceeded(report: CallReport): boolean {
 export async function runCall(argv: string[], io: CallCliIo = process): Promise<number> {
   let values;
   try {
-    ({ values } = parseArgs({
+    ({ values } = parseCommandLine({
       args: argv,
       strict: true,
       allowPositionals: false,
@@ -160,8 +158,9 @@ export async function runCall(argv: string[], io: CallCliIo = process): Promise<
       },
     }));
   } catch (err) {
-    io.stderr.write(`switchboard call: ${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
-    return 2;
+    if (!(err instanceof UsageError)) throw err;
+    io.stderr.write(usageLine('call', err.message));
+    return USAGE_EXIT;
   }
   if (values.help) {
     io.stdout.write(HELP);

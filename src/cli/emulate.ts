@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { AnthropicEmulator } from '../emulators/anthropic-emulator.js';
 import { CartesiaEmulator } from '../emulators/cartesia-emulator.js';
 import { DeepgramEmulator } from '../emulators/deepgram-emulator.js';
@@ -10,6 +9,7 @@ import { GeminiLiveEmulator } from '../emulators/gemini-live-emulator.js';
 import { OpenAiRealtimeEmulator } from '../emulators/openai-realtime-emulator.js';
 import { OpenAiTtsEmulator } from '../emulators/openai-tts-emulator.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from '../emulators/types.js';
+import { USAGE_EXIT, UsageError, listenFailure, parseCommandLine, usageLine } from './usage.js';
 
 const HELP = `usage: switchboard emulate [options]
 
@@ -56,9 +56,9 @@ export interface EmulateOptions {
   apiKey: string | undefined;
 }
 
-/** Parses the flags; throws an Error with a message for the user on bad input. */
+/** Parses the flags; throws a UsageError with a message for the user on bad input. */
 export function parseEmulateArgs(argv: string[]): EmulateOptions | 'help' {
-  const { values } = parseArgs({
+  const { values } = parseCommandLine({
     args: argv,
     strict: true,
     options: {
@@ -81,7 +81,7 @@ export function parseEmulateArgs(argv: string[]): EmulateOptions | 'help' {
     if (raw === undefined) return fallback;
     const value = Number(raw);
     if (typeof raw !== 'string' || raw.trim() === '' || !Number.isFinite(value) || value < min || value > max) {
-      throw new Error(`--${name} must be a number from ${min} to ${max}`);
+      throw new UsageError(`--${name} must be a number from ${min} to ${max}`);
     }
     return value;
   };
@@ -130,8 +130,9 @@ export async function runEmulate(argv: string[], io: EmulateIo = process): Promi
   try {
     options = parseEmulateArgs(argv);
   } catch (err) {
-    io.stderr.write(`switchboard emulate: ${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
-    return 2;
+    if (!(err instanceof UsageError)) throw err;
+    io.stderr.write(usageLine('emulate', err.message));
+    return USAGE_EXIT;
   }
   if (options === 'help') {
     io.stdout.write(HELP);
@@ -141,7 +142,8 @@ export async function runEmulate(argv: string[], io: EmulateIo = process): Promi
   try {
     running = await startEmulate(options);
   } catch (err) {
-    io.stderr.write(`switchboard emulate: cannot listen on ${options.host}:${options.port}: ${err instanceof Error ? err.message : String(err)}\n`);
+    const why = listenFailure(err, options.host, options.port) ?? `cannot listen on ${options.host}:${options.port}: ${err instanceof Error ? err.message : String(err)}`;
+    io.stderr.write(`switchboard emulate: ${why}\n`);
     return 1;
   }
   const l = options.latencies;

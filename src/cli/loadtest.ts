@@ -1,13 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import type { Distribution } from '../loadtest/aggregate.js';
 import { type LoadProgress, type LoadTestOptions, runLoadTest } from '../loadtest/run-loadtest.js';
 import { type LoadTestReport, writeReports } from '../loadtest/report-file.js';
 import { loadScenarioClips } from '../simulator/clip-file.js';
 import type { PhoneCallTarget } from '../simulator/phone-call.js';
 import { clipsPlayedBy, parseScenario } from '../simulator/scenario.js';
+import { USAGE_EXIT, UsageError, parseCommandLine, usageLine } from './usage.js';
 
 const DEFAULT_SCENARIO = fileURLToPath(new URL('../../scenarios/default.json', import.meta.url));
 
@@ -53,8 +53,6 @@ export interface LoadtestIo {
   stdout: { write(text: string): unknown; isTTY?: boolean };
   stderr: { write(text: string): unknown };
 }
-
-class UsageError extends Error {}
 
 function positive(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -126,31 +124,26 @@ interface Plan {
 }
 
 async function planOf(argv: string[]): Promise<Plan | 'help'> {
-  let values: Record<string, string | boolean | undefined>;
-  try {
-    values = parseArgs({
-      args: argv,
-      strict: true,
-      options: {
-        server: { type: 'string' },
-        config: { type: 'string' },
-        wss: { type: 'string' },
-        url: { type: 'string' },
-        concurrency: { type: 'string' },
-        calls: { type: 'string' },
-        'duration-s': { type: 'string' },
-        'ramp-up-s': { type: 'string' },
-        scenario: { type: 'string' },
-        workers: { type: 'string' },
-        'auth-token': { type: 'string' },
-        out: { type: 'string' },
-        quiet: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-    }).values;
-  } catch (err) {
-    throw new UsageError(err instanceof Error ? err.message : String(err));
-  }
+  const values: Record<string, string | boolean | undefined> = parseCommandLine({
+    args: argv,
+    strict: true,
+    options: {
+      server: { type: 'string' },
+      config: { type: 'string' },
+      wss: { type: 'string' },
+      url: { type: 'string' },
+      concurrency: { type: 'string' },
+      calls: { type: 'string' },
+      'duration-s': { type: 'string' },
+      'ramp-up-s': { type: 'string' },
+      scenario: { type: 'string' },
+      workers: { type: 'string' },
+      'auth-token': { type: 'string' },
+      out: { type: 'string' },
+      quiet: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  }).values;
   if (values.help) return 'help';
 
   const target = targetOf(values);
@@ -210,8 +203,8 @@ export async function runLoadtestCli(argv: string[], io: LoadtestIo = process): 
     plan = await planOf(argv);
   } catch (err) {
     if (!(err instanceof UsageError)) throw err;
-    io.stderr.write(`switchboard loadtest: ${err.message}\n\nswitchboard loadtest --help lists the options.\n`);
-    return 2;
+    io.stderr.write(usageLine('loadtest', err.message));
+    return USAGE_EXIT;
   }
   if (plan === 'help') {
     io.stdout.write(HELP);

@@ -4,47 +4,60 @@ import { runCall } from './call.js';
 import { runEmulate } from './emulate.js';
 import { runKeys } from './keys.js';
 import { runLoadtestCli } from './loadtest.js';
-import { runServe } from './serve.js';
+import { runServeCommand } from './serve-command.js';
+import { USAGE_EXIT } from './usage.js';
 
 const USAGE = `usage: switchboard <command> [options]
 
 commands:
-  serve                         start the server (PORT, HOST, SWITCHBOARD_* from the environment)
+  serve [--port N] [--host ADDR]
+                                start the server (the rest of its settings from the environment:
+                                PORT, HOST, SWITCHBOARD_*; the flags override PORT and HOST)
   keys create [--account NAME] [--name LABEL]
                                 create an API key (printed once) for an account, default "default"
   keys list                     list stored API keys (prefix, account, state)
   keys revoke <key-id>          revoke a stored API key
   call (--url URL | --wss URL) [--play FILE ...] [--barge-in-ms N] [--dtmf DIGITS] [--out FILE.wav]
                                 place a simulated phone call against a running server and print
-                                its timeline and latencies (switchboard call --help for more)
+                                its timeline and latencies
   loadtest (--server URL --config ID | --wss URL | --url WEBHOOK) [--concurrency N] [--calls N | --duration-s S]
                                 many simulated calls at once, with live progress and JSON and HTML
-                                reports (switchboard loadtest --help for more)
+                                reports
   emulate [--port N] [--llm-first-token-ms N] ...
                                 serve stand-ins for the vendors' APIs on one port, for offline calls
-                                and load tests (switchboard emulate --help for more)
+                                and load tests
   help                          show this text
+
+switchboard <command> --help shows each command's options.
 `;
 
 async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
-  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
-    process.stdout.write(USAGE);
-    return command === undefined ? 1 : 0;
+  if (command === undefined) {
+    process.stderr.write(USAGE);
+    return USAGE_EXIT;
   }
-  // A phone call is placed from the outside: it needs no server configuration.
-  if (command === 'call') return runCall(rest);
-  if (command === 'emulate') return runEmulate(rest);
-  if (command === 'loadtest') return runLoadtestCli(rest);
-  const config = loadConfig();
+  if (command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(USAGE);
+    return 0;
+  }
   switch (command) {
     case 'serve':
-      return runServe(config);
+      return runServeCommand(rest);
     case 'keys':
-      return runKeys(config, rest);
-    default:
-      process.stderr.write(`switchboard: unknown command "${command}"\n\n${USAGE}`);
-      return 2;
+      return runKeys(rest, () => loadConfig());
+    // A phone call, a load test and the emulators work from the outside: no server configuration.
+    case 'call':
+      return runCall(rest);
+    case 'emulate':
+      return runEmulate(rest);
+    case 'loadtest':
+      return runLoadtestCli(rest);
+    default: {
+      const what = command.startsWith('-') ? `unknown option "${command}"` : `unknown command "${command}"`;
+      process.stderr.write(`switchboard: ${what} (switchboard --help lists the commands)\n`);
+      return USAGE_EXIT;
+    }
   }
 }
 

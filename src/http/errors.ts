@@ -61,8 +61,16 @@ export function validationError(error: ZodError, root = 'body'): ApiError {
   return new ApiError('invalid-request-error', describeZodError(error, root));
 }
 
-/** Maps Fastify's own errors (body parsing, limits, content types) onto the registry. */
-export function toApiError(error: FastifyError | Error): ApiError {
+/** The 413 a client can act on: it names the limit. */
+function bodyTooLarge(bodyLimitBytes: number | undefined): ApiError {
+  return new ApiError('payload-too-large', bodyLimitBytes === undefined ? 'the request body is larger than the limit' : `the request body exceeds ${bodyLimitBytes} bytes`);
+}
+
+/**
+ * Maps Fastify's own errors (body parsing, limits, content types) onto the registry;
+ * `bodyLimitBytes` is the route's limit, named in a 413.
+ */
+export function toApiError(error: FastifyError | Error, bodyLimitBytes?: number): ApiError {
   if (error instanceof ApiError) return error;
   if (error instanceof ZodError) return validationError(error, 'request');
   const code = (error as FastifyError).code;
@@ -71,7 +79,7 @@ export function toApiError(error: FastifyError | Error): ApiError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ApiError('json-parsing-error', 'the request body is not valid JSON');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('payload-too-large', 'the request body is larger than the limit');
+      return bodyTooLarge(bodyLimitBytes);
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new ApiError('unsupported-media-type', 'send the body as application/json');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
@@ -81,7 +89,7 @@ export function toApiError(error: FastifyError | Error): ApiError {
   }
   if (error instanceof SyntaxError) return new ApiError('json-parsing-error', 'the request body is not valid JSON');
   const status = (error as FastifyError).statusCode;
-  if (status === 413) return new ApiError('payload-too-large', 'the request body is larger than the limit');
+  if (status === 413) return bodyTooLarge(bodyLimitBytes);
   if (status === 415) return new ApiError('unsupported-media-type', 'unsupported content type');
   if (status !== undefined && status >= 400 && status < 500) return new ApiError('invalid-request-error', error.message, status);
   return new ApiError('server-error', 'internal error');
@@ -92,7 +100,7 @@ export function sendError(reply: FastifyReply, error: ApiError): FastifyReply {
 }
 
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const apiError = toApiError(error);
+  const apiError = toApiError(error, request.routeOptions.bodyLimit);
   if (apiError.status >= 500) request.log.error({ err: error }, 'request failed');
   else request.log.debug({ errorType: apiError.type }, 'request rejected');
   return sendError(reply, apiError);

@@ -13,6 +13,7 @@ import type { PageDirection, PageQuery } from '../store/paging.js';
 import type { RecordingRow, RecordingsRepo } from '../store/recordings-repo.js';
 import type { BucketStorage, RecordingsBucket } from './bucket-storage.js';
 import { CallRecorder, RECORDING_TRACKS, type RecorderResult, type RecordingTrack } from './call-recorder.js';
+import { PRIVATE_DIR_MODE } from '../security/private-files.js';
 import { WAV_HEADER_BYTES, repairWavFile } from './wav-file-writer.js';
 
 /** The start-bot / telephony configuration field `recording_settings`. */
@@ -137,7 +138,7 @@ export class RecordingsService {
       mixed: this.localPath(trackKey(ids, 'mixed')),
     };
     try {
-      mkdirSync(dirname(paths.mixed), { recursive: true });
+      mkdirSync(dirname(paths.mixed), { recursive: true, mode: PRIVATE_DIR_MODE });
     } catch (err) {
       log.error({ err }, 'cannot create the recording directory; the call is not recorded');
       return undefined;

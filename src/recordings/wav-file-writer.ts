@@ -1,4 +1,5 @@
 import { type FileHandle, open } from 'node:fs/promises';
+import { PRIVATE_FILE_MODE } from '../security/private-files.js';
 
 /** Canonical PCM header: RIFF + fmt (16 bytes) + data chunk header. */
 export const WAV_HEADER_BYTES = 44;
@@ -45,7 +46,8 @@ export class WavFileWriter {
     readonly sampleRateHz: number,
   ) {
     this.chain = (async () => {
-      this.handle = await open(path, 'w');
+      // Callers' voices: readable by the service's user only.
+      this.handle = await open(path, 'w', PRIVATE_FILE_MODE);
       await this.handle.write(pcm16WavHeader(sampleRateHz, STREAMING_SIZE), 0, WAV_HEADER_BYTES, 0);
     })().catch((err: unknown) => this.fail(err));
   }

@@ -1,7 +1,8 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../security/private-files.js';
 import { migrateToLatest } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -13,13 +14,31 @@ export interface OpenedDatabase {
 }
 
 /**
+ * Creates the store file owner-only before SQLite opens it (SQLite would create it 0644 under the
+ * usual umask) and tightens one an older version left readable. SQLite gives the -wal and -shm
+ * files the mode of the database file; leftovers of a crash are tightened too.
+ */
+function makePrivate(path: string): void {
+  closeSync(openSync(path, 'a', PRIVATE_FILE_MODE));
+  for (const file of [path, `${path}-wal`, `${path}-shm`]) {
+    try {
+      if (existsSync(file)) chmodSync(file, PRIVATE_FILE_MODE);
+    } catch {
+      // Someone else's file we may still write (a shared volume): the store opens as before.
+    }
+  }
+}
+
+/**
  * Opens (creating if needed) the SQLite store in the data dir and runs migrations.
  * WAL lets readers proceed during writes; synchronous=FULL makes a commit durable before the
  * HTTP 200 goes out, so acknowledged writes survive kill -9 and power loss alike.
  */
 export async function openDatabase(dataDir: string): Promise<OpenedDatabase> {
-  mkdirSync(dataDir, { recursive: true });
-  const sqlite = new SqliteDatabase(join(dataDir, 'switchboard.sqlite'));
+  mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
+  const path = join(dataDir, 'switchboard.sqlite');
+  makePrivate(path);
+  const sqlite = new SqliteDatabase(path);
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = FULL');
   sqlite.pragma('foreign_keys = ON');

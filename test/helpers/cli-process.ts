@@ -14,22 +14,38 @@ export function spawnCli(args: string[], env: Record<string, string>): ChildProc
   });
 }
 
-export async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+/**
+ * Runs the CLI to its exit. With `killAfterMs`, a run that is still going then (a command that
+ * should have exited but serves instead) is killed and reported with code -1.
+ */
+export async function runCli(
+  args: string[],
+  env: Record<string, string>,
+  options: { killAfterMs?: number } = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const child = spawnCli(args, env);
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const timer = options.killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), options.killAfterMs);
   const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(timer);
   return { code: code ?? -1, stdout, stderr };
 }
 
-/** Starts `switchboard serve` on port 0 and resolves with its address once it logs that it listens. */
-export async function startServeProcess(env: Record<string, string>): Promise<{ child: ChildProcess; baseUrl: string; output: () => string }> {
-  const child = spawnCli(['serve'], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
+/** Starts `switchboard serve` (on port 0 unless `env` or `args` say otherwise) and resolves with its address once it logs that it listens. */
+export async function startServeProcess(
+  env: Record<string, string>,
+  args: string[] = [],
+): Promise<{ child: ChildProcess; baseUrl: string; output: () => string }> {
+  const child = spawnCli(['serve', ...args], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
   let output = '';
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 20_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start:\n${output}`));
+    }, 20_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /"address":"(http:\/\/[^"]+)".*"msg":"switchboard listening"/.exec(output);
