@@ -12,7 +12,9 @@ options:
   --host <addr>   listen address (default $HOST, else 0.0.0.0)
   -h, --help      show this text
 
-Runs until SIGINT or SIGTERM, then lets calls end and closes the store.
+On SIGTERM or SIGINT it drains: new calls are refused and /healthz answers 503, live calls go on
+for up to SWITCHBOARD_DRAIN_TIMEOUT_SECS, then the bot says goodbye; a second signal ends them at
+once. Recordings are finished and the store closed before it exits.
 `;
 
 export interface ServeIo {
