@@ -104,7 +104,7 @@ export class PipecatWsClient {
     // read beside it (the SDK ignores it and plays at its player rate).
     let parsed: Awaited<ReturnType<ProtobufFrameSerializer['deserialize']>>;
     try {
-      parsed = await this.serializer.deserialize(new Blob([data]));
+      parsed = await this.serializer.deserialize(new Blob([new Uint8Array(data)]));
     } catch (err) {
       this.unreadable.push((err as Error).message);
       return;
