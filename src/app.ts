@@ -32,6 +32,7 @@ import { hangupCall } from './telephony/twilio-rest.js';
 import { recordingDownloadRoutes, recordingRoutes } from './http/recording-routes.js';
 import { BucketStorage } from './recordings/bucket-storage.js';
 import { RecordingsService } from './recordings/recordings-service.js';
+import { startBotCors } from './http/start-bot-cors.js';
 import { UrlSigner } from './security/url-signer.js';
 import { RecordingsRepo } from './store/recordings-repo.js';
 import { VERSION } from './version.js';
@@ -157,6 +158,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   app.addHook('preClose', async () => rooms.closeAll('server shutting down'));
 
+  startBotCors(app, config.corsOrigins);
   await app.register(
     async (v1) => {
       // The API speaks JSON only; without this, Fastify's built-in text/plain parser would accept text.

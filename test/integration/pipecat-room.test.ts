@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/env.js';
 import { Frame } from '../../src/rooms/pipecat-frames.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
@@ -94,6 +95,29 @@ describe('a room with a Pipecat websocket-transport client', () => {
     const bad = await bot.start({ transport: 'daily' });
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({ error: 'invalid-request-error', info: 'transport: transport must be "websocket" (or left out for {room_url, token})' });
+  });
+
+  it('lets the origins in SWITCHBOARD_CORS_ORIGINS call bots/start from a browser, and no others', async () => {
+    expect(() => loadConfig({ SWITCHBOARD_CORS_ORIGINS: 'https://app.example.com/path' })).toThrow(/SWITCHBOARD_CORS_ORIGINS: must be \* or comma-separated origins/);
+    const front = 'http://localhost:5173';
+    server = await startCallServer(() => undefined, { SWITCHBOARD_CORS_ORIGINS: `https://app.example.com, ${front}` });
+    const preflight = (origin: string) =>
+      fetch(`${server!.baseUrl}/v1/bots/start`, {
+        method: 'OPTIONS',
+        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+      });
+    const allowed = await preflight(front);
+    expect(allowed.status).toBe(204);
+    expect(allowed.headers.get('access-control-allow-origin')).toBe(front);
+    expect(allowed.headers.get('access-control-allow-headers')).toBe('authorization, content-type');
+    expect((await preflight('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
+    // Errors carry the header too, so the SDK can read the reason.
+    const refused = await fetch(`${server.baseUrl}/v1/bots/start`, { method: 'POST', headers: { origin: front, 'content-type': 'application/json' }, body: '{}' });
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('access-control-allow-origin')).toBe(front);
+    // The rest of the API stays server-to-server.
+    const list = await fetch(`${server.baseUrl}/v1/bots/twilio-config`, { headers: { origin: front, authorization: `Bearer ${TEST_KEY}` } });
+    expect(list.headers.get('access-control-allow-origin')).toBeNull();
   });
 
   it('greets in 24 kHz audio frames, hears 16 kHz microphone frames, and sends the RTVI events as message frames', async () => {
