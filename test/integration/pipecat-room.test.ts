@@ -43,7 +43,7 @@ const startBody = {
   max_duration: 120,
 };
 
-async function startServer(replies: string[]) {
+async function startServer(replies: string[], captureLogs = false) {
   const stt = new ScriptedStt([HEARD, HEARD]);
   const llm = new ScriptedLlm({ replies });
   const tts = new ToneTts();
@@ -52,7 +52,7 @@ async function startServer(replies: string[]) {
       registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
     },
     {},
-    { publicHost: 'localhost' },
+    { publicHost: 'localhost', captureLogs },
   );
   const s = server;
   return {
@@ -177,8 +177,8 @@ describe('a room with a Pipecat websocket-transport client', () => {
     expect(alice.unreadable).toEqual([]);
   });
 
-  it('ends the room on disconnect-bot, as a Pipecat bot leaves', async () => {
-    const bot = await startServer([GREETING]);
+  it('ends the room on disconnect-bot, as a Pipecat bot leaves; the token in the URL stays out of the log', async () => {
+    const bot = await startServer([GREETING], true);
     const { body } = await bot.start();
     const alice = await bot.join(body.ws_url!);
     await alice.until('bot-ready', () => alice.of('bot-ready').length === 1);
@@ -187,6 +187,10 @@ describe('a room with a Pipecat websocket-transport client', () => {
     const late = await bot.join(body.ws_url!);
     expect(await late.untilClosed()).toEqual({ code: 4404, reason: 'room not found or has closed' });
     expect(bot.stt.closed).toBe(1);
+    const token = new URL(body.ws_url!).searchParams.get('token')!;
+    const logged = JSON.stringify(server!.logs);
+    expect(logged).toContain('token=[redacted]');
+    expect(logged).not.toContain(token.slice(3, 20));
   });
 
   it('closes malformed clients with 1008 and a reason, refuses unsupported RTVI requests, and the room carries on', async () => {
