@@ -55,7 +55,7 @@ export class BrowserParticipant implements RoomListener {
   /** The rate the client plays the bot at; 0 until client-ready. */
   playerRateHz = 0;
 
-  /** How this client frames its messages: chosen by its first message. */
+  /** How this client frames its messages: chosen by its subprotocol or first message (see wireOf). */
   private wire: RoomWire | undefined;
   /** The microphone rate declared in client-ready (the page's wire). */
   private declaredRateHz: number | undefined;
@@ -162,7 +162,12 @@ export class BrowserParticipant implements RoomListener {
           return;
         }
         this.declaredRateHz = message.data.audio?.sampleRateHz;
-        this.playerRateHz = wire.playerRateHz ?? this.declaredRateHz ?? 0;
+        const playerRateHz = wire.playerRateHz ?? this.declaredRateHz;
+        if (playerRateHz === undefined) {
+          this.close(ROOM_CLOSE.policyViolation, 'malformed message: client-ready must declare data.audio.sampleRateHz');
+          return;
+        }
+        this.playerRateHz = playerRateHz;
         this.outResampler = new StreamingResampler(TELEPHONY_SAMPLE_RATE_HZ, this.playerRateHz);
         this.events.onReady(this);
         return;
