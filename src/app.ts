@@ -34,6 +34,7 @@ import { hangupCall } from './telephony/twilio-rest.js';
 import { recordingDownloadRoutes, recordingRoutes } from './http/recording-routes.js';
 import { BucketStorage } from './recordings/bucket-storage.js';
 import { RecordingsService } from './recordings/recordings-service.js';
+import { startBotCors } from './http/start-bot-cors.js';
 import { UrlSigner } from './security/url-signer.js';
 import { RecordingsRepo } from './store/recordings-repo.js';
 import { VERSION } from './version.js';
@@ -168,6 +169,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // (before the websocket plugin closes the sockets without a code).
   app.addHook('preClose', async () => liveCalls.endAllNow());
 
+  startBotCors(app, config.corsOrigins);
   await app.register(
     async (v1) => {
       // The API speaks JSON only; without this, Fastify's built-in text/plain parser would accept text.

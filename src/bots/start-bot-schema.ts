@@ -11,6 +11,11 @@ export const startBotBody = z
   .object({
     ...botConfigFields,
     dialout_settings: z.union([z.array(dialoutTarget).min(1).max(32), dialoutTarget]).optional(),
+    /**
+     * "websocket": answer with what Pipecat's WebSocketTransport connects with, `{ws_url}`,
+     * instead of the spec's `{room_url, token}` (that transport refuses any other key).
+     */
+    transport: z.literal('websocket', { error: () => 'transport must be "websocket" (or left out for {room_url, token})' }).optional(),
   })
   .strict()
   .superRefine(checkServicesForProfile)
@@ -56,6 +61,6 @@ export function dialoutTargets(body: StartBotBody): Array<z.output<typeof dialou
 
 /** The start request as the call pipeline reads a bot configuration. */
 export function asBotConfigBody(body: StartBotBody): TelephonyConfigBody {
-  const { dialout_settings: _dialout, ...rest } = body;
+  const { dialout_settings: _dialout, transport: _transport, ...rest } = body;
   return { ...rest, dialout_settings: dialoutTargets(body) };
 }

@@ -40,7 +40,20 @@ const envSchema = z.object({
   SWITCHBOARD_ROOM_IDLE_TIMEOUT_SECS: z.coerce.number().int().min(10).max(86_400).default(300),
   SWITCHBOARD_TURN_DEADLINE_SECS: z.coerce.number().min(1).max(60).default(8),
   SWITCHBOARD_DRAIN_TIMEOUT_SECS: z.coerce.number().int().min(0).max(3600).default(30),
+  SWITCHBOARD_CORS_ORIGINS: z
+    .string()
+    .transform((value) => value.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))
+    .refine((origins) => origins.every((origin) => origin === '*' || isOrigin(origin)), 'must be * or comma-separated origins such as https://app.example.com (no path)')
+    .optional(),
 });
+
+function isOrigin(value: string): boolean {
+  try {
+    return /^https?:$/.test(new URL(value).protocol) && new URL(value).origin === value;
+  } catch {
+    return false;
+  }
+}
 
 export interface AppConfig {
   port: number;
@@ -65,6 +78,8 @@ export interface AppConfig {
   turnDeadlineSecs: number;
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
+  /** Browser origins (or `*`) whose pages may call POST /v1/bots/start (CORS); none by default. */
+  corsOrigins: string[];
   /** Rooms of POST /v1/bots/start: how many at once, who may join, when an unused room closes. */
   rooms: { maxRooms: number; maxParticipants: number; joinTimeoutSecs: number; emptyGraceSecs: number; idleTimeoutSecs: number };
   /** On SIGTERM, live calls may go on this long before the bot says goodbye and they are closed. */
@@ -106,6 +121,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     twilio: { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN },
     logLevel: e.LOG_LEVEL,
     metricsToken: e.SWITCHBOARD_METRICS_TOKEN,
+    corsOrigins: e.SWITCHBOARD_CORS_ORIGINS ?? [],
     carrier: e.SWITCHBOARD_CARRIER,
     webhookAllowLinkLocal: e.SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL === 'true',
     dialinHoldTimeoutSecs: e.SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS,

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { providerNameIssues } from '../bots/bot-config-schema.js';
 import { asBotConfigBody, dialinCall, dialoutTargets, startBotBody, type StartBotBody } from '../bots/start-bot-schema.js';
-import type { AppConfig } from '../config/env.js';
+import { type AppConfig, websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
 import { NATURAL_TURN_POLICY, NATURAL_VAD_STOP_SECS } from '../pipeline/natural-turn-policy.js';
@@ -65,6 +65,11 @@ export async function botStartRoutes(app: FastifyInstance, opts: BotStartRoutesO
       phoneCall,
     });
     opts.dialout.start(room, dialPlans);
+    if (body.transport === 'websocket') {
+      // Pipecat's websocket transport takes only a URL (older versions refuse even a `token` key),
+      // so the token rides in the query, where the room socket accepts it.
+      return { ws_url: `${websocketBase(opts.publicUrl)}/rooms/${name}/ws?token=${encodeURIComponent(token)}` };
+    }
     return { room_url: `${opts.publicUrl}/rooms/${name}`, token };
   });
 }

@@ -88,10 +88,17 @@ export function buildOpenApiDocument(version: string): Record<string, unknown> {
       '/bots/start': {
         post: {
           summary: 'Start a bot in a new room',
-          description: 'Open room_url in a browser with #<token> to talk to the bot; the token joins only that room, until max_duration.',
+          description:
+            'Open room_url in a browser with #<token> to talk to the bot; the token joins only that room, until max_duration. ' +
+            'With "transport": "websocket" the answer is {ws_url} (the room socket with the token in its query), which Pipecat\'s WebSocketTransport connects with as is.',
           requestBody: jsonBody('StartBotRequest'),
           responses: {
-            '200': ok('The room', { type: 'object', required: ['room_url', 'token'], properties: { room_url: { type: 'string' }, token: { type: 'string' } } }),
+            '200': ok('The room', {
+              oneOf: [
+                { type: 'object', required: ['room_url', 'token'], properties: { room_url: { type: 'string' }, token: { type: 'string' } } },
+                { type: 'object', required: ['ws_url'], properties: { ws_url: { type: 'string' } }, description: 'with "transport": "websocket"' },
+              ],
+            }),
             ...commonErrors,
             '503': { ...errorResponse, description: 'service-unavailable: the server is shutting down, or runs its maximum of rooms' },
           },

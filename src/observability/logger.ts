@@ -5,8 +5,8 @@ export type { Logger };
 
 /** The fields of a Fastify request the request log shows. */
 interface LoggedRequest {
-  method: string;
-  url: string;
+  method?: string;
+  url?: string;
   host?: string;
   ip?: string;
   socket?: { remotePort?: number };

@@ -4,8 +4,10 @@ import { type AudioRateLimits, AudioRateLimiter, DEFAULT_AUDIO_RATE_LIMITS, MAX_
 import { StreamingResampler } from '../audio/resample.js';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
 import { TokenBucket } from '../security/token-bucket.js';
-import { clientMessage, ROOM_CLOSE, serverMessage } from './room-messages.js';
+import { pipecatWire } from './pipecat-wire.js';
+import { type ClientMessage, ROOM_CLOSE, RTVI_LABEL, serverMessage } from './room-messages.js';
 import type { RoomInput, RoomListener } from './room-transport.js';
+import { jsonWire, type RoomWire } from './room-wire.js';
 
 export interface ParticipantLimits {
   /** How much microphone audio a client may send, per message and per second (as a carrier may). */
@@ -28,20 +30,37 @@ export interface ParticipantEvents {
   /** client-ready arrived: audio may flow now. */
   onReady(participant: BrowserParticipant): void;
   onImage(imageBase64: string): void;
+  /** A Pipecat client asked the bot to leave (disconnect-bot): the room ends. */
+  onDisconnectBot(participant: BrowserParticipant): void;
   /** The socket closed, from either side. Called once. */
   onGone(participant: BrowserParticipant, reason: string): void;
 }
 
 /**
+ * A socket's wire. The page offers the `rtvi-ai` subprotocol (first, so the server picks it) and
+ * speaks JSON. Pipecat's websocket transport offers no subprotocol, so its first message tells:
+ * client-ready in a binary protobuf frame, where the page's would be JSON text.
+ */
+function wireOf(subprotocol: string, firstMessageIsBinary: boolean): RoomWire {
+  if (subprotocol === RTVI_LABEL) return jsonWire;
+  return firstMessageIsBinary ? pipecatWire : jsonWire;
+}
+
+/**
  * One browser on the room websocket. Listeners are attached in the constructor, before anything
  * awaits. Its microphone (PCM at its own rate) is resampled into the room's 8 kHz input; the
- * bot's audio is resampled to its rate on the way out. Any protocol violation closes the socket
- * with a code and a reason that say what was wrong; nothing else in the room is affected.
+ * bot's audio is resampled to its player's rate on the way out. Any protocol violation closes
+ * the socket with a code and a reason that say what was wrong; nothing else in the room is affected.
  */
 export class BrowserParticipant implements RoomListener {
   readonly stats = { audioIn: 0, audioOut: 0, messagesIn: 0 };
-  sampleRateHz = 0;
+  /** The rate the client plays the bot at; 0 until client-ready. */
+  playerRateHz = 0;
 
+  /** How this client frames its messages: chosen by its subprotocol or first message (see wireOf). */
+  private wire: RoomWire | undefined;
+  /** The microphone rate declared in client-ready (the page's wire). */
+  private declaredRateHz: number | undefined;
   private input: RoomInput | undefined;
   private inResampler: StreamingResampler | undefined;
   private outResampler: StreamingResampler | undefined;
@@ -66,7 +85,7 @@ export class BrowserParticipant implements RoomListener {
   }
 
   get ready(): boolean {
-    return this.sampleRateHz > 0;
+    return this.playerRateHz > 0;
   }
 
   /** The room's mixer input for this participant's audio. */
@@ -74,8 +93,9 @@ export class BrowserParticipant implements RoomListener {
     this.input = input;
   }
 
+  /** Sends an RTVI message (JSON text), framed for this client's wire. */
   send(message: string): void {
-    if (this.writable()) this.socket.send(message);
+    if (this.writable()) this.socket.send((this.wire ?? jsonWire).encodeMessage(message));
   }
 
   close(code: number, reason: string): void {
@@ -90,7 +110,7 @@ export class BrowserParticipant implements RoomListener {
     const pcm = this.outResampler.process(pcm8k);
     if (pcm.length === 0) return;
     this.stats.audioOut += 1;
-    this.socket.send(Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength));
+    this.socket.send((this.wire ?? jsonWire).encodeAudio(pcm, this.playerRateHz));
   }
 
   clearBotAudio(): void {
@@ -117,57 +137,60 @@ export class BrowserParticipant implements RoomListener {
       return;
     }
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
-    if (isBinary) this.onAudio(bytes);
-    else this.onJson(bytes.toString('utf8'));
+    this.wire ??= wireOf(this.socket.protocol, isBinary);
+    const frame = this.wire.decode(bytes, isBinary);
+    switch (frame.kind) {
+      case 'malformed':
+        this.close(ROOM_CLOSE.policyViolation, frame.reason);
+        return;
+      case 'refused':
+        this.send(frame.reply);
+        return;
+      case 'message':
+        this.onClientMessage(frame.message, this.wire);
+        return;
+      case 'audio':
+        this.onAudio(frame.pcm, frame.sampleRateHz);
+        return;
+    }
   }
 
-  private onJson(text: string): void {
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      this.close(ROOM_CLOSE.policyViolation, 'malformed message: not JSON');
-      return;
-    }
-    const parsed = clientMessage.safeParse(json);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      const where = issue && issue.path.length > 0 ? `${issue.path.join('.')}: ` : '';
-      this.close(ROOM_CLOSE.policyViolation, `malformed message: ${where}${issue?.message ?? 'invalid'}`);
-      return;
-    }
-    const message = parsed.data;
+  private onClientMessage(message: ClientMessage, wire: RoomWire): void {
     switch (message.type) {
       case 'client-ready':
         if (this.ready) {
           this.close(ROOM_CLOSE.policyViolation, 'client-ready sent twice');
           return;
         }
-        this.sampleRateHz = message.data.audio.sampleRateHz;
-        this.inResampler = new StreamingResampler(this.sampleRateHz, TELEPHONY_SAMPLE_RATE_HZ);
-        this.outResampler = new StreamingResampler(TELEPHONY_SAMPLE_RATE_HZ, this.sampleRateHz);
+        this.declaredRateHz = message.data.audio?.sampleRateHz;
+        const playerRateHz = wire.playerRateHz ?? this.declaredRateHz;
+        if (playerRateHz === undefined) {
+          this.close(ROOM_CLOSE.policyViolation, 'malformed message: client-ready must declare data.audio.sampleRateHz');
+          return;
+        }
+        this.playerRateHz = playerRateHz;
+        this.outResampler = new StreamingResampler(TELEPHONY_SAMPLE_RATE_HZ, this.playerRateHz);
         this.events.onReady(this);
         return;
       case 'user-image':
         if (this.ready) this.events.onImage(message.data.imageBase64);
         return;
       case 'disconnect-bot':
-        this.close(ROOM_CLOSE.normal, 'participant left');
+        if (wire.disconnectBotEndsRoom) this.events.onDisconnectBot(this);
+        else this.close(ROOM_CLOSE.normal, 'participant left');
         return;
     }
   }
 
-  private onAudio(bytes: Buffer): void {
-    if (!this.ready || !this.inResampler) {
+  /** Microphone audio at `frameRateHz`, or at the rate declared in client-ready when the wire does not say. */
+  private onAudio(pcm: Int16Array, frameRateHz: number | undefined): void {
+    const rateHz = frameRateHz ?? this.declaredRateHz;
+    if (!this.ready || rateHz === undefined) {
       this.close(ROOM_CLOSE.policyViolation, 'audio before client-ready');
       return;
     }
-    if (bytes.length % 2 !== 0) {
-      this.close(ROOM_CLOSE.policyViolation, 'malformed message: audio must be 16-bit PCM (an even number of bytes)');
-      return;
-    }
     // A microphone cannot produce audio faster than time passes; a little burst is network jitter.
-    switch (this.audioBudget.admit((bytes.length / 2 / this.sampleRateHz) * 1000)) {
+    switch (this.audioBudget.admit((pcm.length / rateHz) * 1000)) {
       case 'too-long':
         this.close(ROOM_CLOSE.messageTooBig, `audio message over ${MAX_AUDIO_MS_PER_MESSAGE} ms`);
         return;
@@ -179,10 +202,9 @@ export class BrowserParticipant implements RoomListener {
         break;
     }
     this.stats.audioIn += 1;
-    // Copy into an aligned array: the socket's buffer may start at an odd offset.
-    const samples = new Int16Array(bytes.length / 2);
-    for (let i = 0; i < samples.length; i++) samples[i] = bytes.readInt16LE(i * 2);
-    this.input?.push(this.inResampler.process(samples));
+    // Pipecat frames declare their rate each time; a client that changes it gets a new resampler.
+    if (this.inResampler?.inputRateHz !== rateHz) this.inResampler = new StreamingResampler(rateHz, TELEPHONY_SAMPLE_RATE_HZ);
+    this.input?.push(this.inResampler.process(pcm));
   }
 
   private finish(reason: string): void {

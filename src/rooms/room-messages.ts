@@ -1,9 +1,9 @@
 import { z } from 'zod';
 
 /**
- * The room websocket's protocol, in the RTVI vocabulary (label "rtvi-ai") so RTVI clients can be
- * adapted to it. Text frames carry JSON messages; binary frames carry audio: 16-bit little-endian
- * mono PCM at the rate the client declared in client-ready, in both directions.
+ * The room websocket's messages, in the RTVI vocabulary (label "rtvi-ai"). How they are framed is
+ * the wire's business (room-wire.ts): JSON text and bare PCM for the page, protobuf frames for
+ * Pipecat's websocket transport (pipecat-wire.ts).
  */
 export const RTVI_LABEL = 'rtvi-ai';
 /** What bot-ready announces; the RTVI protocol version these messages follow. */
@@ -49,7 +49,9 @@ const clientReady = z
               message: `sampleRateHz must be one of ${CLIENT_SAMPLE_RATES_HZ.join(', ')}`,
             }),
           })
-          .strict(),
+          .strict()
+          // The page's wire needs it; Pipecat's protobuf frames carry their rate with the audio.
+          .optional(),
       })
       .passthrough(),
   })

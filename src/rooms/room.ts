@@ -123,6 +123,7 @@ export class Room implements DialoutRoom {
         if (this.options.vision) this.latestImage = image;
       },
       onGone: (p, reason) => this.leave(p, reason),
+      onDisconnectBot: () => this.close('disconnect-bot'),
     });
     this.members.set(participant, undefined);
     this.clearEmptyTimer();

@@ -34,7 +34,8 @@ export interface CallServer {
 export async function startCallServer(
   register: (registry: ProviderRegistry) => void,
   env: Record<string, string> = {},
-  options: { captureLogs?: boolean; liveCalls?: LiveCalls } = {},
+  /** `publicHost`: the host name of the public URL (the answers' room and socket URLs); 127.0.0.1 by default. */
+  options: { captureLogs?: boolean; liveCalls?: LiveCalls; publicHost?: string } = {},
 ): Promise<CallServer> {
   const dataDir = tempDataDir();
   // A known port, so the TwiML's stream URLs (built from the public URL) reach this server.
@@ -44,7 +45,7 @@ export async function startCallServer(
     SWITCHBOARD_API_KEY: TEST_KEY,
     LOG_LEVEL: 'silent',
     PORT: String(port),
-    SWITCHBOARD_PUBLIC_URL: `http://127.0.0.1:${port}`,
+    SWITCHBOARD_PUBLIC_URL: `http://${options.publicHost ?? '127.0.0.1'}:${port}`,
     ...env,
   });
   const database: OpenedDatabase = await openDatabase(dataDir);
