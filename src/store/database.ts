@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../security/private-files.js';
+import { keptStatements } from './kept-statements.js';
 import { migrateToLatest } from './migrations.js';
 import type { Database } from './schema.js';
 
@@ -39,18 +40,17 @@ export async function openDatabase(dataDir: string): Promise<OpenedDatabase> {
   const path = join(dataDir, 'switchboard.sqlite');
   makePrivate(path);
   const sqlite = new SqliteDatabase(path);
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = FULL');
-  sqlite.pragma('foreign_keys = ON');
-  sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  // exec, not pragma(): pragma() prepares a statement that would be garbage-collected (kept-statements.ts).
+  sqlite.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000');
+  const connection = keptStatements(sqlite);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
   await migrateToLatest(db as Kysely<unknown>);
-  const probe = sqlite.prepare('select 1 as ok');
+  const probe = connection.prepare('select 1 as ok');
   return {
     db,
     ping: () => {
       try {
-        return (probe.get() as { ok: number } | undefined)?.ok === 1;
+        return (probe.all([])[0] as { ok: number } | undefined)?.ok === 1;
       } catch {
         return false;
       }
