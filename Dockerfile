@@ -1,12 +1,10 @@
-# Switchboard on Node 22 LTS. Not 24 yet: better-sqlite3 12 aborts the process on Node 24.19+ when a
-# statement is garbage-collected (its ObjectWrap destructor asserts), and better-sqlite3 13, which
-# fixes that, does not load on the Node 20 the test suite still runs on (docs/design.md).
+# Switchboard on Node 24 LTS.
 # Dependencies are installed in layers of their own, before any source is copied, so a source
 # change rebuilds only the TypeScript, never better-sqlite3.
 
 # Production dependencies: better-sqlite3 compiles from source (no prebuilt binary is fetched);
 # onnxruntime-node keeps only this platform's binaries (the others are ~250 MB).
-FROM node:22-bookworm-slim AS deps
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
 RUN apt-get update \
   && apt-get install -y --no-install-recommends python3 make g++ \
@@ -19,7 +17,7 @@ RUN npm ci --omit=dev --ignore-scripts \
        ! -path "*/napi-v6/$platform" -exec rm -rf {} +
 
 # The TypeScript build, with the development dependencies (no install scripts: the compiler needs none).
-FROM node:22-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci --ignore-scripts
@@ -27,7 +25,7 @@ COPY tsconfig.json ./
 COPY src ./src
 RUN npx tsc -p .
 
-FROM node:22-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     PORT=8080 \
     HOST=0.0.0.0 \

@@ -101,5 +101,11 @@ describe.skipIf(!node)(`the server on Node ${node?.version ?? 'LTS'}`, () => {
     expect(call.stdout, context).toMatch(/completed/);
     // The bot greeted, heard the fixture and answered it.
     expect(call.stdout, context).toMatch(/reply latency: \d+ ms/);
+
+    // A clean shutdown on that Node too: no native abort while the store closes and the process exits.
+    server.kill('SIGTERM');
+    const [code, signal] = (await once(server, 'exit')) as [number | null, string | null];
+    expect({ code, signal }, serverOutput()).toEqual({ code: 0, signal: null });
+    expect(serverOutput()).not.toMatch(/Assertion failed/);
   });
 });
