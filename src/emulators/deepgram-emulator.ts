@@ -94,6 +94,8 @@ export interface RecordedDeepgramConnection {
   closeStreams: number;
   /** listen: Results messages sent (interim and final). */
   results: number;
+  /** listen: the final Results sent, in order (at most 1000 kept): what ended each utterance. */
+  finals: RecordedDeepgramFinal[];
   /** speak: the text of each Speak, in order (at most 1000 kept). */
   texts: string[];
   flushes: number;
@@ -102,6 +104,13 @@ export interface RecordedDeepgramConnection {
   /** Set once the socket closed; 1006 when it was dropped without a close frame. */
   closeCode?: number;
   closeReason?: string;
+}
+
+export interface RecordedDeepgramFinal {
+  transcript: string;
+  /** Sent in answer to a Finalize, rather than by the emulator's own endpointing (or CloseStream). */
+  fromFinalize: boolean;
+  speechFinal: boolean;
 }
 
 export interface DeepgramEmulatorStats {
@@ -408,6 +417,7 @@ export class DeepgramEmulator implements VendorEmulator {
       finalizes: 0,
       closeStreams: 0,
       results: 0,
+      finals: [],
       texts: [],
       flushes: 0,
       clears: 0,
@@ -752,6 +762,9 @@ class ListenSession implements Session {
     };
     this.record.results += 1;
     this.env.stats.results += 1;
+    if (isFinal && this.record.finals.length < MAX_RECORDED_MESSAGES) {
+      this.record.finals.push({ transcript: message.channel.alternatives[0]!.transcript, fromFinalize, speechFinal });
+    }
     this.send(message);
   }
 

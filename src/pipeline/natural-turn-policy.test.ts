@@ -33,6 +33,7 @@ describe('TurnController with the natural-conversation policy', () => {
     c.onVadStart();
     c.onFinal('Book a table for two.');
     c.onVadStop();
+    c.onFinal(''); // Finalize's answer: nothing after the words already in
     expect(decisions.at(-1)).toEqual({ type: 'user-turn', text: 'Book a table for two.' });
   });
 
@@ -41,11 +42,13 @@ describe('TurnController with the natural-conversation policy', () => {
     c.onVadStart();
     c.onFinal('I need a table for two and');
     c.onVadStop();
+    c.onFinal(''); // Finalize's answer: nothing after the words already in
     vi.advanceTimersByTime(1000);
-    expect(decisions.map((d) => d.type)).toEqual(['user-speaking']);
+    expect(decisions.map((d) => d.type)).toEqual(['user-speaking', 'finalize-stt']);
     c.onVadStart();
     c.onFinal('a high chair.');
     c.onVadStop();
+    c.onFinal(''); // Finalize's answer: nothing after the words already in
     expect(decisions.at(-1)).toEqual({ type: 'user-turn', text: 'I need a table for two and a high chair.' });
   });
 
@@ -54,10 +57,12 @@ describe('TurnController with the natural-conversation policy', () => {
     c.onVadStart();
     c.onFinal('so um');
     c.onVadStop();
+    c.onFinal(''); // Finalize's answer: nothing after the words already in
     vi.advanceTimersByTime(1400);
     c.onVadStart();
     c.onFinal('and uh');
     c.onVadStop();
+    c.onFinal(''); // Finalize's answer: nothing after the words already in
     vi.advanceTimersByTime(1099);
     expect(decisions.filter((d) => d.type === 'user-turn')).toEqual([]);
     vi.advanceTimersByTime(1);

@@ -15,13 +15,25 @@ function controller(minInterruptionWords = 0) {
 }
 
 describe('TurnController', () => {
-  it('ends the turn at VAD stop when the final transcript is already in', () => {
+  it('asks STT to finalise at VAD stop even with a final in hand, and ends the turn on the final that answers', () => {
     const c = controller();
     c.onVadStart();
     c.onInterim('book a');
+    c.onFinal('Book a table');
+    // The caller went on after that final; no interim has shown those words yet.
+    c.onVadStop();
+    expect(types()).toEqual(['user-speaking', 'finalize-stt']);
+    c.onFinal('for two.');
+    expect(decisions.at(-1)).toEqual({ type: 'user-turn', text: 'Book a table for two.' });
+  });
+
+  it('ends the turn on an empty final answering the Finalize, with the words already in', () => {
+    const c = controller();
+    c.onVadStart();
     c.onFinal('Book a table for two.');
     c.onVadStop();
-    expect(decisions).toEqual([{ type: 'user-speaking' }, { type: 'user-turn', text: 'Book a table for two.' }]);
+    c.onFinal('');
+    expect(decisions).toEqual([{ type: 'user-speaking' }, { type: 'finalize-stt' }, { type: 'user-turn', text: 'Book a table for two.' }]);
   });
 
   it('asks STT to finalise and waits for the final when only interim text exists', () => {
@@ -59,6 +71,7 @@ describe('TurnController', () => {
     expect(types()).not.toContain('user-turn');
     c.onFinal('to fly tomorrow.');
     c.onVadStop();
+    c.onFinal('');
     expect(decisions.at(-1)).toEqual({ type: 'user-turn', text: 'I want to fly tomorrow.' });
   });
 

@@ -87,14 +87,16 @@ export class TurnController {
     else if (this.interruptingWords() >= this.policy.minInterruptionWords) this.maybeBargeIn();
   }
 
-  /** VAD saw stop_secs of silence. */
+  /**
+   * VAD saw stop_secs of silence: ask STT to finalise, and end the turn on the final that answers
+   * (or on the STT's own final, whichever comes first). Always, even with a final already in
+   * hand: the audio after that final may hold words no interim has shown yet (a caller who
+   * paused mid-sentence), and without Finalize they would come only at the STT's own
+   * end-of-speech, as a second turn that cuts off the answer to the first.
+   */
   onVadStop(): void {
     if (!this.userSpeaking) return;
     this.userSpeaking = false;
-    if (this.finals.length > 0 && this.interim.length === 0) {
-      this.endTurn();
-      return;
-    }
     this.emit({ type: 'finalize-stt' });
     this.waitingForFinal = true;
     this.timer = this.scheduler.setTimeout(() => this.onFinalTimeout(), this.policy.finalTranscriptWaitMs);

@@ -1,0 +1,96 @@
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CartesiaEmulator } from '../../src/emulators/cartesia-emulator.js';
+import { DeepgramEmulator } from '../../src/emulators/deepgram-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../src/emulators/emulator-server.js';
+import { OpenAiEmulator } from '../../src/emulators/openai-emulator.js';
+import { readMulawFile } from '../../src/simulator/clip-file.js';
+import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { type CallServer, startCallServer } from '../helpers/call-server.js';
+
+/**
+ * Every caller turn ends on Switchboard's VAD stop plus a Finalize to the STT, the first turn as
+ * much as the later ones, even when the STT already sent a final earlier in the turn.
+ *
+ * The caller says the birch-canoe sentence twice, once per turn. It has a 300 ms pause after
+ * "the birch", which the emulated Deepgram (endpointing=300) takes as an end of speech: it sends
+ * a final for the first part in the middle of the turn, while the VAD (stop_secs 0.8) still
+ * hears the caller. Deepgram's own end-of-speech is made slow (final 1.8 s after the silence
+ * began), so a turn that waited for it would be told apart from one ended by Finalize; and
+ * interim results are made rare, so no interim shows the words after the mid-turn final, as
+ * happens with a real Deepgram when the caller's last words are short.
+ */
+
+const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
+const LATENCIES = { sttFinalDelayMs: 1800, llmFirstTokenMs: 30, llmTokensPerSec: 200, ttsFirstByteMs: 30, ttsRealTimeFactor: 10 };
+const GREETING = 'Hello, how can I help?';
+
+let emulators: RunningEmulators | undefined;
+let server: CallServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  await emulators?.close();
+  server = undefined;
+  emulators = undefined;
+});
+
+describe('the end of a caller turn', () => {
+  it('comes from VAD stop plus Finalize on the first turn and the later one, with the whole turn transcribed', async () => {
+    const deepgram = new DeepgramEmulator({ latencies: LATENCIES, transcripts: ['the birch', 'canoe slid', 'the smooth', 'planks'], interimIntervalMs: 60_000 });
+    const openai = new OpenAiEmulator({ latencies: LATENCIES, replies: [GREETING, 'Sure.', 'Right.', 'Okay.', 'Fine.'] });
+    const cartesia = new CartesiaEmulator({ latencies: LATENCIES });
+    emulators = await startEmulatorServer([deepgram, openai, cartesia]);
+    server = await startCallServer(() => undefined, {
+      SWITCHBOARD_DEEPGRAM_URL: emulators.url,
+      SWITCHBOARD_OPENAI_URL: emulators.url,
+      SWITCHBOARD_CARTESIA_URL: emulators.url,
+    });
+    const { wssUrl } = await server.createConfig({
+      services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
+      config: [
+        {
+          service: 'llm',
+          options: [
+            { name: 'initial_messages', value: [{ role: 'system', content: 'You are a boat rental desk.' }] },
+            { name: 'run_on_config', value: true },
+          ],
+        },
+      ],
+      api_keys: { deepgram: 'dg-key', openai: 'sk-key', cartesia: 'car-key' },
+    });
+
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      clips: { birch: { mulaw: await readMulawFile(fixture('A06_birch_canoe.ulaw')) } },
+      scenario: {
+        steps: [
+          { do: 'wait-bot-silence', ms: 600 },
+          { do: 'play', clip: 'birch' },
+          { do: 'wait-bot-silence', ms: 600 },
+          { do: 'play', clip: 'birch' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
+      },
+    });
+    expect(report.outcome).toBe('completed');
+
+    const listen = deepgram.log.find((c) => c.path === 'listen')!;
+    // Each turn had Deepgram's own final for its first part, mid-turn, and then a Finalize
+    // whose answer carried the rest: the turn's last words came from Finalize, not endpointing.
+    expect(listen.finals.filter((f) => f.transcript !== '')).toEqual([
+      { transcript: 'the birch', fromFinalize: false, speechFinal: true },
+      { transcript: 'canoe slid', fromFinalize: true, speechFinal: true },
+      { transcript: 'the smooth', fromFinalize: false, speechFinal: true },
+      { transcript: 'planks', fromFinalize: true, speechFinal: true },
+    ]);
+    expect(listen.finalizes).toBe(2);
+    // One answer per turn, each to the whole turn: no part of a turn came late as a turn of its own.
+    const userTurns = openai.requests.map((r) => (r.body as { messages: Array<{ role: string; content: string }> }).messages.at(-1)!);
+    expect(userTurns.slice(1)).toEqual([
+      { role: 'user', content: 'the birch canoe slid' },
+      { role: 'user', content: 'the smooth planks' },
+    ]);
+    expect(report.metrics.utterances.map((u) => u.bargeIn)).toEqual([false, false]);
+  }, 60_000);
+});
