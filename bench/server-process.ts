@@ -28,10 +28,11 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+/** `nodeArgs`: options for node itself, e.g. `--cpu-prof` (bench/profile.ts). */
+export async function startServerProcess(env: Record<string, string>, nodeArgs: string[] = []): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
-  const child = spawn(process.execPath, [join(ROOT, 'dist/cli/main.js'), 'serve'], {
+  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/cli/main.js'), 'serve'], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
