@@ -12,7 +12,8 @@ import { twilioWebhookRoutes } from './http/twilio-webhook-routes.js';
 import type { Logger } from './observability/logger.js';
 import { ServiceMetrics } from './observability/metrics.js';
 import { hashApiKey } from './security/api-key-hash.js';
-import type { SecretBox } from './security/secret-box.js';
+import { SecretBox } from './security/secret-box.js';
+import { loadServiceKeys } from './security/service-keys.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
 import { BotConfigsRepo } from './store/bot-configs-repo.js';
 import { PhoneNumbersRepo } from './store/phone-numbers-repo.js';
@@ -43,7 +44,6 @@ import { RoomTokens } from './rooms/room-tokens.js';
 export interface AppDeps {
   config: AppConfig;
   database: OpenedDatabase;
-  secrets: SecretBox;
   logger: Logger;
   /** Providers, VAD and clock for calls; tests pass scripted providers here. */
   runtime?: CallRuntime;
@@ -60,7 +60,7 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 
 /** Builds the whole HTTP surface. Never listens: the CLI does, and tests inject or listen on port 0. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const { config, database, secrets } = deps;
+  const { config, database } = deps;
   const runtime = deps.runtime ?? defaultRuntime();
   const metrics = deps.metrics ?? new ServiceMetrics();
   runtime.clock.onTickLag = (lagMs) => metrics.observePlayoutTickLag(lagMs);
@@ -70,6 +70,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
   });
 
+  // The deployment's keys: every node on one PostgreSQL store loads the same ones.
+  const keys = await loadServiceKeys(config, database);
+  const secrets = new SecretBox(keys.secret);
   const accounts = new AccountsRepo(database.db);
   const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
   const botConfigs = new BotConfigService(new BotConfigsRepo(database.db), secrets, config.publicUrl);
@@ -99,7 +102,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     repo: new RecordingsRepo(database.db),
     dataDir: config.dataDir,
     publicUrl: config.publicUrl,
-    signer: UrlSigner.forDataDir(config.dataDir),
+    signer: new UrlSigner(keys.linkSigning),
     bucketStorage,
     log: deps.logger as Logger,
   });
@@ -116,7 +119,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
 
   app.get('/healthz', async (_request, reply) => {
-    if (!database.ping()) return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
+    if (!(await database.ping())) return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
     return { status: 'ok', version: VERSION };
   });
 
@@ -143,7 +146,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const rooms = new RoomManager({
-    tokens: RoomTokens.forDataDir(config.dataDir),
+    tokens: new RoomTokens(keys.roomToken),
     maxRooms: config.rooms.maxRooms,
     limits: {
       maxParticipants: config.rooms.maxParticipants,

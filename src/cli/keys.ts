@@ -3,7 +3,7 @@ import type { AppConfig } from '../config/env.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../store/accounts-repo.js';
 import { openDatabase } from '../store/database.js';
 
-/** `switchboard keys create|list|revoke`, against the store in SWITCHBOARD_DATA_DIR. */
+/** `switchboard keys create|list|revoke`, against the server's store (DATABASE_URL, or SWITCHBOARD_DATA_DIR). */
 export async function runKeys(config: AppConfig, argv: string[]): Promise<number> {
   const { positionals, values } = parseArgs({
     args: argv,
@@ -11,7 +11,7 @@ export async function runKeys(config: AppConfig, argv: string[]): Promise<number
     options: { account: { type: 'string' }, name: { type: 'string' } },
   });
   const [action, ...args] = positionals;
-  const database = await openDatabase(config.dataDir);
+  const database = await openDatabase(config.dataDir, config.databaseUrl);
   try {
     const accounts = new AccountsRepo(database.db);
     switch (action) {

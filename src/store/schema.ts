@@ -82,6 +82,14 @@ export interface RecordingsTable {
   finished_at: string | null;
 }
 
+/** Keys every node shares, on the PostgreSQL store (security/service-keys.ts names them). */
+export interface ServiceKeysTable {
+  name: string;
+  /** 32 random bytes, base64. */
+  key_base64: string;
+  created_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -89,4 +97,5 @@ export interface Database {
   phone_numbers: PhoneNumbersTable;
   dialin_configs: DialinConfigsTable;
   recordings: RecordingsTable;
+  service_keys: ServiceKeysTable;
 }

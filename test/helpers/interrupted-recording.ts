@@ -1,6 +1,6 @@
 /**
  * Run as a child process by the crash-recovery test: records two seconds of a conversation into
- * the data dir given as argv[2], lets it reach the disk, prints `{"id","writtenMs"}` and then
+ * the data dir given as argv[2] (and the store of DATABASE_URL, when set), lets it reach the disk, prints `{"id","writtenMs"}` and then
  * waits to be killed (SIGKILL): a process dying mid-call, with the recording never finished.
  */
 import { encodeMulaw } from '../../src/audio/mulaw.js';
@@ -13,7 +13,7 @@ import { openDatabase } from '../../src/store/database.js';
 import { RecordingsRepo } from '../../src/store/recordings-repo.js';
 
 const dataDir = process.argv[2]!;
-const database = await openDatabase(dataDir);
+const database = await openDatabase(dataDir, process.env.DATABASE_URL);
 const account = await new AccountsRepo(database.db).ensureAccount(DEFAULT_ACCOUNT_NAME);
 const repo = new RecordingsRepo(database.db);
 const service = new RecordingsService({
