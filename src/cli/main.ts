@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import { EnvError, loadConfig } from '../config/env.js';
+import { StoreError } from '../store/store-error.js';
 import { runCall } from './call.js';
+import { runDb } from './db.js';
 import { runEmulate } from './emulate.js';
 import { runKeys } from './keys.js';
 import { runLoadtestCli } from './loadtest.js';
@@ -20,6 +22,8 @@ commands:
   loadtest (--server URL --config ID | --wss URL | --url WEBHOOK) [--concurrency N] [--calls N | --duration-s S]
                                 many simulated calls at once, with live progress and JSON and HTML
                                 reports (switchboard loadtest --help for more)
+  db copy --from DATA_DIR --to postgres://…
+                                copy a SQLite store into PostgreSQL (switchboard db --help for more)
   emulate [--port N] [--llm-first-token-ms N] ...
                                 serve stand-ins for the vendors' APIs on one port, for offline calls
                                 and load tests (switchboard emulate --help for more)
@@ -36,6 +40,8 @@ async function main(argv: string[]): Promise<number> {
   if (command === 'call') return runCall(rest);
   if (command === 'emulate') return runEmulate(rest);
   if (command === 'loadtest') return runLoadtestCli(rest);
+  // Its stores are named on the command line, not by the server's environment.
+  if (command === 'db') return runDb(rest);
   const config = loadConfig();
   switch (command) {
     case 'serve':
@@ -53,7 +59,7 @@ main(process.argv.slice(2)).then(
     if (code !== 0 || process.exitCode === undefined) process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof EnvError) process.stderr.write(`switchboard: ${err.message}\n`);
+    if (err instanceof EnvError || err instanceof StoreError) process.stderr.write(`switchboard: ${err.message}\n`);
     else process.stderr.write(`switchboard: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 1;
   },

@@ -20,9 +20,12 @@ const serviceKey = z
   .refine((value) => /^[A-Za-z0-9+/]+=*$/.test(value) && Buffer.from(value, 'base64').length === 32, 'must be 32 bytes in base64 (openssl rand -base64 32)')
   .transform((value) => Buffer.from(value, 'base64'));
 
-const postgresUrl = z
-  .string()
-  .refine((value) => /^postgres(ql)?:\/\/[^/]/i.test(value) && URL.canParse(value), 'must be a postgres:// or postgresql:// URL (unset it for the embedded SQLite store)');
+/** What DATABASE_URL (and `db copy --to`) accepts: a PostgreSQL connection URL. */
+export function isPostgresUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\/[^/]/i.test(value) && URL.canParse(value);
+}
+
+const postgresUrl = z.string().refine(isPostgresUrl, 'must be a postgres:// or postgresql:// URL (unset it for the embedded SQLite store)');
 
 const envSchema = z.object({
   PORT: port.default(8080),

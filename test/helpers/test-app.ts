@@ -8,7 +8,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { type ServiceKeys, loadServiceKeys } from '../../src/security/service-keys.js';
 import { AccountsRepo } from '../../src/store/accounts-repo.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
-import { TEST_STORE, testStoreEnv } from './test-store.js';
+import { TEST_STORE, type TestStore, testStoreEnv } from './test-store.js';
 
 export const TEST_KEY = 'sb_test_default_account_key_0001';
 
@@ -29,13 +29,14 @@ export interface TestApp {
 }
 
 /**
- * A fully wired app on a fresh (or given) data dir, and the test run's store (test-store.ts);
- * nothing listens until the test asks.
+ * A fully wired app on a fresh (or given) data dir, and the test run's store (test-store.ts)
+ * unless `env` names a DATABASE_URL or `store` says otherwise; nothing listens until the test asks.
  */
-export async function createTestApp(env: Record<string, string> = {}, dataDir = tempDataDir()): Promise<TestApp> {
-  const config = loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_API_KEY: TEST_KEY, LOG_LEVEL: 'silent', ...(await testStoreEnv(dataDir)), ...env });
+export async function createTestApp(env: Record<string, string> = {}, dataDir = tempDataDir(), store: TestStore = TEST_STORE): Promise<TestApp> {
+  const storeEnv = store === 'postgres' && !env.DATABASE_URL ? await testStoreEnv(dataDir) : {};
+  const config = loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_API_KEY: TEST_KEY, LOG_LEVEL: 'silent', ...storeEnv, ...env });
   const database = await openDatabase(dataDir, config.databaseUrl);
-  if (database.engine !== TEST_STORE) throw new Error(`the test run is on ${TEST_STORE}, but the app opened ${database.engine}`);
+  if (database.engine !== store) throw new Error(`the test asked for ${store}, but the app opened ${database.engine}`);
   const app = await buildApp({ config, database, logger: createLogger('silent') });
   return {
     app,

@@ -1,0 +1,164 @@
+/**
+ * Several nodes on one PostgreSQL store: they start together safely, and what one writes or
+ * signs, the others read and accept (provider keys, dial-in secrets, access links, room tokens).
+ */
+import { once } from 'node:events';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { sql } from 'kysely';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { encodePcm16Wav } from '../../src/audio/wav.js';
+import { loadConfig } from '../../src/config/env.js';
+import { ROOM_CLOSE } from '../../src/rooms/room-messages.js';
+import { loadServiceKeys } from '../../src/security/service-keys.js';
+import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../../src/store/accounts-repo.js';
+import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
+import { RecordingsRepo } from '../../src/store/recordings-repo.js';
+import { freePort } from '../helpers/call-server.js';
+import { type TestApp, auth, createTestApp, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { createTestDatabase } from '../helpers/test-store.js';
+
+const apps: TestApp[] = [];
+const databases: OpenedDatabase[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const app of apps.splice(0)) await app.close();
+  for (const database of databases.splice(0)) await database.close();
+  for (const dir of [...dirs.splice(0)]) removeDir(dir);
+});
+
+/** A node: its own data dir, the shared database. */
+async function node(databaseUrl: string, env: Record<string, string> = {}): Promise<TestApp> {
+  const dataDir = tempDataDir();
+  dirs.push(dataDir);
+  const app = await createTestApp({ DATABASE_URL: databaseUrl, ...env }, dataDir);
+  apps.push(app);
+  return app;
+}
+
+const KEY_ENV = ['SWITCHBOARD_SECRET_KEY', 'SWITCHBOARD_LINK_SIGNING_KEY', 'SWITCHBOARD_ROOM_TOKEN_KEY'];
+
+describe('nodes starting together on an empty database', () => {
+  it('apply each migration once and agree on one set of keys', async () => {
+    const url = await createTestDatabase();
+    const started = await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        const dataDir = tempDataDir();
+        dirs.push(dataDir);
+        const database = await openDatabase(dataDir, url);
+        databases.push(database);
+        return loadServiceKeys(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, DATABASE_URL: url }), database);
+      }),
+    );
+    for (const keys of started.slice(1)) {
+      expect(keys.secret.equals(started[0]!.secret)).toBe(true);
+      expect(keys.linkSigning.equals(started[0]!.linkSigning)).toBe(true);
+      expect(keys.roomToken.equals(started[0]!.roomToken)).toBe(true);
+    }
+    const [db] = databases;
+    const migrations = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db!.db);
+    expect(migrations.rows.map((r) => r.name)).toEqual(['0001_accounts_keys_bot_configs', '0002_phone_numbers', '0003_dialin_configs', '0004_recordings', '0005_service_keys']);
+    const stored = await db!.db.selectFrom('service_keys').select('name').orderBy('name').execute();
+    expect(stored.map((r) => r.name)).toEqual(['link-signing', 'room-token', 'secret']);
+    // The data dirs hold no key files: on PostgreSQL the keys live in the store.
+    for (const dir of dirs) expect(readdirSync(dir).filter((f) => f.endsWith('.key'))).toEqual([]);
+  });
+});
+
+describe('two nodes on one database', () => {
+  it('open on one what the other sealed: provider keys and dial-in secrets', async () => {
+    const url = await createTestDatabase();
+    const [a, b] = [await node(url), await node(url)];
+    const created = await a.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig() });
+    expect(created.statusCode).toBe(200);
+    const view = created.json() as { id: string; botConfig: { api_keys: Record<string, string> } };
+
+    // Reading masks the keys, which means opening them first: a wrong key would be a 500.
+    const read = await b.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${view.id}`, headers: auth() });
+    expect(read.statusCode, read.body).toBe(200);
+    expect(read.json()).toEqual(view);
+    // Sent back masked through B, the keys A sealed are kept; A still opens them.
+    const roundTrip = { ...sampleConfig(), api_keys: { ...view.botConfig.api_keys, cartesia: 'ct-new-key-1234567' } };
+    const replaced = await b.app.inject({ method: 'POST', url: `/v1/bots/twilio-config/${view.id}`, headers: auth(), payload: roundTrip });
+    expect(replaced.statusCode, replaced.body).toBe(200);
+    const again = await a.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${view.id}`, headers: auth() });
+    expect(again.json().botConfig.api_keys).toEqual({ openai: '****6789', deepgram: '****efgh', cartesia: '****4567' });
+
+    // Dial-in entries carry webhook secrets, sealed the same way.
+    expect((await a.app.inject({ method: 'POST', url: '/v1/buy-phone-number', headers: auth(), payload: { number: '+14155550142' } })).statusCode).toBe(200);
+    const hmac = Buffer.alloc(32, 9).toString('base64');
+    const entry = { phone_number: '+14155550142', room_creation_api: `http://localhost:${await freePort()}/`, hmac };
+    const set = await a.app.inject({ method: 'POST', url: '/v1/', headers: auth(), payload: { properties: { pinless_dialin: [entry] } } });
+    expect(set.statusCode, set.body).toBe(200);
+    const domain = await b.app.inject({ method: 'GET', url: '/v1/', headers: auth() });
+    expect(domain.statusCode, domain.body).toBe(200);
+    expect(domain.json().config.pinless_dialin).toEqual([expect.objectContaining({ phone_number: '+14155550142', hmac })]);
+  });
+
+  it('accept on one the access links and room tokens the other signed', async () => {
+    const url = await createTestDatabase();
+    const [a, b] = [await node(url), await node(url)];
+
+    // A finished recording whose file B has (a shared bucket, in a real deployment).
+    const account = await new AccountsRepo(a.database.db).ensureAccount(DEFAULT_ACCOUNT_NAME);
+    await new RecordingsRepo(a.database.db).insert({
+      id: 'rec-shared',
+      account_id: account.id,
+      room_name: 'room',
+      mtg_session_id: 'session',
+      start_ts: 1_700_000_000,
+      status: 'finished',
+      max_participants: 2,
+      duration_secs: 1,
+      tracks_json: '[]',
+      s3_key: `${account.id}/rec-shared/mixed.wav`,
+      storage: 'local',
+      bucket_json: null,
+      created_at: new Date().toISOString(),
+      finished_at: new Date().toISOString(),
+    });
+    const wav = encodePcm16Wav(new Int16Array(800).fill(321), 8000);
+    mkdirSync(join(b.dataDir, 'recordings', account.id, 'rec-shared'), { recursive: true });
+    writeFileSync(join(b.dataDir, 'recordings', account.id, 'rec-shared', 'mixed.wav'), wav);
+
+    const link = await a.app.inject({ method: 'GET', url: '/v1/recordings/rec-shared/access-link', headers: auth() });
+    expect(link.statusCode, link.body).toBe(200);
+    const path = (link.json() as { download_link: string }).download_link.replace(a.config.publicUrl, '');
+    const download = await b.app.inject({ method: 'GET', url: path });
+    expect(download.statusCode, download.body).toBe(200);
+    expect(download.rawPayload.equals(Buffer.from(wav))).toBe(true);
+
+    // A room token from A, presented to B: B checks it (4401 if it did not verify), then finds
+    // that the room is not one of its own.
+    const started = await a.app.inject({ method: 'POST', url: '/v1/bots/start', headers: auth(), payload: sampleConfig({ bot_profile: 'voice_2024_10', max_duration: 300 }) });
+    expect(started.statusCode, started.body).toBe(200);
+    const { room_url: roomUrl, token } = started.json() as { room_url: string; token: string };
+    const name = roomUrl.split('/rooms/')[1]!;
+    const bAddress = await b.app.listen({ port: 0, host: '127.0.0.1' });
+    const socket = new WebSocket(`${bAddress.replace('http', 'ws')}/rooms/${name}/ws?token=${encodeURIComponent(token)}`);
+    const [code] = (await once(socket, 'close')) as [number];
+    expect(code).toBe(ROOM_CLOSE.unknownRoom);
+  });
+
+  it('a node given other keys in the environment cannot open what the others sealed (the keys are what is shared)', async () => {
+    const url = await createTestDatabase();
+    const a = await node(url);
+    const created = await a.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig() });
+    const stranger = await node(url, Object.fromEntries(KEY_ENV.map((name, i) => [name, Buffer.alloc(32, i + 1).toString('base64')])));
+    expect(stranger.keys.secret.equals(Buffer.alloc(32, 1))).toBe(true);
+    expect(stranger.keys.secret.equals(a.keys.secret)).toBe(false);
+    const read = await stranger.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${created.json().id}`, headers: auth() });
+    expect(read.statusCode).toBe(500);
+  });
+
+  it('share keys given in the environment instead of storing them', async () => {
+    const url = await createTestDatabase();
+    const env = Object.fromEntries(KEY_ENV.map((name, i) => [name, Buffer.alloc(32, 40 + i).toString('base64')]));
+    const [a, b] = [await node(url, env), await node(url, env)];
+    expect(a.keys.linkSigning.equals(Buffer.alloc(32, 41))).toBe(true);
+    const created = await a.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig() });
+    expect((await b.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${created.json().id}`, headers: auth() })).statusCode).toBe(200);
+    expect(await a.database.db.selectFrom('service_keys').selectAll().execute()).toEqual([]);
+  });
+});
