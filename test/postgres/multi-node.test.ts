@@ -6,7 +6,8 @@ import { once } from 'node:events';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'kysely';
-import { afterEach, describe, expect, it } from 'vitest';
+import pg from 'pg';
+import { afterEach, describe, expect, inject, it } from 'vitest';
 import WebSocket from 'ws';
 import { encodePcm16Wav } from '../../src/audio/wav.js';
 import { loadConfig } from '../../src/config/env.js';
@@ -160,5 +161,25 @@ describe('two nodes on one database', () => {
     const created = await a.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig() });
     expect((await b.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${created.json().id}`, headers: auth() })).statusCode).toBe(200);
     expect(await a.database.db.selectFrom('service_keys').selectAll().execute()).toEqual([]);
+  });
+
+  it('answer /healthz with 503 while the database refuses them, and 200 again once it is back', async () => {
+    const url = await createTestDatabase();
+    const a = await node(url);
+    expect((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    const name = new URL(url).pathname.slice(1);
+    const admin = new pg.Client({ connectionString: inject('postgresAdminUrl') });
+    await admin.connect();
+    try {
+      await admin.query(`alter database ${name} allow_connections false`);
+      await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [name]);
+      const down = await a.app.inject({ method: 'GET', url: '/healthz' });
+      expect(down.statusCode).toBe(503);
+      expect(down.json().error).toBe('service-unavailable');
+      await admin.query(`alter database ${name} allow_connections true`);
+      expect((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+    } finally {
+      await admin.end();
+    }
   });
 });
