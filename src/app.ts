@@ -35,6 +35,7 @@ import { BucketStorage } from './recordings/bucket-storage.js';
 import { RecordingsService } from './recordings/recordings-service.js';
 import { UrlSigner } from './security/url-signer.js';
 import { RecordingsRepo } from './store/recordings-repo.js';
+import { dataDirId } from './store/data-dir-id.js';
 import { VERSION } from './version.js';
 import { botStartRoutes } from './http/bot-start-routes.js';
 import { RoomManager } from './rooms/room-manager.js';
@@ -101,6 +102,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const recordings = new RecordingsService({
     repo: new RecordingsRepo(database.db),
     dataDir: config.dataDir,
+    nodeId: dataDirId(config.dataDir),
     publicUrl: config.publicUrl,
     signer: new UrlSigner(keys.linkSigning),
     bucketStorage,

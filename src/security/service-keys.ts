@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { AppConfig } from '../config/env.js';
 import type { OpenedDatabase } from '../store/database.js';
 import { ServiceKeysRepo } from '../store/service-keys-repo.js';
+import { writeFileOnce } from '../store/write-file-once.js';
 
 export const SERVICE_KEY_BYTES = 32;
 
@@ -55,23 +56,13 @@ export function readKeyFile(path: string): Buffer | undefined {
 }
 
 /**
- * Loads a key file, creating it (mode 0600) when missing. The new key is written in full to a
- * private temporary file and then hard-linked into place, which fails if the file exists: a
- * second process starting at the same moment reads the winner's key, never a half-written one.
+ * Loads a key file, creating it (mode 0600) when missing; a second process starting at the same
+ * moment reads the winner's key, never a half-written one (writeFileOnce).
  */
 export function readOrCreateKeyFile(path: string): Buffer {
   const existing = readKeyFile(path);
   if (existing) return existing;
-  const temporary = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(temporary, `${newKeyBase64()}\n`, { mode: 0o600, flag: 'wx' });
-  try {
-    chmodSync(temporary, 0o600);
-    linkSync(temporary, path);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-  } finally {
-    rmSync(temporary, { force: true });
-  }
+  writeFileOnce(path, `${newKeyBase64()}\n`);
   return decodeKey(readFileSync(path, 'utf8'), path);
 }
 

@@ -8,7 +8,7 @@ function isPostgres(db: Kysely<unknown>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
-/** The insertion-order column list cursors use: SQLite's autoincrement rowid, PostgreSQL's serial. */
+/** The insertion-order column that list cursors compare on: SQLite's autoincrement rowid, PostgreSQL's serial. */
 function withSeq<TB extends string>(db: Kysely<unknown>, table: CreateTableBuilder<TB, never>): CreateTableBuilder<TB, 'seq'> {
   return isPostgres(db)
     ? table.addColumn('seq', 'serial', (c) => c.primaryKey())
@@ -118,9 +118,18 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0006_recordings_node': {
+    async up(db: Kysely<unknown>) {
+      // Whose data dir holds the files: start-up recovery takes only its own (null: any node's).
+      await db.schema.alterTable('recordings').addColumn('node_id', 'text').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+/** Every migration, in order. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations);
 
 /**
  * Brings the store to the latest schema. On PostgreSQL, Kysely's migrator holds an advisory lock

@@ -48,9 +48,12 @@ export async function openPostgres(url: string): Promise<OpenedDatabase> {
     // A request must fail, not hang, while the database is unreachable.
     connectionTimeoutMillis: 10_000,
   });
-  // An idle connection the server dropped (restart, failover): the pool replaces it, and the
-  // next query reports a real outage. Without a listener the error would end the process.
+  // A connection the server dropped (restart, failover, terminated backend): the pool discards
+  // it, and the query it was running, or the next one, reports the outage. Unlistened, pg emits
+  // these as 'error' events that end the process: from idle connections through the pool, from
+  // connections in use through the client itself.
   pool.on('error', () => undefined);
+  pool.on('connect', (client) => client.on('error', () => undefined));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   try {
     await sql`select 1`.execute(db);

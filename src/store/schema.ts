@@ -80,6 +80,8 @@ export interface RecordingsTable {
   bucket_json: string | null;
   created_at: string;
   finished_at: string | null;
+  /** The data dir (store/data-dir-id.ts) holding the files; null for rows from before it was kept. */
+  node_id: string | null;
 }
 
 /** Keys every node shares, on the PostgreSQL store (security/service-keys.ts names them). */

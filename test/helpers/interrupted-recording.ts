@@ -9,6 +9,7 @@ import { BucketStorage } from '../../src/recordings/bucket-storage.js';
 import { RecordingsService } from '../../src/recordings/recordings-service.js';
 import { UrlSigner } from '../../src/security/url-signer.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../../src/store/accounts-repo.js';
+import { dataDirId } from '../../src/store/data-dir-id.js';
 import { openDatabase } from '../../src/store/database.js';
 import { RecordingsRepo } from '../../src/store/recordings-repo.js';
 
@@ -19,6 +20,7 @@ const repo = new RecordingsRepo(database.db);
 const service = new RecordingsService({
   repo,
   dataDir,
+  nodeId: dataDirId(dataDir),
   publicUrl: 'http://localhost',
   signer: UrlSigner.forDataDir(dataDir),
   bucketStorage: new BucketStorage({}),
@@ -37,7 +39,7 @@ clockMs = 2000;
 recorder.flush();
 await recorder.settled();
 // The row is written in the background; wait until it is there before "dying".
-while (!(await repo.listInProgress()).length) await new Promise((resolve) => setTimeout(resolve, 10));
-const [row] = await repo.listInProgress();
+while (!(await repo.listInProgress(dataDirId(dataDir))).length) await new Promise((resolve) => setTimeout(resolve, 10));
+const [row] = await repo.listInProgress(dataDirId(dataDir));
 process.stdout.write(`${JSON.stringify({ id: row!.id, writtenMs: 2000 - 200 })}\n`);
 setInterval(() => undefined, 60_000);

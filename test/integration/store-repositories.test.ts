@@ -104,7 +104,7 @@ describe(`repositories on ${TEST_STORE}`, () => {
     expect(await repo.all()).toEqual([{ accountId, entriesSealed: 'v1:second' }]);
   });
 
-  it('recordings: Unix seconds past 2038 come back as numbers; in-progress ones oldest first', async () => {
+  it('recordings: Unix seconds past 2038 come back as numbers; in-progress ones by node, oldest first', async () => {
     const accountId = (await new AccountsRepo(database.db).ensureAccount('default')).id;
     const repo = new RecordingsRepo(database.db);
     const base = {
@@ -119,13 +119,16 @@ describe(`repositories on ${TEST_STORE}`, () => {
       created_at: new Date().toISOString(),
       finished_at: null,
     };
-    await repo.insert({ ...base, id: 'r1', mtg_session_id: 's1', start_ts: 4_102_444_800, status: 'in-progress' });
+    await repo.insert({ ...base, id: 'r1', mtg_session_id: 's1', start_ts: 4_102_444_800, status: 'in-progress', node_id: 'node-a' });
     await repo.insert({ ...base, id: 'r2', mtg_session_id: 's2', start_ts: 1_700_000_000, status: 'in-progress' });
+    await repo.insert({ ...base, id: 'r3', mtg_session_id: 's3', start_ts: 1_700_000_000, status: 'in-progress', node_id: 'node-b' });
     expect((await repo.getById('r1'))?.start_ts).toBe(4_102_444_800);
-    expect((await repo.listInProgress()).map((r) => r.id)).toEqual(['r1', 'r2']);
+    // A node recovers its own and those of no node in particular, never another node's.
+    expect((await repo.listInProgress('node-a')).map((r) => r.id)).toEqual(['r1', 'r2']);
+    expect((await repo.listInProgress('node-b')).map((r) => r.id)).toEqual(['r2', 'r3']);
     await repo.update('r1', { status: 'finished', duration_secs: 12 });
     expect(await repo.get(accountId, 'r1')).toMatchObject({ status: 'finished', duration_secs: 12 });
-    expect(await repo.count(accountId, { roomName: 'room' })).toBe(2);
+    expect(await repo.count(accountId, { roomName: 'room' })).toBe(3);
   });
 
   it('service keys: the first stored key wins', async () => {

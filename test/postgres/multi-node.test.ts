@@ -2,9 +2,11 @@
  * Several nodes on one PostgreSQL store: they start together safely, and what one writes or
  * signs, the others read and accept (provider keys, dial-in secrets, access links, room tokens).
  */
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import pg from 'pg';
 import { afterEach, describe, expect, inject, it } from 'vitest';
@@ -15,6 +17,7 @@ import { ROOM_CLOSE } from '../../src/rooms/room-messages.js';
 import { loadServiceKeys } from '../../src/security/service-keys.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../../src/store/accounts-repo.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
+import { MIGRATION_NAMES } from '../../src/store/migrations.js';
 import { RecordingsRepo } from '../../src/store/recordings-repo.js';
 import { freePort } from '../helpers/call-server.js';
 import { type TestApp, auth, createTestApp, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
@@ -59,7 +62,7 @@ describe('nodes starting together on an empty database', () => {
     }
     const [db] = databases;
     const migrations = await sql<{ name: string }>`select name from kysely_migration order by name`.execute(db!.db);
-    expect(migrations.rows.map((r) => r.name)).toEqual(['0001_accounts_keys_bot_configs', '0002_phone_numbers', '0003_dialin_configs', '0004_recordings', '0005_service_keys']);
+    expect(migrations.rows.map((r) => r.name)).toEqual(MIGRATION_NAMES);
     const stored = await db!.db.selectFrom('service_keys').select('name').orderBy('name').execute();
     expect(stored.map((r) => r.name)).toEqual(['link-signing', 'room-token', 'secret']);
     // The data dirs hold no key files: on PostgreSQL the keys live in the store.
@@ -163,7 +166,7 @@ describe('two nodes on one database', () => {
     expect(await a.database.db.selectFrom('service_keys').selectAll().execute()).toEqual([]);
   });
 
-  it('answer /healthz with 503 while the database refuses them, and 200 again once it is back', async () => {
+  it('survive the database dropping their connections, mid-query too: /healthz says 503, then 200 once it is back', async () => {
     const url = await createTestDatabase();
     const a = await node(url);
     expect((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
@@ -171,15 +174,52 @@ describe('two nodes on one database', () => {
     const admin = new pg.Client({ connectionString: inject('postgresAdminUrl') });
     await admin.connect();
     try {
+      // A query in flight when its connection goes (a failover, a restart).
+      const slow = sql`select pg_sleep(60)`.execute(a.database.db);
+      const running = async () => (await admin.query("select 1 from pg_stat_activity where datname = $1 and query like '%pg_sleep%'", [name])).rowCount! > 0;
+      while (!(await running())) await new Promise((resolve) => setTimeout(resolve, 20));
       await admin.query(`alter database ${name} allow_connections false`);
       await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [name]);
+      await expect(slow).rejects.toThrow();
       const down = await a.app.inject({ method: 'GET', url: '/healthz' });
       expect(down.statusCode).toBe(503);
       expect(down.json().error).toBe('service-unavailable');
+
       await admin.query(`alter database ${name} allow_connections true`);
-      expect((await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode).toBe(200);
+      // Connections the pool still held when the database went are discarded as they fail.
+      let health = 0;
+      while (health !== 200) {
+        health = (await a.app.inject({ method: 'GET', url: '/healthz' })).statusCode;
+        expect([200, 503]).toContain(health);
+      }
+      const listed = await a.app.inject({ method: 'GET', url: '/v1/bots/twilio-config', headers: auth() });
+      expect(listed.statusCode).toBe(200);
     } finally {
       await admin.end();
     }
+  });
+
+  it('leave another node’s live recording alone when one starts; its own node recovers it', async () => {
+    const url = await createTestDatabase();
+    const aDataDir = tempDataDir();
+    dirs.push(aDataDir);
+    // Node A records a call: two seconds reach its data dir, the recording still in progress.
+    const a = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../helpers/interrupted-recording.ts', import.meta.url)), aDataDir], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, DATABASE_URL: url },
+    });
+    const [line] = (await once(a.stdout!, 'data')) as [Buffer];
+    const { id } = JSON.parse(line.toString()) as { id: string };
+
+    // B starts (recovering what it left behind): A's live recording is not B's to finish.
+    const b = await node(url);
+    const repo = new RecordingsRepo(b.database.db);
+    expect((await repo.getById(id))?.status).toBe('in-progress');
+
+    // A dies; restarted on its data dir, it finalises the recording from its files.
+    a.kill('SIGKILL');
+    await once(a, 'exit');
+    apps.push(await createTestApp({ DATABASE_URL: url }, aDataDir));
+    expect(await repo.getById(id)).toMatchObject({ status: 'finished', duration_secs: 2 });
   });
 });
