@@ -13,7 +13,8 @@ import type { Logger } from './observability/logger.js';
 import { ServiceMetrics } from './observability/metrics.js';
 import { webhookAddressPolicy } from './security/address-policy.js';
 import { hashApiKey } from './security/api-key-hash.js';
-import type { SecretBox } from './security/secret-box.js';
+import { SecretBox } from './security/secret-box.js';
+import { loadServiceKeys } from './security/service-keys.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
 import { BotConfigsRepo } from './store/bot-configs-repo.js';
 import { PhoneNumbersRepo } from './store/phone-numbers-repo.js';
@@ -37,6 +38,7 @@ import { RecordingsService } from './recordings/recordings-service.js';
 import { startBotCors } from './http/start-bot-cors.js';
 import { UrlSigner } from './security/url-signer.js';
 import { RecordingsRepo } from './store/recordings-repo.js';
+import { dataDirId } from './store/data-dir-id.js';
 import { VERSION } from './version.js';
 import { botStartRoutes } from './http/bot-start-routes.js';
 import { RoomManager } from './rooms/room-manager.js';
@@ -46,7 +48,6 @@ import { RoomTokens } from './rooms/room-tokens.js';
 export interface AppDeps {
   config: AppConfig;
   database: OpenedDatabase;
-  secrets: SecretBox;
   logger: Logger;
   /** Providers, VAD and clock for calls; tests pass scripted providers here. */
   runtime?: CallRuntime;
@@ -65,7 +66,7 @@ function bearerMatches(header: string | undefined, token: string): boolean {
 
 /** Builds the whole HTTP surface. Never listens: the CLI does, and tests inject or listen on port 0. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
-  const { config, database, secrets } = deps;
+  const { config, database } = deps;
   const runtime = deps.runtime ?? defaultRuntime();
   const metrics = deps.metrics ?? new ServiceMetrics();
   const liveCalls = deps.liveCalls ?? new LiveCalls();
@@ -76,6 +77,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
   });
 
+  // The deployment's keys: every node on one PostgreSQL store loads the same ones.
+  const keys = await loadServiceKeys(config, database);
+  const secrets = new SecretBox(keys.secret);
   const accounts = new AccountsRepo(database.db);
   const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
   const botConfigs = new BotConfigService(new BotConfigsRepo(database.db), secrets, config.publicUrl);
@@ -104,8 +108,9 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const recordings = new RecordingsService({
     repo: new RecordingsRepo(database.db),
     dataDir: config.dataDir,
+    nodeId: dataDirId(config.dataDir),
     publicUrl: config.publicUrl,
-    signer: UrlSigner.forDataDir(config.dataDir),
+    signer: new UrlSigner(keys.linkSigning),
     bucketStorage,
     log: deps.logger as Logger,
   });
@@ -124,7 +129,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/healthz', async (_request, reply) => {
     // A load balancer stops sending new calls here while the live ones finish.
     if (liveCalls.isDraining) return sendError(reply, new ApiError('service-unavailable', 'the server is shutting down'));
-    if (!database.ping()) return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
+    if (!(await database.ping())) return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
     return { status: 'ok', version: VERSION };
   });
 
@@ -152,7 +157,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const rooms = new RoomManager({
-    tokens: RoomTokens.forDataDir(config.dataDir),
+    tokens: new RoomTokens(keys.roomToken),
     maxRooms: config.rooms.maxRooms,
     limits: {
       maxParticipants: config.rooms.maxParticipants,

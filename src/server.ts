@@ -5,7 +5,6 @@ import { LiveCalls } from './lifecycle/live-calls.js';
 import { warmFliteWorker } from './providers/tts/flite/flite-worker-client.js';
 import { warmSileroWorker } from './vad/silero-worker-runner.js';
 import { createLogger, type Logger } from './observability/logger.js';
-import { SecretBox } from './security/secret-box.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
 import { type OpenedDatabase, openDatabase } from './store/database.js';
 
@@ -44,14 +43,13 @@ export async function startServer(
   options: { logger?: Logger; out?: NodeJS.WritableStream } = {},
 ): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
-  const database = await openDatabase(config.dataDir);
+  const database = await openDatabase(config.dataDir, config.databaseUrl);
   try {
-    const secrets = SecretBox.forDataDir(config.dataDir);
     await bootstrapApiKey(config, new AccountsRepo(database.db), options.out ?? process.stdout);
     const liveCalls = new LiveCalls();
-    const app = await buildApp({ config, database, secrets, logger, liveCalls });
+    const app = await buildApp({ config, database, logger, liveCalls });
     const address = await app.listen({ port: config.port, host: config.host });
-    logger.info({ address, publicUrl: config.publicUrl, dataDir: config.dataDir }, 'switchboard listening');
+    logger.info({ address, publicUrl: config.publicUrl, dataDir: config.dataDir, store: database.engine }, 'switchboard listening');
     // The first call should not wait for the VAD model to load; calls that come sooner share the load.
     warmSileroWorker().then(
       (loadMs) => logger.info({ loadMs: Math.round(loadMs) }, 'voice activity model ready'),

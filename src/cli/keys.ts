@@ -5,7 +5,7 @@ import { USAGE_EXIT, UsageError, parseCommandLine, usageLine } from './usage.js'
 
 const HELP = `usage: switchboard keys <command>
 
-Manages the API keys stored in SWITCHBOARD_DATA_DIR; a running server sees changes at once.
+Manages the API keys in the server's store (DATABASE_URL, or SWITCHBOARD_DATA_DIR); a running server sees changes at once.
 
 commands:
   create [--account NAME] [--name LABEL]   create a key (printed once) for an account, default "default"
@@ -78,7 +78,7 @@ function parseKeysArgs(argv: string[]): Action | 'bare' {
 }
 
 /**
- * `switchboard keys create|list|revoke`, against the store in SWITCHBOARD_DATA_DIR. The command
+ * `switchboard keys create|list|revoke`, against the server's store (DATABASE_URL, or SWITCHBOARD_DATA_DIR). The command
  * line is checked before the configuration is loaded or the store opened, so help and misuse
  * touch nothing.
  */
@@ -101,7 +101,8 @@ export async function runKeys(argv: string[], loadConfig: () => AppConfig): Prom
     process.stdout.write(action.text);
     return 0;
   }
-  const database = await openDatabase(loadConfig().dataDir);
+  const config = loadConfig();
+  const database = await openDatabase(config.dataDir, config.databaseUrl);
   try {
     const accounts = new AccountsRepo(database.db);
     switch (action.kind) {

@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import { EnvError, loadConfig } from '../config/env.js';
+import { StoreError } from '../store/store-error.js';
 import { runCall } from './call.js';
+import { runDb } from './db.js';
 import { runEmulate } from './emulate.js';
 import { runKeys } from './keys.js';
 import { runLoadtestCli } from './loadtest.js';
@@ -23,6 +25,8 @@ commands:
   loadtest (--server URL --config ID | --wss URL | --url WEBHOOK) [--concurrency N] [--calls N | --duration-s S]
                                 many simulated calls at once, with live progress and JSON and HTML
                                 reports
+  db copy --from DATA_DIR --to postgres://…
+                                copy a SQLite store into PostgreSQL
   emulate [--port N] [--llm-first-token-ms N] ...
                                 serve stand-ins for the vendors' APIs on one port, for offline calls
                                 and load tests
@@ -53,6 +57,9 @@ async function main(argv: string[]): Promise<number> {
       return runEmulate(rest);
     case 'loadtest':
       return runLoadtestCli(rest);
+    // Its stores are named on the command line, not by the server's environment.
+    case 'db':
+      return runDb(rest);
     default: {
       const what = command.startsWith('-') ? `unknown option "${command}"` : `unknown command "${command}"`;
       process.stderr.write(`switchboard: ${what} (switchboard --help lists the commands)\n`);
@@ -66,7 +73,7 @@ main(process.argv.slice(2)).then(
     if (code !== 0 || process.exitCode === undefined) process.exitCode = code;
   },
   (err: unknown) => {
-    if (err instanceof EnvError) process.stderr.write(`switchboard: ${err.message}\n`);
+    if (err instanceof EnvError || err instanceof StoreError) process.stderr.write(`switchboard: ${err.message}\n`);
     else process.stderr.write(`switchboard: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 1;
   },

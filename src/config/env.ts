@@ -14,6 +14,19 @@ const httpOrigin = z
 
 const port = z.coerce.number().int().min(0).max(65535);
 
+/** A shared signing or sealing key: 32 random bytes in base64, as `openssl rand -base64 32` prints. */
+const serviceKey = z
+  .string()
+  .refine((value) => /^[A-Za-z0-9+/]+=*$/.test(value) && Buffer.from(value, 'base64').length === 32, 'must be 32 bytes in base64 (openssl rand -base64 32)')
+  .transform((value) => Buffer.from(value, 'base64'));
+
+/** What DATABASE_URL (and `db copy --to`) accepts: a PostgreSQL connection URL. */
+export function isPostgresUrl(value: string): boolean {
+  return /^postgres(ql)?:\/\/[^/]/i.test(value) && URL.canParse(value);
+}
+
+const postgresUrl = z.string().refine(isPostgresUrl, 'must be a postgres:// or postgresql:// URL (unset it for the embedded SQLite store)');
+
 const envSchema = z.object({
   PORT: port.default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -21,7 +34,10 @@ const envSchema = z.object({
   SWITCHBOARD_DATA_DIR: z.string().min(1).default('./data'),
   SWITCHBOARD_API_KEY: z.string().optional(),
   SWITCHBOARD_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
-  DATABASE_URL: z.string().optional(),
+  DATABASE_URL: postgresUrl.optional(),
+  SWITCHBOARD_SECRET_KEY: serviceKey.optional(),
+  SWITCHBOARD_LINK_SIGNING_KEY: serviceKey.optional(),
+  SWITCHBOARD_ROOM_TOKEN_KEY: serviceKey.optional(),
   REDIS_URL: z.string().optional(),
   TWILIO_ACCOUNT_SID: z.string().optional(),
   TWILIO_AUTH_TOKEN: z.string().optional(),
@@ -61,6 +77,10 @@ export interface AppConfig {
   /** Base of wssUrl, room_url and webhook URLs, without a trailing slash. */
   publicUrl: string;
   dataDir: string;
+  /** The PostgreSQL store's connection URL; unset means SQLite in the data dir. */
+  databaseUrl?: string;
+  /** Keys given in the environment, which win over the stored ones (see security/service-keys.ts). */
+  serviceKeys: { secret?: Buffer; linkSigning?: Buffer; roomToken?: Buffer };
   /** Keys accepted for the default account, from SWITCHBOARD_API_KEY. */
   envApiKeys: string[];
   bodyLimitBytes: number;
@@ -101,9 +121,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new EnvError(`invalid environment:\n${lines.join('\n')}`);
   }
   const e = parsed.data;
-  if (e.DATABASE_URL) {
-    throw new EnvError('invalid environment:\n  DATABASE_URL: the PostgreSQL store is not available in this build; unset it to use the embedded SQLite store');
-  }
   if (e.SWITCHBOARD_CARRIER === 'twilio' && !(e.TWILIO_ACCOUNT_SID && e.TWILIO_AUTH_TOKEN)) {
     throw new EnvError('invalid environment:\n  SWITCHBOARD_CARRIER: twilio needs TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN');
   }
@@ -113,6 +130,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     host: e.HOST,
     publicUrl,
     dataDir: e.SWITCHBOARD_DATA_DIR,
+    databaseUrl: e.DATABASE_URL,
+    serviceKeys: { secret: e.SWITCHBOARD_SECRET_KEY, linkSigning: e.SWITCHBOARD_LINK_SIGNING_KEY, roomToken: e.SWITCHBOARD_ROOM_TOKEN_KEY },
     envApiKeys: (e.SWITCHBOARD_API_KEY ?? '')
       .split(',')
       .map((key) => key.trim())

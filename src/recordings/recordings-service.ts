@@ -96,6 +96,8 @@ export interface RecordingsServiceDeps {
   repo: RecordingsRepo;
   /** Files go to `<dataDir>/recordings`. */
   dataDir: string;
+  /** The data dir's id (store/data-dir-id.ts): rows are tagged with it, and recovery takes only its own. */
+  nodeId: string;
   /** Base of download links. */
   publicUrl: string;
   signer: UrlSigner;
@@ -161,6 +163,7 @@ export class RecordingsService {
         bucket_json: bucket ? JSON.stringify(bucket) : null,
         created_at: new Date().toISOString(),
         finished_at: null,
+        node_id: this.deps.nodeId,
       })
       .then(
         () => true,
@@ -206,7 +209,7 @@ export class RecordingsService {
    * no audio was written at all). Returns how many were recovered.
    */
   async recoverInterrupted(): Promise<number> {
-    const rows = await this.deps.repo.listInProgress();
+    const rows = await this.deps.repo.listInProgress(this.deps.nodeId);
     for (const row of rows) {
       const samplesByTrack = { caller: 0, bot: 0, mixed: 0 };
       let anyFile = false;

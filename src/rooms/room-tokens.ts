@@ -1,6 +1,6 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { join } from 'node:path';
+import { SERVICE_KEY_SOURCES, readOrCreateKeyFile } from '../security/service-keys.js';
 
 const KEY_BYTES = 32;
 const VERSION = 'v1';
@@ -17,8 +17,8 @@ export type RoomTokenCheck =
 
 /**
  * Signed, expiring tokens scoped to one room: `v1.<base64url claims>.<base64url HMAC-SHA256>`.
- * The key is the server's own (a file in the data dir), so tokens survive restarts but a token
- * from another server never verifies.
+ * The key is the deployment's (security/service-keys.ts), so tokens survive restarts and every
+ * node of one deployment accepts them, but a token from another deployment never verifies.
  */
 export class RoomTokens {
   constructor(
@@ -30,14 +30,7 @@ export class RoomTokens {
 
   /** Loads `<dataDir>/room-token.key`, creating it (mode 0600) on first start. */
   static forDataDir(dataDir: string): RoomTokens {
-    const path = join(dataDir, 'room-token.key');
-    if (!existsSync(path)) {
-      writeFileSync(path, randomBytes(KEY_BYTES).toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
-      chmodSync(path, 0o600);
-    }
-    const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
-    if (key.length !== KEY_BYTES) throw new Error(`${path} is not a 32-byte base64 key`);
-    return new RoomTokens(key);
+    return new RoomTokens(readOrCreateKeyFile(join(dataDir, SERVICE_KEY_SOURCES.roomToken.file)));
   }
 
   issue(room: string, expiresAtSecs: number): string {

@@ -1,13 +1,13 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SERVICE_KEY_SOURCES, readOrCreateKeyFile } from './service-keys.js';
 
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const VERSION = 'v1';
 
-/** AES-256-GCM sealing for provider keys at rest. The key lives in the data dir, not the database. */
+/** AES-256-GCM sealing for provider keys at rest. The key never sits beside what it seals (see service-keys.ts). */
 export class SecretBox {
   constructor(private readonly key: Buffer) {
     if (key.length !== KEY_BYTES) throw new Error('secret key must be 32 bytes');
@@ -15,14 +15,7 @@ export class SecretBox {
 
   /** Loads `<dataDir>/secret.key`, creating it (mode 0600) on first start. */
   static forDataDir(dataDir: string): SecretBox {
-    const path = join(dataDir, 'secret.key');
-    if (!existsSync(path)) {
-      writeFileSync(path, randomBytes(KEY_BYTES).toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
-      chmodSync(path, 0o600);
-    }
-    const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
-    if (key.length !== KEY_BYTES) throw new Error(`${path} is not a 32-byte base64 key`);
-    return new SecretBox(key);
+    return new SecretBox(readOrCreateKeyFile(join(dataDir, SERVICE_KEY_SOURCES.secret.file)));
   }
 
   seal(plaintext: string): string {

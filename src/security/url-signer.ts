@@ -1,6 +1,6 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { join } from 'node:path';
+import { SERVICE_KEY_SOURCES, readOrCreateKeyFile } from './service-keys.js';
 
 const KEY_BYTES = 32;
 
@@ -16,19 +16,7 @@ export class UrlSigner {
 
   /** Loads `<dataDir>/link-signing.key`, creating it (mode 0600) on first use. */
   static forDataDir(dataDir: string): UrlSigner {
-    const path = join(dataDir, 'link-signing.key');
-    if (!existsSync(path)) {
-      try {
-        writeFileSync(path, randomBytes(KEY_BYTES).toString('base64') + '\n', { mode: 0o600, flag: 'wx' });
-        chmodSync(path, 0o600);
-      } catch (err) {
-        // Another app on the same data dir created it first: use theirs.
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      }
-    }
-    const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
-    if (key.length !== KEY_BYTES) throw new Error(`${path} is not a 32-byte base64 key`);
-    return new UrlSigner(key);
+    return new UrlSigner(readOrCreateKeyFile(join(dataDir, SERVICE_KEY_SOURCES.linkSigning.file)));
   }
 
   /** base64url signature of `payload`. */

@@ -1,4 +1,24 @@
-import { type Kysely, type Migration, type MigrationProvider, Migrator } from 'kysely';
+import { type CreateTableBuilder, type Kysely, type Migration, type MigrationProvider, Migrator, PostgresAdapter } from 'kysely';
+
+/**
+ * The same migrations build both stores; only column types Kysely cannot express portably
+ * differ. With SQLite they compile to exactly the SQL they always did.
+ */
+function isPostgres(db: Kysely<unknown>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+/** The insertion-order column that list cursors compare on: SQLite's autoincrement rowid, PostgreSQL's serial. */
+function withSeq<TB extends string>(db: Kysely<unknown>, table: CreateTableBuilder<TB, never>): CreateTableBuilder<TB, 'seq'> {
+  return isPostgres(db)
+    ? table.addColumn('seq', 'serial', (c) => c.primaryKey())
+    : table.addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement());
+}
+
+/** Unix seconds: SQLite's integer is 64-bit already; PostgreSQL's would end in 2038. */
+function unixSecsType(db: Kysely<unknown>): 'integer' | 'bigint' {
+  return isPostgres(db) ? 'bigint' : 'integer';
+}
 
 /**
  * Migrations live in code (not files on disk) so the compiled service and the tests run the same
@@ -24,9 +44,7 @@ const migrations: Record<string, Migration> = {
         .addColumn('created_at', 'text', (c) => c.notNull())
         .addColumn('revoked_at', 'text')
         .execute();
-      await db.schema
-        .createTable('bot_configs')
-        .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+      await withSeq(db, db.schema.createTable('bot_configs'))
         .addColumn('id', 'text', (c) => c.notNull().unique())
         .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
         .addColumn('body_json', 'text', (c) => c.notNull())
@@ -39,9 +57,7 @@ const migrations: Record<string, Migration> = {
   },
   '0002_phone_numbers': {
     async up(db: Kysely<unknown>) {
-      await db.schema
-        .createTable('phone_numbers')
-        .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+      await withSeq(db, db.schema.createTable('phone_numbers'))
         .addColumn('id', 'text', (c) => c.notNull().unique())
         .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
         // One holder per number: a second purchase fails on this constraint, not on a race.
@@ -69,14 +85,12 @@ const migrations: Record<string, Migration> = {
   },
   '0004_recordings': {
     async up(db: Kysely<unknown>) {
-      await db.schema
-        .createTable('recordings')
-        .addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement())
+      await withSeq(db, db.schema.createTable('recordings'))
         .addColumn('id', 'text', (c) => c.notNull().unique())
         .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
         .addColumn('room_name', 'text', (c) => c.notNull())
         .addColumn('mtg_session_id', 'text', (c) => c.notNull())
-        .addColumn('start_ts', 'integer', (c) => c.notNull())
+        .addColumn('start_ts', unixSecsType(db), (c) => c.notNull())
         .addColumn('status', 'text', (c) => c.notNull())
         .addColumn('max_participants', 'integer', (c) => c.notNull())
         .addColumn('duration_secs', 'integer')
@@ -92,10 +106,36 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('recordings_status').on('recordings').column('status').execute();
     },
   },
+  '0005_service_keys': {
+    async up(db: Kysely<unknown>) {
+      // The keys every node of a PostgreSQL store shares (sealing, link and room-token signing),
+      // written once by whichever node starts first. The SQLite store keeps them as files.
+      await db.schema
+        .createTable('service_keys')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('key_base64', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
+  '0006_recordings_node': {
+    async up(db: Kysely<unknown>) {
+      // Whose data dir holds the files: start-up recovery takes only its own (null: any node's).
+      await db.schema.alterTable('recordings').addColumn('node_id', 'text').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
 
+/** Every migration, in order. */
+export const MIGRATION_NAMES: readonly string[] = Object.keys(migrations);
+
+/**
+ * Brings the store to the latest schema. On PostgreSQL, Kysely's migrator holds an advisory lock
+ * and runs the pending migrations in one transaction, re-reading what is done once it has the
+ * lock, so nodes starting together apply each migration exactly once.
+ */
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
   const migrator = new Migrator({ db, provider });
   const { error, results } = await migrator.migrateToLatest();

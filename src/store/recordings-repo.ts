@@ -3,7 +3,7 @@ import type { PageDirection } from './paging.js';
 import type { Database } from './schema.js';
 
 export type RecordingRow = Selectable<Database['recordings']>;
-export type NewRecordingRow = Omit<RecordingRow, 'seq'>;
+export type NewRecordingRow = Omit<RecordingRow, 'seq' | 'node_id'> & { node_id?: string | null };
 
 /** Call recordings. Reads are scoped to an account, except recovery and signed downloads. */
 export class RecordingsRepo {
@@ -26,9 +26,15 @@ export class RecordingsRepo {
     return this.db.selectFrom('recordings').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
-  /** Recordings a process left `in-progress`, oldest first. */
-  async listInProgress(): Promise<RecordingRow[]> {
-    return this.db.selectFrom('recordings').selectAll().where('status', '=', 'in-progress').orderBy('seq', 'asc').execute();
+  /** Recordings left `in-progress` whose files are in the data dir `nodeId` (or anyone's, for rows without one), oldest first. */
+  async listInProgress(nodeId: string): Promise<RecordingRow[]> {
+    return this.db
+      .selectFrom('recordings')
+      .selectAll()
+      .where('status', '=', 'in-progress')
+      .where((eb) => eb.or([eb('node_id', '=', nodeId), eb('node_id', 'is', null)]))
+      .orderBy('seq', 'asc')
+      .execute();
   }
 
   async seqOf(accountId: string, id: string): Promise<number | undefined> {

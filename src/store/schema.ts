@@ -80,6 +80,16 @@ export interface RecordingsTable {
   bucket_json: string | null;
   created_at: string;
   finished_at: string | null;
+  /** The data dir (store/data-dir-id.ts) holding the files; null for rows from before it was kept. */
+  node_id: string | null;
+}
+
+/** Keys every node shares, on the PostgreSQL store (security/service-keys.ts names them). */
+export interface ServiceKeysTable {
+  name: string;
+  /** 32 random bytes, base64. */
+  key_base64: string;
+  created_at: string;
 }
 
 export interface Database {
@@ -89,4 +99,5 @@ export interface Database {
   phone_numbers: PhoneNumbersTable;
   dialin_configs: DialinConfigsTable;
   recordings: RecordingsTable;
+  service_keys: ServiceKeysTable;
 }

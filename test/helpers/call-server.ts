@@ -7,7 +7,6 @@ import type { LiveCalls } from '../../src/lifecycle/live-calls.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { ProviderRegistry } from '../../src/providers/registry.js';
 import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
-import { SecretBox } from '../../src/security/secret-box.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
 import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from './test-app.js';
 
@@ -55,7 +54,7 @@ export async function startCallServer(
   const logger = options.captureLogs
     ? createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as CallServer['logs'][number]) })
     : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
-  const app = await buildApp({ config, database, secrets: SecretBox.forDataDir(dataDir), logger, runtime: defaultRuntime(registry), liveCalls: options.liveCalls });
+  const app = await buildApp({ config, database, logger, runtime: defaultRuntime(registry), liveCalls: options.liveCalls });
   const baseUrl = await app.listen({ port, host: '127.0.0.1' });
   return {
     app,

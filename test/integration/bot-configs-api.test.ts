@@ -279,7 +279,11 @@ describe('accounts and secrets', () => {
     const raw = JSON.stringify(view);
     expect(raw).not.toContain('sk-test-openai-0123456789');
 
-    await t.database.db.selectFrom('bot_configs').selectAll().execute(); // flush nothing; reads the file below
+    // At rest: the stored row (on either store) and SQLite's files hold only the sealed form.
+    const rows = await t.database.db.selectFrom('bot_configs').selectAll().execute();
+    expect(rows.map((r) => r.api_keys_sealed)).toEqual([expect.stringMatching(/^v1:/)]);
+    expect(JSON.stringify(rows)).not.toContain('sk-test-openai-0123456789');
+    expect(JSON.stringify(rows)).not.toContain('dg-test-key-abcdefgh');
     for (const file of readdirSync(t.dataDir)) {
       if (!file.startsWith('switchboard.sqlite')) continue;
       const bytes = readFileSync(join(t.dataDir, file)).toString('latin1');

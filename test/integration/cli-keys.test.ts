@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli-process.js';
 import { auth, createTestApp, removeDir, tempDataDir } from '../helpers/test-app.js';
+import { testStoreEnv } from '../helpers/test-store.js';
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -11,7 +12,7 @@ describe('switchboard keys', () => {
   it('creates, lists and revokes stored keys, and a revoked key stops working', async () => {
     const dataDir = tempDataDir();
     dirs.push(dataDir);
-    const env = { SWITCHBOARD_DATA_DIR: dataDir };
+    const env = { SWITCHBOARD_DATA_DIR: dataDir, ...(await testStoreEnv(dataDir)) };
 
     const created = await runCli(['keys', 'create', '--account', 'acme', '--name', 'ci'], env);
     expect(created.code).toBe(0);

@@ -4,7 +4,6 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
-import { SecretBox } from '../../src/security/secret-box.js';
 import { runPhoneCall } from '../../src/simulator/phone-call.js';
 import { openDatabase } from '../../src/store/database.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
@@ -43,7 +42,7 @@ async function startLoggedServer(): Promise<LoggedServer> {
     .registerTts('tone_tts', () => new ToneTts());
   const lines: string[] = [];
   const logger = createLogger('trace', { write: (line: string) => void lines.push(line) });
-  const app = await buildApp({ config, database, secrets: SecretBox.forDataDir(dataDir), logger, runtime: defaultRuntime(registry) });
+  const app = await buildApp({ config, database, logger, runtime: defaultRuntime(registry) });
   const baseUrl = await app.listen({ port, host: '127.0.0.1' });
   return {
     baseUrl,

@@ -10,6 +10,7 @@ import { UrlSigner } from '../../src/security/url-signer.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../../src/store/accounts-repo.js';
 import { RecordingsRepo } from '../../src/store/recordings-repo.js';
 import { type TestApp, auth, createTestApp, removeDir, tempDataDir } from '../helpers/test-app.js';
+import { testStoreEnv } from '../helpers/test-store.js';
 
 let testApp: TestApp | undefined;
 const dirs: string[] = [];
@@ -152,6 +153,7 @@ describe('an interrupted recording', () => {
     // A process records two seconds, then dies without finishing (SIGKILL).
     const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../helpers/interrupted-recording.ts', import.meta.url)), dataDir], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...(await testStoreEnv(dataDir)) },
     });
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
@@ -250,7 +252,7 @@ describe('access links', () => {
     }
 
     // Expired: a link signed with the server's key for a time already past.
-    const signer = UrlSigner.forDataDir(dataDir);
+    const signer = new UrlSigner(app.keys.linkSigning);
     const past = Math.floor(Date.now() / 1000) - 1;
     const signature = signer.sign(`recording-download\n${id}\nmixed\n${past}`);
     const expired = await app.app.inject({ method: 'GET', url: `/recording-downloads/${id}/mixed.wav?expires=${past}&signature=${signature}` });
