@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { ToneStream, describeIssues, header, pushBounded, recordedHeaders, speechDurationMs, type ToneFormat } from './emulator-kit.js';
+import { ToneStream, describeIssues, header, pushBounded, readBody, recordedHeaders, speechDurationMs, type ToneFormat } from './emulator-kit.js';
 import type { EmulatorLatencies } from './types.js';
 
 /**
@@ -81,7 +81,7 @@ export class ElevenLabsHttpEmulator {
     if (key === undefined || (expectedKey !== undefined && key !== expectedKey)) {
       return answer(res, record, 401, { status: 'invalid_api_key', message: 'Invalid API key' });
     }
-    const raw = await readBody(req);
+    const raw = await readBody(req, MAX_BODY_BYTES);
     if (raw === undefined) return answer(res, record, 413, { status: 'request_too_large', message: 'the request body is too large' });
     try {
       record.body = JSON.parse(raw);
@@ -133,15 +133,3 @@ function answer(res: ServerResponse, record: RecordedElevenLabsSpeechRequest, st
   res.end(JSON.stringify({ detail }));
 }
 
-function readBody(req: IncomingMessage): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    req.on('data', (chunk: Buffer) => {
-      bytes += chunk.length;
-      if (bytes <= MAX_BODY_BYTES) chunks.push(chunk);
-    });
-    req.on('end', () => resolve(bytes > MAX_BODY_BYTES ? undefined : Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}

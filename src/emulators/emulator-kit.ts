@@ -236,3 +236,17 @@ export class EmulatorSessions<S extends { stop(): void }> {
     this.sockets.clear();
   }
 }
+
+/** A request body as text, or undefined when it is larger than `maxBytes` (the rest is read and dropped). */
+export function readBody(req: IncomingMessage, maxBytes: number): Promise<string | undefined> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
+    req.on('data', (chunk: Buffer) => {
+      bytes += chunk.length;
+      if (bytes <= maxBytes) chunks.push(chunk);
+    });
+    req.on('end', () => resolve(bytes > maxBytes ? undefined : Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}

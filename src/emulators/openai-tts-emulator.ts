@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { ToneStream, bearer, describeIssues, pushBounded, recordedHeaders, speechDurationMs } from './emulator-kit.js';
+import { ToneStream, bearer, describeIssues, pushBounded, readBody, recordedHeaders, speechDurationMs } from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
@@ -138,7 +138,7 @@ export class OpenAiTtsEmulator implements VendorEmulator {
     };
 
     if (req.method !== 'POST') return answer(405, `Method ${req.method} not allowed; use POST.`, 'invalid_request_error');
-    const raw = await readBody(req);
+    const raw = await readBody(req, MAX_BODY_BYTES);
     if (raw === undefined) return answer(413, 'The request body is too large.', 'invalid_request_error');
     try {
       record.body = JSON.parse(raw);
@@ -232,18 +232,6 @@ function sendError(res: ServerResponse, status: number, message: string, type: s
   res.end(JSON.stringify({ error: { message, type, param: extra.param ?? null, code: extra.code ?? null } }));
 }
 
-function readBody(req: IncomingMessage): Promise<string | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let bytes = 0;
-    req.on('data', (chunk: Buffer) => {
-      bytes += chunk.length;
-      if (bytes <= MAX_BODY_BYTES) chunks.push(chunk);
-    });
-    req.on('end', () => resolve(bytes > MAX_BODY_BYTES ? undefined : Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
-}
 
 /** A 44-byte PCM WAV header for 24 kHz 16-bit mono audio of `dataBytes`. */
 function wavHeader(dataBytes: number): Buffer {
