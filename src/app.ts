@@ -1,14 +1,10 @@
-import { timingSafeEqual } from 'node:crypto';
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
+import websocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { BotConfigService } from './bots/bot-config-service.js';
 import type { AppConfig } from './config/env.js';
-import { requireApiKey } from './http/auth.js';
-import { botConfigRoutes } from './http/bot-config-routes.js';
 import { ApiError, errorHandler, sendError } from './http/errors.js';
-import { buildOpenApiDocument } from './http/openapi.js';
-import { twilioWebhookRoutes } from './http/twilio-webhook-routes.js';
+import { registerRoutes } from './http/routes.js';
+import { zodSerializerCompiler, zodValidatorCompiler } from './http/zod-compilers.js';
 import type { Logger } from './observability/logger.js';
 import { ServiceMetrics } from './observability/metrics.js';
 import { webhookAddressPolicy } from './security/address-policy.js';
@@ -20,8 +16,6 @@ import { BotConfigsRepo } from './store/bot-configs-repo.js';
 import { PhoneNumbersRepo } from './store/phone-numbers-repo.js';
 import { createCarrier } from './telephony/carrier/create-carrier.js';
 import { PhoneNumberService } from './telephony/phone-number-service.js';
-import { phoneNumberRoutes } from './http/phone-number-routes.js';
-import { domainRoutes } from './http/domain-routes.js';
 import { PinlessConfigService } from './dialin/pinless-config.js';
 import { DialinCalls } from './dialin/dialin-calls.js';
 import { HoldMusic } from './dialin/hold-music.js';
@@ -32,15 +26,12 @@ import type { OpenedDatabase } from './store/database.js';
 import { type CallRuntime, defaultRuntime } from './runtime.js';
 import { mediaStreamRoutes } from './telephony/media-stream-route.js';
 import { hangupCall } from './telephony/twilio-rest.js';
-import { recordingDownloadRoutes, recordingRoutes } from './http/recording-routes.js';
 import { BucketStorage } from './recordings/bucket-storage.js';
 import { RecordingsService } from './recordings/recordings-service.js';
-import { startBotCors } from './http/start-bot-cors.js';
 import { UrlSigner } from './security/url-signer.js';
 import { RecordingsRepo } from './store/recordings-repo.js';
 import { dataDirId } from './store/data-dir-id.js';
 import { VERSION } from './version.js';
-import { botStartRoutes } from './http/bot-start-routes.js';
 import { RoomManager } from './rooms/room-manager.js';
 import { roomRoutes } from './rooms/room-routes.js';
 import { RoomTokens } from './rooms/room-tokens.js';
@@ -57,12 +48,8 @@ export interface AppDeps {
   liveCalls?: LiveCalls;
 }
 
-/** Constant-time check of `Bearer <token>`. */
-function bearerMatches(header: string | undefined, token: string): boolean {
-  const presented = Buffer.from(header ?? '');
-  const expected = Buffer.from(`Bearer ${token}`);
-  return presented.length === expected.length && timingSafeEqual(presented, expected);
-}
+/** Largest websocket message accepted; a 20 ms media frame is about 300 bytes of JSON. */
+const MAX_WEBSOCKET_MESSAGE_BYTES = 64 * 1024;
 
 /** Builds the whole HTTP surface. Never listens: the CLI does, and tests inject or listen on port 0. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
@@ -121,30 +108,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bucketStorage.close();
   });
 
+  // Routes declare zod schemas; these run them (errors in the API's envelope) and check answers.
+  app.setValidatorCompiler(zodValidatorCompiler);
+  app.setSerializerCompiler(zodSerializerCompiler);
   app.setErrorHandler(errorHandler);
   app.setNotFoundHandler((request, reply) =>
     sendError(reply, new ApiError('not-found', `no route ${request.method} ${request.url.split('?')[0]}`)),
   );
-
-  app.get('/healthz', async (_request, reply) => {
-    // A load balancer stops sending new calls here while the live ones finish.
-    if (liveCalls.isDraining) return sendError(reply, new ApiError('service-unavailable', 'the server is shutting down'));
-    if (!(await database.ping())) return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
-    return { status: 'ok', version: VERSION };
-  });
-
-  app.get('/metrics', async (request, reply) => {
-    if (config.metricsToken && !bearerMatches(request.headers.authorization, config.metricsToken)) {
-      return sendError(reply, new ApiError('authentication-error', 'GET /metrics needs Authorization: Bearer <SWITCHBOARD_METRICS_TOKEN>'));
-    }
-    reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
-  });
-
-  const document = buildOpenApiDocument(VERSION);
-  await app.register(swagger, { mode: 'static', specification: { document: document as never } });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
-  app.get('/openapi.json', async () => document);
 
   const dialinCalls = new DialinCalls({
     clock: runtime.clock,
@@ -170,65 +140,53 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     liveCalls,
     log: deps.logger as Logger,
   });
-  // Closing the app ends whatever calls are still live, each closed with 1001 "going away"
-  // (before the websocket plugin closes the sockets without a code).
+  // Closing the app ends whatever calls are still live, each closed with 1001 "going away".
+  // Added before the websocket plugin, so it runs before that plugin closes the sockets without a code.
   app.addHook('preClose', async () => liveCalls.endAllNow());
-
-  startBotCors(app, config.corsOrigins);
-  await app.register(
-    async (v1) => {
-      // The API speaks JSON only; without this, Fastify's built-in text/plain parser would accept text.
-      v1.removeContentTypeParser('text/plain');
-      requireApiKey(v1, {
-        accounts,
-        defaultAccount,
-        envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)),
-      });
-      await v1.register(botConfigRoutes, { service: botConfigs, registry: runtime.registry, env: config.env, dialout });
-      await v1.register(phoneNumberRoutes, { service: phoneNumbers });
-      await v1.register(domainRoutes, { service: pinless });
-      await v1.register(recordingRoutes, { service: recordings });
-      await v1.register(botStartRoutes, { rooms, registry: runtime.registry, env: config.env, publicUrl: config.publicUrl, dialinCalls, dialout });
-    },
-    { prefix: '/v1' },
-  );
-
-  await app.register(twilioWebhookRoutes, {
-    service: botConfigs,
-    accounts,
-    publicUrl: config.publicUrl,
-    authToken: config.twilio.authToken,
-    dialin: { config: pinless, calls: dialinCalls },
-    dialout,
-    liveCalls,
-  });
-
-  await app.register(recordingDownloadRoutes, { service: recordings });
+  // One websocket plugin for the whole app: media streams and room sockets share its upgrade handler.
+  await app.register(websocket, { options: { maxPayload: MAX_WEBSOCKET_MESSAGE_BYTES } });
 
   const { accountSid, authToken } = config.twilio;
   const twilioUrl = config.env.SWITCHBOARD_TWILIO_URL;
-  // mediaStreamRoutes registers the websocket plugin in the context it is given; the room routes
-  // join that context, so one upgrade handler serves both kinds of socket.
-  await app.register(async (sockets) => {
-    await mediaStreamRoutes(sockets, {
-      dialinCalls,
-      dialout,
-      rooms,
-      recordings,
-      liveCalls,
+  await registerRoutes(app, {
+    auth: { accounts, defaultAccount, envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)) },
+    corsOrigins: config.corsOrigins,
+    operator: { database, liveCalls, metrics, metricsToken: config.metricsToken, version: VERSION },
+    botConfigs: { service: botConfigs, registry: runtime.registry, env: config.env, dialout },
+    phoneNumbers: { service: phoneNumbers },
+    domain: { service: pinless },
+    recordings: { service: recordings },
+    botStart: { rooms, registry: runtime.registry, env: config.env, publicUrl: config.publicUrl, dialinCalls, dialout },
+    webhooks: {
       service: botConfigs,
+      accounts,
       publicUrl: config.publicUrl,
-      authToken,
-      session: {
-        ...runtime,
-        env: config.env,
-        observer: metrics,
-        turnDeadlineMs: config.turnDeadlineSecs * 1000,
-        hangup:
-          accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
-      },
-    });
-    await sockets.register(roomRoutes, { rooms, liveCalls });
+      authToken: config.twilio.authToken,
+      dialin: { config: pinless, calls: dialinCalls },
+      dialout,
+      liveCalls,
+    },
+    sockets: async (sockets) => {
+      await mediaStreamRoutes(sockets, {
+        dialinCalls,
+        dialout,
+        rooms,
+        recordings,
+        liveCalls,
+        service: botConfigs,
+        publicUrl: config.publicUrl,
+        authToken,
+        session: {
+          ...runtime,
+          env: config.env,
+          observer: metrics,
+          turnDeadlineMs: config.turnDeadlineSecs * 1000,
+          hangup:
+            accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
+        },
+      });
+      await sockets.register(roomRoutes, { rooms, liveCalls });
+    },
   });
 
   return app;

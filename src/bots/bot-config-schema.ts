@@ -19,16 +19,16 @@ const botProfile = z
 const providerName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be a provider name such as deepgram or openai');
 const services = z.object({ stt: providerName.optional(), llm: providerName.optional(), tts: providerName.optional() }).strict();
 
-/** "services.llm: unknown llm provider …" for each name neither the catalog nor the registry knows. */
+/** `unknown llm provider …` (at `services.llm`) for each name neither the catalog nor the registry knows. */
 export function providerNameIssues(
   services: Partial<Record<ServiceKind, string>>,
   extraNames: Partial<Record<ServiceKind, readonly string[]>> = {},
-): string[] {
-  const issues: string[] = [];
+): Array<{ kind: ServiceKind; message: string }> {
+  const issues: Array<{ kind: ServiceKind; message: string }> = [];
   for (const kind of Object.keys(PROVIDER_NAMES) as ServiceKind[]) {
     const name = services[kind];
     const known = [...new Set([...PROVIDER_NAMES[kind], ...(extraNames[kind] ?? [])])];
-    if (name !== undefined && !known.includes(name)) issues.push(`services.${kind}: unknown ${kind} provider "${name}"; known: ${known.join(', ')}`);
+    if (name !== undefined && !known.includes(name)) issues.push({ kind, message: `unknown ${kind} provider "${name}"; known: ${known.join(', ')}` });
   }
   return issues;
 }

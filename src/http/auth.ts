@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { hashApiKey } from '../security/api-key-hash.js';
 import type { Account, AccountsRepo } from '../store/accounts-repo.js';
+import { AUTH_ERRORS, addErrorResponses } from './error-responses.js';
 import { ApiError } from './errors.js';
 
 declare module 'fastify' {
@@ -35,9 +36,13 @@ export async function authenticate(request: FastifyRequest, deps: AuthDeps): Pro
   return account;
 }
 
-/** Registers the Bearer check on every route of the (encapsulated) instance it is called on. */
+/** Registers the Bearer check on every route of the (encapsulated) instance it is called on, and documents its errors there. */
 export function requireApiKey(app: FastifyInstance, deps: AuthDeps): void {
   app.decorateRequest('account', null as unknown as Account);
+  app.addHook('onRoute', (route) => {
+    route.schema ??= {};
+    addErrorResponses(route.schema, AUTH_ERRORS);
+  });
   app.addHook('onRequest', async (request) => {
     request.account = await authenticate(request, deps);
   });

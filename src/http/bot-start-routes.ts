@@ -1,14 +1,16 @@
 import type { FastifyInstance } from 'fastify';
-import { providerNameIssues } from '../bots/bot-config-schema.js';
-import { asBotConfigBody, dialinCall, dialoutTargets, startBotBody, type StartBotBody } from '../bots/start-bot-schema.js';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { asBotConfigBody, dialinCall, dialoutTargets, startBotBody } from '../bots/start-bot-schema.js';
 import { type AppConfig, websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
 import { NATURAL_TURN_POLICY, NATURAL_VAD_STOP_SECS } from '../pipeline/natural-turn-policy.js';
-import { providerSetupIssues } from '../providers/provider-settings.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { RoomManager } from '../rooms/room-manager.js';
-import { ApiError, describeZodError } from './errors.js';
+import { errorResponses } from './error-responses.js';
+import { named } from './openapi.js';
+import { assertProvidersSetUp, withKnownProviders } from './provider-checks.js';
+import { startedBot } from './response-schemas.js';
 
 export interface BotStartRoutesOptions {
   rooms: RoomManager;
@@ -24,27 +26,25 @@ export interface BotStartRoutesOptions {
 const VISION_PROFILES = new Set(['vision_2024_10', 'vision_2024_08']);
 
 /** Endpoint 1 of the spec: start a bot in a new room. Mounted under /v1 behind the API-key check. */
-export async function botStartRoutes(app: FastifyInstance, opts: BotStartRoutesOptions): Promise<void> {
+export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRoutesOptions): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const { registry, env } = opts;
+  const schema = {
+    summary: 'Start a bot in a new room',
+    description:
+      'Open room_url in a browser with #<token> to talk to the bot; the token joins only that room, until max_duration. ' +
+      'With "transport": "websocket" the answer is {ws_url} (the room socket with the token in its query), which Pipecat\'s WebSocketTransport connects with as is.',
+    body: named(app, 'StartBotRequest', withKnownProviders(startBotBody, registry)),
+    response: {
+      200: startedBot,
+      // not-found: no dial-in call is waiting under dialin_settings' callId.
+      ...errorResponses('not-found', 'service-unavailable'),
+    },
+  };
 
-  /** The body, validated, or a 400 naming every bad field (provider names and keys included). */
-  function parseBody(raw: unknown): StartBotBody {
-    const body = startBotBody.safeParse(raw ?? undefined);
-    const rawServices = (raw as { services?: unknown } | null | undefined)?.services;
-    const names = { stt: registry.names('stt'), llm: registry.names('llm'), tts: registry.names('tts') };
-    const providerIssues =
-      rawServices && typeof rawServices === 'object'
-        ? providerNameIssues(Object.fromEntries(Object.entries(rawServices).filter(([, v]) => typeof v === 'string')), names)
-        : [];
-    if (!body.success) throw new ApiError('invalid-request-error', [describeZodError(body.error), ...providerIssues].join('; '));
-    if (providerIssues.length > 0) throw new ApiError('invalid-request-error', providerIssues.join('; '));
-    const setupIssues = providerSetupIssues(body.data, registry, env);
-    if (setupIssues.length > 0) throw new ApiError('invalid-request-error', setupIssues.join('; '));
-    return body.data;
-  }
-
-  app.post('/bots/start', async (request) => {
-    const body = parseBody(request.body);
+  app.post('/bots/start', { schema }, async (request) => {
+    const body = request.body;
+    assertProvidersSetUp(body, registry, env);
     opts.rooms.assertCapacity();
     const dialin = dialinCall(body);
     // Every target is checked (caller ids, reachable destinations) before a room or call exists.

@@ -1,8 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { PhoneNumberService } from '../telephony/phone-number-service.js';
 import { pageQuery } from '../store/paging.js';
-import { ApiError, validationError } from './errors.js';
+import { errorResponses } from './error-responses.js';
+import { named } from './openapi.js';
+import { availableNumbers, boughtNumber, purchasedNumbers, releasedNumber } from './response-schemas.js';
 
 const digits = (min: number, max: number) => z.string().regex(new RegExp(`^\\d{${min},${max}}$`), `must be ${min}–${max} digits`);
 
@@ -35,41 +38,65 @@ const listQuery = z.intersection(
 );
 
 /** Endpoints 6–8 of the spec, plus release. Mounted under /v1 behind the API-key check. */
-export async function phoneNumberRoutes(app: FastifyInstance, opts: { service: PhoneNumberService }): Promise<void> {
+export async function phoneNumberRoutes(instance: FastifyInstance, opts: { service: PhoneNumberService }): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const { service } = opts;
 
-  app.get('/list-available-numbers', async (request) => {
-    const query = searchQuery.safeParse(request.query);
-    if (!query.success) throw validationError(query.error, 'query');
-    const q = query.data;
-    return service.search({
-      region: q.region?.toUpperCase(),
-      city: q.city,
-      areacode: q.areacode,
-      contains: q.contains,
-      startsWith: q.starts_with,
-      endsWith: q.ends_with,
-      limit: q.limit,
-    });
-  });
+  app.get(
+    '/list-available-numbers',
+    {
+      schema: {
+        summary: 'Search numbers the carrier can sell',
+        querystring: searchQuery,
+        response: { 200: availableNumbers, ...errorResponses('carrier-error') },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      return service.search({
+        region: q.region?.toUpperCase(),
+        city: q.city,
+        areacode: q.areacode,
+        contains: q.contains,
+        startsWith: q.starts_with,
+        endsWith: q.ends_with,
+        limit: q.limit,
+      });
+    },
+  );
 
-  app.post('/buy-phone-number', async (request) => {
-    // No body at all buys a random number, as the hosted service did.
-    const body = buyPhoneNumberBody.safeParse(request.body ?? {});
-    if (!body.success) throw validationError(body.error);
-    return service.buy(request.account, body.data.number, body.data.name);
-  });
+  app.post(
+    '/buy-phone-number',
+    {
+      schema: {
+        summary: 'Buy a number (the one given, or any); its voice webhook points at this service',
+        description: 'Without a body, any available number is bought.',
+        // No body at all buys a random number, as the hosted service did.
+        body: named(app, 'BuyPhoneNumberRequest', buyPhoneNumberBody).optional(),
+        response: { 200: boughtNumber, ...errorResponses('not-found', 'conflict-error', 'carrier-error') },
+      },
+    },
+    async (request) => service.buy(request.account, request.body?.number, request.body?.name),
+  );
 
-  app.get('/purchased-phone-numbers', async (request) => {
-    const query = listQuery.safeParse(request.query);
-    if (!query.success) throw validationError(query.error, 'query');
-    const { filter_name, filter_number, ...page } = query.data;
-    return service.list(request.account, page, { name: filter_name, number: filter_number });
-  });
+  app.get(
+    '/purchased-phone-numbers',
+    { schema: { summary: 'Numbers this account holds, newest first', querystring: listQuery, response: { 200: purchasedNumbers } } },
+    async (request) => {
+      const { filter_name, filter_number, ...page } = request.query;
+      return service.list(request.account, page, { name: filter_name, number: filter_number });
+    },
+  );
 
-  app.delete('/release-phone-number/:id', async (request) => {
-    const id = (request.params as { id?: string }).id ?? '';
-    if (id.length === 0 || id.length > 128) throw new ApiError('invalid-request-error', 'id: must be a purchased number id');
-    return service.release(request.account, id);
-  });
+  app.delete(
+    '/release-phone-number/:id',
+    {
+      schema: {
+        summary: 'Release a purchased number at the carrier',
+        params: z.object({ id: z.string().min(1, 'must be a purchased number id').max(128, 'must be a purchased number id') }),
+        response: { 200: releasedNumber, ...errorResponses('not-found', 'conflict-error', 'carrier-error') },
+      },
+    },
+    async (request) => service.release(request.account, request.params.id),
+  );
 }

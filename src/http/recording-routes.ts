@@ -1,8 +1,12 @@
 import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ACCESS_LINK_TRACKS, type RecordingsService } from '../recordings/recordings-service.js';
 import { pageQuery } from '../store/paging.js';
-import { ApiError, validationError } from './errors.js';
+import { errorResponses } from './error-responses.js';
+import { ApiError } from './errors.js';
+import { named } from './openapi.js';
+import { accessLink, recording, recordings } from './response-schemas.js';
 
 const listQuery = z.intersection(pageQuery, z.object({ room_name: z.string().min(1).max(256).optional() }));
 
@@ -21,33 +25,55 @@ const downloadQuery = z.object({
   signature: z.string().min(1).max(128),
 });
 
-function idParam(params: unknown): string {
-  const id = recordingId.safeParse((params as { id?: unknown }).id);
-  if (!id.success) throw new ApiError('invalid-request-error', 'id: must be a recording id');
-  return id.data;
-}
+/** An id that cannot be a recording's is refused before any lookup. */
+const idParams = z.object({ id: recordingId.min(1, 'must be a recording id').max(128, 'must be a recording id') });
 
 /** Endpoint 10 of the spec and its siblings. Mounted under /v1 behind the API-key check. */
-export async function recordingRoutes(app: FastifyInstance, opts: { service: RecordingsService }): Promise<void> {
+export async function recordingRoutes(instance: FastifyInstance, opts: { service: RecordingsService }): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
   const { service } = opts;
+  const one = named(app, 'Recording', recording);
 
-  app.get('/recordings', async (request) => {
-    const query = listQuery.safeParse(request.query);
-    if (!query.success) throw validationError(query.error, 'query');
-    const { room_name, ...page } = query.data;
-    return service.list(request.account, page, { roomName: room_name });
-  });
+  app.get(
+    '/recordings',
+    { schema: { summary: 'Recordings, newest first', querystring: listQuery, response: { 200: recordings } } },
+    async (request) => {
+      const { room_name, ...page } = request.query;
+      return service.list(request.account, page, { roomName: room_name });
+    },
+  );
 
-  app.get('/recordings/:id', async (request) => service.get(request.account, idParam(request.params)));
+  app.get(
+    '/recordings/:id',
+    { schema: { summary: 'One recording', params: idParams, response: { 200: one, ...errorResponses('not-found') } } },
+    async (request) => service.get(request.account, request.params.id),
+  );
 
-  app.delete('/recordings/:id', async (request) => service.delete(request.account, idParam(request.params)));
+  app.delete(
+    '/recordings/:id',
+    {
+      schema: {
+        summary: 'Delete a recording and its files',
+        description: 'A recording still in progress is refused (400); delete it once the call has ended.',
+        params: idParams,
+        response: { 200: one, ...errorResponses('not-found') },
+      },
+    },
+    async (request) => service.delete(request.account, request.params.id),
+  );
 
-  app.get('/recordings/:id/access-link', async (request) => {
-    const id = idParam(request.params);
-    const query = accessLinkQuery.safeParse(request.query);
-    if (!query.success) throw validationError(query.error, 'query');
-    return service.accessLink(request.account, id, query.data.valid_for_secs, query.data.track);
-  });
+  app.get(
+    '/recordings/:id/access-link',
+    {
+      schema: {
+        summary: 'An expiring download link',
+        params: idParams,
+        querystring: accessLinkQuery,
+        response: { 200: accessLink, ...errorResponses('not-found', 'forbidden-error') },
+      },
+    },
+    async (request) => service.accessLink(request.account, request.params.id, request.query.valid_for_secs, request.query.track),
+  );
 }
 
 /**
@@ -57,15 +83,33 @@ export async function recordingRoutes(app: FastifyInstance, opts: { service: Rec
 export async function recordingDownloadRoutes(app: FastifyInstance, opts: { service: RecordingsService }): Promise<void> {
   const { service } = opts;
 
-  app.get('/recording-downloads/:id/:file', async (request, reply) => {
-    const { id, file } = request.params as { id: string; file: string };
-    const track = ACCESS_LINK_TRACKS.find((t) => file === `${t}.wav`);
-    if (!track || !recordingId.safeParse(id).success) throw new ApiError('not-found', 'no such recording file');
-    const query = downloadQuery.safeParse(request.query);
-    if (!query.success) throw new ApiError('forbidden-error', 'the download link is incomplete: it needs expires and signature');
-    const download = await service.openDownload({ id, track, ...query.data });
-    reply.type('audio/wav').header('content-disposition', `attachment; filename="${download.filename}"`);
-    if (download.sizeBytes !== undefined) reply.header('content-length', download.sizeBytes);
-    return reply.send(download.body);
-  });
+  app.get<{ Params: { id: string; file: string } }>(
+    '/recording-downloads/:id/:file',
+    {
+      schema: {
+        summary: 'Download a recording file through an access link',
+        description: 'The link from GET /v1/recordings/{id}/access-link; its `expires` and `signature` are the authority, no API key.',
+        // Documented, not checked here: a link without them is a 403 from the handler, not a 400.
+        querystring: z.object({
+          expires: z.unknown().optional().describe('Unix seconds, as the access link carries it'),
+          signature: z.unknown().optional().describe('as the access link carries it'),
+        }),
+        response: {
+          200: { description: 'The WAV file', content: { 'audio/wav': { schema: z.string().describe('binary') } } },
+          ...errorResponses('forbidden-error', 'not-found'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { id, file } = request.params;
+      const track = ACCESS_LINK_TRACKS.find((t) => file === `${t}.wav`);
+      if (!track || !recordingId.safeParse(id).success) throw new ApiError('not-found', 'no such recording file');
+      const query = downloadQuery.safeParse(request.query);
+      if (!query.success) throw new ApiError('forbidden-error', 'the download link is incomplete: it needs expires and signature');
+      const download = await service.openDownload({ id, track, ...query.data });
+      reply.type('audio/wav').header('content-disposition', `attachment; filename="${download.filename}"`);
+      if (download.sizeBytes !== undefined) reply.header('content-length', download.sizeBytes);
+      return reply.send(download.body);
+    },
+  );
 }

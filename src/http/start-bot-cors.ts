@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { z } from 'zod';
 
 /** The one route a browser front-end calls itself (Pipecat's startBotAndConnect); the rest of the API is for servers. */
 const START_BOT_PATH = '/v1/bots/start';
@@ -16,7 +17,8 @@ export function startBotCors(app: FastifyInstance, origins: readonly string[]): 
   const allowed = (origin: string | undefined): string | undefined =>
     origin === undefined ? undefined : origins.includes('*') ? '*' : origins.includes(origin) ? origin : undefined;
 
-  app.options(START_BOT_PATH, async (request, reply) => {
+  const schema = { summary: 'CORS preflight of POST /v1/bots/start (no API key)', security: [], response: { 204: z.null().describe('The allowed origin, method and headers') } };
+  app.options(START_BOT_PATH, { schema }, async (request, reply) => {
     const origin = allowed(request.headers.origin);
     reply.header('vary', 'Origin');
     if (origin) {

@@ -9,6 +9,8 @@ import type { BotConfigService } from '../bots/bot-config-service.js';
 import type { AccountsRepo } from '../store/accounts-repo.js';
 import { buildSayHangupTwiml, buildStreamTwiml } from '../telephony/twiml.js';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.js';
+import { errorResponses } from './error-responses.js';
+import { noBody, twimlResponse } from './response-schemas.js';
 
 export interface TwilioWebhookOptions {
   service: BotConfigService;
@@ -25,6 +27,22 @@ export interface TwilioWebhookOptions {
 }
 
 const XML = 'text/xml; charset=utf-8';
+
+/**
+ * The documented side of a carrier webhook: a form body (read leniently, not validated: the
+ * signature is the gate), TwiML answers, and the JSON errors of body parsing.
+ */
+function webhookSchema(summary: string, responses: Record<number, unknown>) {
+  return {
+    summary,
+    description: 'Called by the carrier with an application/x-www-form-urlencoded body; checked against X-Twilio-Signature when TWILIO_AUTH_TOKEN is set.',
+    response: {
+      ...responses,
+      403: twimlResponse('The signature did not verify (TwiML that hangs up)'),
+      ...errorResponses('json-parsing-error', 'payload-too-large', 'unsupported-media-type'),
+    },
+  };
+}
 
 /**
  * The voice webhook a Twilio number (or TwiML App) points at. The carrier calls it without an API
@@ -56,7 +74,11 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
    * The voice webhook of every number bought through this service, routed by `To`: a number with
    * pinless dial-in puts the caller on hold and tells the customer's server, which starts a bot.
    */
-  app.post('/twilio/voice', async (request, reply) => {
+  const newCall = { 503: twimlResponse('The server is shutting down: the carrier tries the number\'s fallback URL') };
+  app.post(
+    '/twilio/voice',
+    { schema: webhookSchema('Voice webhook of numbers bought here: routed by To to pinless dial-in', { 200: twimlResponse('TwiML'), ...newCall }) },
+    async (request, reply) => {
     const params = (request.body ?? {}) as Record<string, unknown>;
     if (!verified(request, reply, params) || refusedWhileDraining(request, reply)) return reply;
     const to = typeof params.To === 'string' ? params.To : '';
@@ -71,10 +93,14 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
     return reply.type(XML).send(
       buildStreamTwiml({ streamUrl: `${websocketBase(opts.publicUrl)}/ws/dialin/${callId}`, parameters: { callId, from, to } }),
     );
-  });
+    },
+  );
 
   /** A dial-out callee answered: stream the leg to this service, where it joins its room. */
-  app.post<{ Params: { legId: string } }>('/twilio/dialout/:legId', async (request, reply) => {
+  app.post<{ Params: { legId: string } }>(
+    '/twilio/dialout/:legId',
+    { schema: webhookSchema('Answer webhook of a dial-out leg: streams it into its room', { 200: twimlResponse('TwiML') }) },
+    async (request, reply) => {
     const params = (request.body ?? {}) as Record<string, unknown>;
     if (!verified(request, reply, params)) return reply;
     const leg = opts.dialout.legFor(request.params.legId);
@@ -84,10 +110,14 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
     }
     const streamUrl = `${websocketBase(opts.publicUrl)}/ws/dialout/${request.params.legId}`;
     return reply.type(XML).send(buildStreamTwiml({ streamUrl, parameters: { legId: request.params.legId, room: leg.room } }));
-  });
+    },
+  );
 
   /** Status callbacks of dial-out legs: ringing, answered, and how the call ended. */
-  app.post<{ Params: { legId: string } }>('/twilio/dialout/:legId/status', async (request, reply) => {
+  app.post<{ Params: { legId: string } }>(
+    '/twilio/dialout/:legId/status',
+    { schema: webhookSchema('Status callback of a dial-out leg', { 204: noBody('Noted') }) },
+    async (request, reply) => {
     const params = (request.body ?? {}) as Record<string, unknown>;
     if (!verified(request, reply, params)) return reply;
     const status = typeof params.CallStatus === 'string' ? params.CallStatus : '';
@@ -97,9 +127,19 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
       sipCode: typeof params.SipResponseCode === 'string' ? params.SipResponseCode : undefined,
     });
     return reply.status(204).send();
-  });
+    },
+  );
 
-  app.post<{ Params: { id: string } }>('/twilio/voice/:id', async (request, reply) => {
+  app.post<{ Params: { id: string } }>(
+    '/twilio/voice/:id',
+    {
+      schema: webhookSchema('Voice webhook of a telephony bot configuration: TwiML that streams the call here', {
+        200: twimlResponse('TwiML'),
+        404: twimlResponse('No such configuration (TwiML that hangs up)'),
+        ...newCall,
+      }),
+    },
+    async (request, reply) => {
     const params = (request.body ?? {}) as Record<string, unknown>;
     if (!verified(request, reply, params) || refusedWhileDraining(request, reply)) return reply;
     const config = await opts.service.loadForCall(request.params.id);
@@ -113,5 +153,6 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
       if (typeof value === 'string' && value.length > 0 && value.length <= 256) extra[field.toLowerCase()] = value;
     }
     return reply.type(XML).send(opts.service.twiml(config.id, domain, extra));
-  });
+    },
+  );
 }

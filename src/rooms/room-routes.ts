@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import { roomPageHtml } from './client/room-page.js';
 import { ROOM_CLOSE } from './room-messages.js';
@@ -29,9 +30,20 @@ function tokenOf(protocolHeader: string | string[] | undefined, query: { token?:
   return typeof query.token === 'string' ? query.token : undefined;
 }
 
+/** How /openapi.json describes the two routes. */
+const pageDoc = {
+  summary: 'The web client of a room',
+  response: { 200: { description: 'The room page', content: { 'text/html': { schema: z.string() } } }, 404: { description: 'A notice that the room does not exist or has ended', content: { 'text/html': { schema: z.string() } } } },
+};
+const socketDoc = {
+  summary: "A room's socket",
+  description: 'The room token rides in the second subprotocol (`v1.…`) or in ?token=. Close codes are listed in the README.',
+  response: { 101: z.null().describe('Switching Protocols'), 404: z.null().describe('Not an upgrade') },
+};
+
 /** GET /rooms/:name serves the web client; /rooms/:name/ws is its token-checked websocket. */
 export async function roomRoutes(app: FastifyInstance, opts: RoomRoutesOptions): Promise<void> {
-  app.get<{ Params: { name: string } }>('/rooms/:name', async (request, reply) => {
+  app.get<{ Params: { name: string } }>('/rooms/:name', { schema: pageDoc }, async (request, reply) => {
     const { name } = request.params;
     const room = ROOM_NAME.test(name) ? opts.rooms.get(name) : undefined;
     reply.header('cache-control', 'no-store');
@@ -41,7 +53,7 @@ export async function roomRoutes(app: FastifyInstance, opts: RoomRoutesOptions):
     return roomPageHtml(name, room !== undefined);
   });
 
-  app.get<{ Params: { name: string }; Querystring: { token?: string } }>('/rooms/:name/ws', { websocket: true }, (socket, request) => {
+  app.get<{ Params: { name: string }; Querystring: { token?: string } }>('/rooms/:name/ws', { websocket: true, schema: socketDoc }, (socket, request) => {
     const { name } = request.params;
     const log = request.log.child({ room: name }) as Logger;
     const check = opts.rooms.tokens.verify(tokenOf(request.headers['sec-websocket-protocol'], request.query), name);

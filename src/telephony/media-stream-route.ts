@@ -1,6 +1,6 @@
-import websocket from '@fastify/websocket';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { z } from 'zod';
 import type { BotConfigForCall, BotConfigService } from '../bots/bot-config-service.js';
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
@@ -34,19 +34,21 @@ export interface MediaStreamOptions {
   liveCalls: LiveCalls;
 }
 
-/** Largest websocket message accepted; a 20 ms media frame is about 300 bytes of JSON. */
-const MAX_MESSAGE_BYTES = 64 * 1024;
+/** How /openapi.json describes a media stream socket (the upgrade, or a 404 for a plain GET). */
+function socketDoc(summary: string) {
+  const description = "The carrier's Twilio Media Streams socket, signature-checked. Close codes are listed in the README.";
+  return { summary, description, response: { 101: z.null().describe('Switching Protocols'), 404: z.null().describe('Not an upgrade') } };
+}
 
 /** The media websocket at each configuration's `wssUrl`: one socket per call leg. */
 export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamOptions): Promise<void> {
-  await app.register(websocket, { options: { maxPayload: MAX_MESSAGE_BYTES } });
-
   /**
    * A stream for a leg the service already knows (a dial-in caller on hold, an answered dial-out
    * callee): signature first, then `connect` hands it over, or it is closed as unknown.
    */
   function knownLegRoute(path: string, what: string, logKey: string, connect: (id: string, transport: TwilioTransport) => boolean): void {
-    app.get<{ Params: { id: string } }>(path, { websocket: true }, (socket, request) => {
+    const schema = socketDoc(`Media stream of a ${what}`);
+    app.get<{ Params: { id: string } }>(path, { websocket: true, schema }, (socket, request) => {
       const log = request.log.child({ [logKey]: request.params.id }) as Logger;
       const transport = new TwilioTransport(socket, log);
       if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
@@ -87,7 +89,7 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
     return isValidTwilioSignature(opts.authToken, typeof signature === 'string' ? signature : undefined, url, {});
   }
 
-  app.get<{ Params: { id: string } }>('/ws/twilio/:id', { websocket: true }, (socket, request) => {
+  app.get<{ Params: { id: string } }>('/ws/twilio/:id', { websocket: true, schema: socketDoc("A configuration's wssUrl") }, (socket, request) => {
     // Fastify's logger is the process's pino instance (buildApp passes it in), typed more narrowly.
     const log = request.log.child({ botConfigId: request.params.id }) as Logger;
     // Listeners first: the carrier sends `connected` and `start` right after the upgrade.

@@ -1,0 +1,64 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { LiveCalls } from '../lifecycle/live-calls.js';
+import type { ServiceMetrics } from '../observability/metrics.js';
+import type { OpenedDatabase } from '../store/database.js';
+import { errorResponses } from './error-responses.js';
+import { ApiError, sendError } from './errors.js';
+
+export interface OperatorRoutesOptions {
+  database: OpenedDatabase;
+  liveCalls: LiveCalls;
+  metrics: ServiceMetrics;
+  /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
+  metricsToken?: string;
+  version: string;
+}
+
+/** Constant-time check of `Bearer <token>`. */
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const presented = Buffer.from(header ?? '');
+  const expected = Buffer.from(`Bearer ${token}`);
+  return presented.length === expected.length && timingSafeEqual(presented, expected);
+}
+
+/** /healthz for load balancers and /metrics for Prometheus; no API key. */
+export async function operatorRoutes(instance: FastifyInstance, opts: OperatorRoutesOptions): Promise<void> {
+  const app = instance.withTypeProvider<ZodTypeProvider>();
+
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        summary: 'Health: 200 while the store is usable and the server takes calls',
+        response: { 200: z.object({ status: z.literal('ok'), version: z.string() }), ...errorResponses('service-unavailable') },
+      },
+    },
+    async (_request, reply) => {
+      // A load balancer stops sending new calls here while the live ones finish (answered, not logged as a failure).
+      if (opts.liveCalls.isDraining) return sendError(reply, new ApiError('service-unavailable', 'the server is shutting down'));
+      if (!(await opts.database.ping())) return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
+      return { status: 'ok' as const, version: opts.version };
+    },
+  );
+
+  app.get(
+    '/metrics',
+    {
+      schema: {
+        summary: 'Prometheus metrics',
+        description: 'With SWITCHBOARD_METRICS_TOKEN set, send Authorization: Bearer <token>.',
+        response: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: z.string() } } }, ...errorResponses('authentication-error') },
+      },
+    },
+    async (request, reply) => {
+      if (opts.metricsToken && !bearerMatches(request.headers.authorization, opts.metricsToken)) {
+        return sendError(reply, new ApiError('authentication-error', 'GET /metrics needs Authorization: Bearer <SWITCHBOARD_METRICS_TOKEN>'));
+      }
+      reply.type(opts.metrics.registry.contentType);
+      return opts.metrics.registry.metrics();
+    },
+  );
+}

@@ -1,0 +1,32 @@
+import type { z } from 'zod';
+import { providerNameIssues } from '../bots/bot-config-schema.js';
+import type { AppConfig } from '../config/env.js';
+import { providerSetupIssues } from '../providers/provider-settings.js';
+import type { ProviderRegistry } from '../providers/registry.js';
+import { ApiError } from './errors.js';
+
+/**
+ * A bot body schema that also refuses provider names this server cannot run (the catalog's and
+ * the registry's). The check runs even when other fields failed, so one 400 names every problem,
+ * the unknown names last.
+ */
+export function withKnownProviders<T extends z.ZodObject>(schema: T, registry: ProviderRegistry): T {
+  return schema.superRefine(
+    (value, ctx) => {
+      const services = (value as { services?: unknown } | null | undefined)?.services;
+      if (!services || typeof services !== 'object') return;
+      const names = Object.fromEntries(Object.entries(services).filter(([, name]) => typeof name === 'string'));
+      const known = { stt: registry.names('stt'), llm: registry.names('llm'), tts: registry.names('tts') };
+      for (const issue of providerNameIssues(names, known)) {
+        ctx.addIssue({ code: 'custom', path: ['services', issue.kind], message: issue.message });
+      }
+    },
+    { when: () => true },
+  );
+}
+
+/** A missing key or a bad service option is a 400 now, not a failure on the first call. */
+export function assertProvidersSetUp(body: Parameters<typeof providerSetupIssues>[0], registry: ProviderRegistry, env: AppConfig['env']): void {
+  const issues = providerSetupIssues(body, registry, env);
+  if (issues.length > 0) throw new ApiError('invalid-request-error', issues.join('; '));
+}
