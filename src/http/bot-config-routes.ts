@@ -7,7 +7,7 @@ import { pageQuery } from '../store/paging.js';
 import type { AppConfig } from '../config/env.js';
 import { providerSetupIssues } from '../providers/provider-settings.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import { ApiError, describeZodError, validationError } from './errors.js';
+import { ApiError, describeZodError, validationError } from '../shared/api-error.js';
 
 const idParams = z.object({ id: z.string().min(1).max(128) });
 

@@ -8,7 +8,7 @@ import { NATURAL_TURN_POLICY, NATURAL_VAD_STOP_SECS } from '../pipeline/natural-
 import { providerSetupIssues } from '../providers/provider-settings.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { RoomManager } from '../rooms/room-manager.js';
-import { ApiError, describeZodError } from './errors.js';
+import { ApiError, describeZodError } from '../shared/api-error.js';
 
 export interface BotStartRoutesOptions {
   rooms: RoomManager;

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { type PinlessConfigService, domainConfigBody } from '../dialin/pinless-config.js';
-import { validationError } from './errors.js';
+import { validationError } from '../shared/api-error.js';
 
 /** Endpoint 9: the account's domain properties (pinless dial-in), at the base address of /v1. */
 export async function domainRoutes(app: FastifyInstance, opts: { service: PinlessConfigService }): Promise<void> {

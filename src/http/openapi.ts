@@ -3,7 +3,7 @@ import { telephonyConfigBody } from '../bots/bot-config-schema.js';
 import { startBotBody } from '../bots/start-bot-schema.js';
 import { domainConfigBody } from '../dialin/pinless-config.js';
 import { buyPhoneNumberBody } from './phone-number-routes.js';
-import { ERROR_TYPES } from './errors.js';
+import { ERROR_TYPES } from '../shared/api-error.js';
 
 function schemaOf(schema: z.ZodType): Record<string, unknown> {
   const json = z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;

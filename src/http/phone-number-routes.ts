@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import type { PhoneNumberService } from '../telephony/phone-number-service.js';
 import { pageQuery } from '../store/paging.js';
-import { ApiError, validationError } from './errors.js';
+import { ApiError, validationError } from '../shared/api-error.js';
 
 const digits = (min: number, max: number) => z.string().regex(new RegExp(`^\\d{${min},${max}}$`), `must be ${min}–${max} digits`);
 

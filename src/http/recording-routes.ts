@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { z } from 'zod';
 import { ACCESS_LINK_TRACKS, type RecordingsService } from '../recordings/recordings-service.js';
 import { pageQuery } from '../store/paging.js';
-import { ApiError, validationError } from './errors.js';
+import { ApiError, validationError } from '../shared/api-error.js';
 
 const listQuery = z.intersection(pageQuery, z.object({ room_name: z.string().min(1).max(256).optional() }));
 

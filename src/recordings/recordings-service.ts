@@ -6,7 +6,7 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../shared/api-error.js';
 import type { UrlSigner } from '../security/url-signer.js';
 import type { Account } from '../store/accounts-repo.js';
 import type { PageDirection, PageQuery } from '../store/paging.js';
