@@ -13,7 +13,7 @@ import { twilioWebhookRoutes } from './http/twilio-webhook-routes.js';
 import type { Logger } from './observability/logger.js';
 import { ServiceMetrics } from './observability/metrics.js';
 import { webhookAddressPolicy } from './security/address-policy.js';
-import { hashApiKey } from './security/api-key-hash.js';
+import { hashApiKey } from './store/api-key-hash.js';
 import { SecretBox } from './security/secret-box.js';
 import { loadServiceKeys } from './security/service-keys.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';

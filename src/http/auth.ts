@@ -1,5 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { hashApiKey } from '../security/api-key-hash.js';
+import { hashApiKey } from '../store/api-key-hash.js';
 import type { Account, AccountsRepo } from '../store/accounts-repo.js';
 import { ApiError } from '../shared/api-error.js';
 

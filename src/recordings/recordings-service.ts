@@ -13,7 +13,7 @@ import type { PageDirection, PageQuery } from '../store/paging.js';
 import type { RecordingRow, RecordingsRepo } from '../store/recordings-repo.js';
 import type { BucketStorage, RecordingsBucket } from './bucket-storage.js';
 import { CallRecorder, RECORDING_TRACKS, type RecorderResult, type RecordingTrack } from './call-recorder.js';
-import { PRIVATE_DIR_MODE } from '../security/private-files.js';
+import { PRIVATE_DIR_MODE } from '../shared/private-files.js';
 import { WAV_HEADER_BYTES, repairWavFile } from './wav-file-writer.js';
 
 /** The start-bot / telephony configuration field `recording_settings`. */
