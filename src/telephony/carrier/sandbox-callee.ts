@@ -1,12 +1,12 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { readMulawFile } from '../../simulator/clip-file.js';
-import type { CallerClip } from '../../simulator/caller-clip.js';
-import { PhoneCall } from '../../simulator/phone-call.js';
-import type { CallerStep, Scenario } from '../../simulator/scenario.js';
-import { twilioSid } from '../../simulator/sids.js';
-import { signatureFor } from '../../simulator/twiml-webhook.js';
+import { readMulawFile } from '../../tools/simulator/clip-file.js';
+import type { CallerClip } from '../../tools/simulator/caller-clip.js';
+import { PhoneCall } from '../../tools/simulator/phone-call.js';
+import type { CallerStep, Scenario } from '../../tools/simulator/scenario.js';
+import { twilioSid } from '../../tools/simulator/sids.js';
+import { signatureFor } from '../../tools/simulator/twiml-webhook.js';
 import type { OutboundCallRequest } from './carrier.js';
 import { sandboxNumber } from './sandbox-inventory.js';
 

@@ -1,5 +1,5 @@
 import WebSocket, { type RawData } from 'ws';
-import { FRAME_MS, MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../audio/frames.js';
+import { FRAME_MS, MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../../audio/frames.js';
 import { BotAudioTracker } from './bot-audio-tracker.js';
 import { type CallerClip, type PreparedClip, prepareClip } from './caller-clip.js';
 import { CallerScript, type ScriptHost } from './caller-script.js';
