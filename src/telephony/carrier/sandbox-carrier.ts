@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type AvailableNumber, type Carrier, CarrierError, type NumberSearch, type OutboundCallRequest, type PurchasedAtCarrier } from './carrier.js';
-import { SandboxOutboundCall, sandboxRefusal } from './sandbox-callee.js';
+import { SandboxOutboundCall, sandboxRefusal } from './sandbox-call.js';
 import { SANDBOX_INVENTORY, sandboxNumber } from './sandbox-inventory.js';
 
 /** National digits of a +1 number: "+14155550123" → "4155550123". */

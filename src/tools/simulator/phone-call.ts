@@ -19,7 +19,7 @@ import {
 } from './call-report.js';
 import { DEFAULT_MAX_DURATION_MS, type Scenario, clipsPlayedBy } from './scenario.js';
 import { checkServerMessage } from './server-message.js';
-import { twilioSid } from './sids.js';
+import { twilioSid } from '../../telephony/twilio-sids.js';
 import { fetchStreamInstruction, signatureFor } from './twiml-webhook.js';
 
 /** Where to dial: the media stream itself, or the voice webhook whose TwiML names it. */

@@ -5,7 +5,7 @@ import { readMulawFile } from '../../tools/simulator/clip-file.js';
 import type { CallerClip } from '../../tools/simulator/caller-clip.js';
 import { PhoneCall } from '../../tools/simulator/phone-call.js';
 import type { CallerStep, Scenario } from '../../tools/simulator/scenario.js';
-import { twilioSid } from '../../tools/simulator/sids.js';
+import { twilioSid } from '../twilio-sids.js';
 import { signatureFor } from '../../tools/simulator/twiml-webhook.js';
 import type { OutboundCallRequest } from './carrier.js';
 import { sandboxNumber } from './sandbox-inventory.js';
