@@ -20,6 +20,7 @@ import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
 import { BotConfigsRepo } from './store/bot-configs-repo.js';
 import { PhoneNumbersRepo } from './store/phone-numbers-repo.js';
 import { createCarrier } from './telephony/carrier/create-carrier.js';
+import type { SandboxCallee } from './telephony/carrier/sandbox-call.js';
 import { PhoneNumberService } from './telephony/phone-number-service.js';
 import { phoneNumberRoutes } from './http/phone-number-routes.js';
 import { domainRoutes } from './http/domain-routes.js';
@@ -56,6 +57,8 @@ export interface AppDeps {
   metrics?: ServiceMetrics;
   /** The calls in progress, and whether new ones are taken; the server drains through it on SIGTERM. */
   liveCalls?: LiveCalls;
+  /** Answers the sandbox carrier's outbound calls: a development tool, plugged in by the CLI. */
+  sandboxCallee?: SandboxCallee;
 }
 
 /** Constant-time check of `Bearer <token>`. */
@@ -93,7 +96,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     webhookAddressPolicy(config.webhookAllowLinkLocal),
     deps.logger as Logger,
   );
-  const carrier = createCarrier(config, phoneNumbersRepo, deps.logger as Logger);
+  const carrier = createCarrier(config, phoneNumbersRepo, deps.logger as Logger, deps.sandboxCallee);
   const phoneNumbers = new PhoneNumberService(phoneNumbersRepo, carrier, `${config.publicUrl}/twilio/voice`);
   const dialout = new DialoutService({
     carrier,
