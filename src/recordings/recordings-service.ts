@@ -12,7 +12,7 @@ import type { Account } from '../store/accounts-repo.js';
 import type { PageDirection, PageQuery } from '../store/paging.js';
 import type { RecordingRow, RecordingsRepo } from '../store/recordings-repo.js';
 import type { BucketStorage, RecordingsBucket } from './bucket-storage.js';
-import { CallRecorder, RECORDING_TRACKS, type RecorderResult, type RecordingTrack } from './call-recorder.js';
+import { CallRecorder, RECORDING_TRACKS, type RecorderResult, type RecordingTrack } from './call-tracks-recorder.js';
 import { PRIVATE_DIR_MODE } from '../shared/private-files.js';
 import { WAV_HEADER_BYTES, repairWavFile } from './wav-file-writer.js';
 

@@ -4,7 +4,7 @@ import { BotAudioTracker } from './bot-audio-tracker.js';
 import { type CallerClip, type PreparedClip, prepareClip } from './caller-clip.js';
 import { CallerScript, type ScriptHost } from './caller-script.js';
 import { CarrierMessages } from './carrier-messages.js';
-import { CallRecorder } from './call-recorder.js';
+import { CallRecorder } from './line-audio-recorder.js';
 import {
   type CallOutcome,
   type CallReport,
