@@ -1,6 +1,6 @@
-import { readMulawFile } from '../src/simulator/clip-file.js';
-import { runPhoneCall } from '../src/simulator/phone-call.js';
-import type { Scenario } from '../src/simulator/scenario.js';
+import { readMulawFile } from '../src/tools/simulator/clip-file.js';
+import { runPhoneCall } from '../src/tools/simulator/phone-call.js';
+import type { Scenario } from '../src/tools/simulator/scenario.js';
 
 /**
  * One load-generator process for the capacity sweep: holds `calls` simultaneous calls open for

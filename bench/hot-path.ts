@@ -7,7 +7,7 @@ import pino from 'pino';
 import type { WebSocket } from 'ws';
 import { decodeMulaw } from '../src/audio/mulaw.js';
 import { DEFAULT_VAD_PARAMS } from '../src/pipeline/bot-settings.js';
-import type { CallVad } from '../src/pipeline/call-vad.js';
+import type { CallVad } from '../src/vad/call-vad.js';
 import { Playout, PlayoutClock } from '../src/pipeline/playout.js';
 import { TwilioTransport } from '../src/telephony/twilio-transport.js';
 import { createSileroCallVad } from '../src/vad/silero-call-vad.js';

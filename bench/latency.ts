@@ -1,9 +1,9 @@
-import { readMulawFile } from '../src/simulator/clip-file.js';
-import type { CallReport } from '../src/simulator/call-report.js';
-import { runPhoneCall } from '../src/simulator/phone-call.js';
-import type { Scenario } from '../src/simulator/scenario.js';
+import { readMulawFile } from '../src/tools/simulator/clip-file.js';
+import type { CallReport } from '../src/tools/simulator/call-report.js';
+import { runPhoneCall } from '../src/tools/simulator/phone-call.js';
+import type { Scenario } from '../src/tools/simulator/scenario.js';
 import type { CallSummary } from '../src/pipeline/call-metrics.js';
-import type { EmulatorLatencies } from '../src/emulators/types.js';
+import type { EmulatorLatencies } from '../src/tools/emulators/types.js';
 
 /**
  * The latency phase: a few calls at a time through the server, each with a greeting, a question,

@@ -1,8 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
-import { readMulawFile } from '../src/simulator/clip-file.js';
-import { runPhoneCall } from '../src/simulator/phone-call.js';
+import { readMulawFile } from '../src/tools/simulator/clip-file.js';
+import { runPhoneCall } from '../src/tools/simulator/phone-call.js';
 import { startEmulateProcess } from './capacity.js';
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { CallRecorder } from '../src/recordings/call-recorder.js';
+import { CallRecorder } from '../src/recordings/call-tracks-recorder.js';
 
 /**
  * `npx tsx bench/recording-overhead.ts [--calls 300] [--seconds 10]`: what recording costs a call.

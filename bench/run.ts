@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { EmulatorLatencies } from '../src/emulators/types.js';
+import type { EmulatorLatencies } from '../src/tools/emulators/types.js';
 import { type CapacityPoint, measureCapacity, startEmulateProcess } from './capacity.js';
 import { BENCH_REPLY, runLatencyPhase } from './latency.js';
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';

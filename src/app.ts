@@ -2,19 +2,21 @@ import websocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { BotConfigService } from './bots/bot-config-service.js';
 import type { AppConfig } from './config/env.js';
-import { ApiError, errorHandler, sendError } from './http/errors.js';
+import { errorHandler, sendError } from './http/errors.js';
+import { ApiError } from './shared/api-error.js';
 import { registerRoutes } from './http/routes.js';
 import { zodSerializerCompiler, zodValidatorCompiler } from './http/zod-compilers.js';
 import type { Logger } from './observability/logger.js';
 import { ServiceMetrics } from './observability/metrics.js';
 import { webhookAddressPolicy } from './security/address-policy.js';
-import { hashApiKey } from './security/api-key-hash.js';
+import { hashApiKey } from './store/api-key-hash.js';
 import { SecretBox } from './security/secret-box.js';
 import { loadServiceKeys } from './security/service-keys.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
 import { BotConfigsRepo } from './store/bot-configs-repo.js';
 import { PhoneNumbersRepo } from './store/phone-numbers-repo.js';
 import { createCarrier } from './telephony/carrier/create-carrier.js';
+import type { SandboxCallee } from './telephony/carrier/sandbox-call.js';
 import { PhoneNumberService } from './telephony/phone-number-service.js';
 import { PinlessConfigService } from './dialin/pinless-config.js';
 import { DialinCalls } from './dialin/dialin-calls.js';
@@ -46,6 +48,8 @@ export interface AppDeps {
   metrics?: ServiceMetrics;
   /** The calls in progress, and whether new ones are taken; the server drains through it on SIGTERM. */
   liveCalls?: LiveCalls;
+  /** Answers the sandbox carrier's outbound calls: a development tool, plugged in by the CLI. */
+  sandboxCallee?: SandboxCallee;
 }
 
 /** Largest websocket message accepted; a 20 ms media frame is about 300 bytes of JSON. */
@@ -79,7 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     webhookAddressPolicy(config.webhookAllowLinkLocal),
     deps.logger as Logger,
   );
-  const carrier = createCarrier(config, phoneNumbersRepo, deps.logger as Logger);
+  const carrier = createCarrier(config, phoneNumbersRepo, deps.logger as Logger, deps.sandboxCallee);
   const phoneNumbers = new PhoneNumberService(phoneNumbersRepo, carrier, `${config.publicUrl}/twilio/voice`);
   const dialout = new DialoutService({
     carrier,

@@ -1,4 +1,4 @@
-import type { CallVadFactory } from './pipeline/call-vad.js';
+import type { CallVadFactory } from './vad/call-vad.js';
 import { PlayoutClock } from './pipeline/playout.js';
 import { createAnthropicLlm } from './providers/llm/anthropic/index.js';
 import { EchoLlm } from './providers/llm/echo/echo-llm.js';

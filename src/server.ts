@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
 import type { AppConfig } from './config/env.js';
 import { LiveCalls } from './lifecycle/live-calls.js';
+import type { SandboxCallee } from './telephony/carrier/sandbox-call.js';
 import { warmFliteWorker } from './providers/tts/flite/flite-worker-client.js';
 import { warmSileroWorker } from './vad/silero-worker-runner.js';
 import { createLogger, type Logger } from './observability/logger.js';
@@ -40,14 +41,14 @@ async function bootstrapApiKey(config: AppConfig, accounts: AccountsRepo, out: N
 
 export async function startServer(
   config: AppConfig,
-  options: { logger?: Logger; out?: NodeJS.WritableStream } = {},
+  options: { logger?: Logger; out?: NodeJS.WritableStream; sandboxCallee?: SandboxCallee } = {},
 ): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const database = await openDatabase(config.dataDir, config.databaseUrl);
   try {
     await bootstrapApiKey(config, new AccountsRepo(database.db), options.out ?? process.stdout);
     const liveCalls = new LiveCalls();
-    const app = await buildApp({ config, database, logger, liveCalls });
+    const app = await buildApp({ config, database, logger, liveCalls, sandboxCallee: options.sandboxCallee });
     const address = await app.listen({ port: config.port, host: config.host });
     logger.info({ address, publicUrl: config.publicUrl, dataDir: config.dataDir, store: database.engine }, 'switchboard listening');
     // The first call should not wait for the VAD model to load; calls that come sooner share the load.

@@ -1,4 +1,4 @@
-import type { AudioFormat } from '../providers/types.js';
+import type { AudioFormat } from './audio-format.js';
 import { decodeMulaw, encodeMulaw } from './mulaw.js';
 import { StreamingResampler } from './resample.js';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { websocketBase } from '../config/env.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../shared/api-error.js';
 import { maskSecret, type SecretBox } from '../security/secret-box.js';
 import type { Account } from '../store/accounts-repo.js';
 import type { BotConfigRow, BotConfigsRepo } from '../store/bot-configs-repo.js';

@@ -1,10 +1,10 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, extname } from 'node:path';
-import type { CallReport } from '../simulator/call-report.js';
-import { loadScenarioClips } from '../simulator/clip-file.js';
-import { PhoneCall, type PhoneCallTarget } from '../simulator/phone-call.js';
-import { formatSummary, formatTimelineEvent, isMarkEvent } from '../simulator/report-text.js';
-import { type CallerStep, type ClipSource, DEFAULT_MAX_DURATION_MS, type Scenario, parseScenario } from '../simulator/scenario.js';
+import type { CallReport } from '../tools/simulator/call-report.js';
+import { loadScenarioClips } from '../tools/simulator/clip-file.js';
+import { PhoneCall, type PhoneCallTarget } from '../tools/simulator/phone-call.js';
+import { formatSummary, formatTimelineEvent, isMarkEvent } from '../tools/simulator/report-text.js';
+import { type CallerStep, type ClipSource, DEFAULT_MAX_DURATION_MS, type Scenario, parseScenario } from '../tools/simulator/scenario.js';
 import { USAGE_EXIT, UsageError, parseCommandLine, usageLine } from './usage.js';
 
 const HELP = `usage: switchboard call (--url <webhook-url> | --wss <stream-url>) [options]

@@ -1,14 +1,14 @@
-import { AnthropicEmulator } from '../emulators/anthropic-emulator.js';
-import { CartesiaEmulator } from '../emulators/cartesia-emulator.js';
-import { DeepgramEmulator } from '../emulators/deepgram-emulator.js';
-import { ElevenLabsEmulator } from '../emulators/elevenlabs-emulator.js';
-import { type RunningEmulators, startEmulatorServer } from '../emulators/emulator-server.js';
-import { GeminiEmulator } from '../emulators/gemini-emulator.js';
-import { OpenAiEmulator } from '../emulators/openai-emulator.js';
-import { GeminiLiveEmulator } from '../emulators/gemini-live-emulator.js';
-import { OpenAiRealtimeEmulator } from '../emulators/openai-realtime-emulator.js';
-import { OpenAiTtsEmulator } from '../emulators/openai-tts-emulator.js';
-import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from '../emulators/types.js';
+import { AnthropicEmulator } from '../tools/emulators/anthropic-emulator.js';
+import { CartesiaEmulator } from '../tools/emulators/cartesia-emulator.js';
+import { DeepgramEmulator } from '../tools/emulators/deepgram-emulator.js';
+import { ElevenLabsEmulator } from '../tools/emulators/elevenlabs-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../tools/emulators/emulator-server.js';
+import { GeminiEmulator } from '../tools/emulators/gemini-emulator.js';
+import { OpenAiEmulator } from '../tools/emulators/openai-emulator.js';
+import { GeminiLiveEmulator } from '../tools/emulators/gemini-live-emulator.js';
+import { OpenAiRealtimeEmulator } from '../tools/emulators/openai-realtime-emulator.js';
+import { OpenAiTtsEmulator } from '../tools/emulators/openai-tts-emulator.js';
+import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from '../tools/emulators/types.js';
 import { USAGE_EXIT, UsageError, listenFailure, parseCommandLine, usageLine } from './usage.js';
 
 const HELP = `usage: switchboard emulate [options]

@@ -1,12 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Distribution } from '../loadtest/aggregate.js';
-import { type LoadProgress, type LoadTestOptions, runLoadTest } from '../loadtest/run-loadtest.js';
-import { type LoadTestReport, writeReports } from '../loadtest/report-file.js';
-import { loadScenarioClips } from '../simulator/clip-file.js';
-import type { PhoneCallTarget } from '../simulator/phone-call.js';
-import { clipsPlayedBy, parseScenario } from '../simulator/scenario.js';
+import type { Distribution } from '../tools/loadtest/aggregate.js';
+import { type LoadProgress, type LoadTestOptions, runLoadTest } from '../tools/loadtest/run-loadtest.js';
+import type { LoadTestReport } from '../tools/loadtest/load-test-report.js';
+import { writeReports } from '../tools/loadtest/report-file.js';
+import { loadScenarioClips } from '../tools/simulator/clip-file.js';
+import type { PhoneCallTarget } from '../tools/simulator/phone-call.js';
+import { clipsPlayedBy, parseScenario } from '../tools/simulator/scenario.js';
 import { USAGE_EXIT, UsageError, parseCommandLine, usageLine } from './usage.js';
 
 const DEFAULT_SCENARIO = fileURLToPath(new URL('../../scenarios/default.json', import.meta.url));

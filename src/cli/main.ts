@@ -1,11 +1,8 @@
 #!/usr/bin/env node
 import { EnvError, loadConfig } from '../config/env.js';
 import { StoreError } from '../store/store-error.js';
-import { runCall } from './call.js';
 import { runDb } from './db.js';
-import { runEmulate } from './emulate.js';
 import { runKeys } from './keys.js';
-import { runLoadtestCli } from './loadtest.js';
 import { runServeCommand } from './serve-command.js';
 import { USAGE_EXIT } from './usage.js';
 
@@ -51,12 +48,13 @@ async function main(argv: string[]): Promise<number> {
     case 'keys':
       return runKeys(rest, () => loadConfig());
     // A phone call, a load test and the emulators work from the outside: no server configuration.
+    // They are development tools, loaded only when asked for, so `serve` never loads them.
     case 'call':
-      return runCall(rest);
+      return (await import('./call.js')).runCall(rest);
     case 'emulate':
-      return runEmulate(rest);
+      return (await import('./emulate.js')).runEmulate(rest);
     case 'loadtest':
-      return runLoadtestCli(rest);
+      return (await import('./loadtest.js')).runLoadtestCli(rest);
     // Its stores are named on the command line, not by the server's environment.
     case 'db':
       return runDb(rest);

@@ -12,7 +12,10 @@ const SIGNALS = ['SIGINT', 'SIGTERM'] as const;
  */
 export async function runServe(config: AppConfig): Promise<number> {
   const logger = createLogger(config.logLevel);
-  const server = await startServer(config, { logger });
+  // The sandbox's callee is the phone simulator, a development tool: loaded only when the sandbox
+  // carrier is in use, so the server's own modules never import the tools.
+  const sandboxCallee = config.carrier === 'sandbox' ? (await import('../tools/simulator/sandbox-callee.js')).simulatedCallee : undefined;
+  const server = await startServer(config, { logger, sandboxCallee });
   let signals = 0;
   let onSignal: (signal: string) => void = () => undefined;
   await new Promise<void>((resolve) => {

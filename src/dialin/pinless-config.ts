@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../shared/api-error.js';
 import type { AddressPolicy } from '../security/address-policy.js';
 import type { SecretBox } from '../security/secret-box.js';
 import type { Account } from '../store/accounts-repo.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../shared/api-error.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import type { PhoneNumbersRepo } from '../store/phone-numbers-repo.js';
 import type { Carrier, OutboundCallStage } from '../telephony/carrier/carrier.js';

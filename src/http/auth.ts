@@ -1,8 +1,8 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { hashApiKey } from '../security/api-key-hash.js';
+import { hashApiKey } from '../store/api-key-hash.js';
 import type { Account, AccountsRepo } from '../store/accounts-repo.js';
 import { AUTH_ERRORS, addErrorResponses } from './error-responses.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../shared/api-error.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

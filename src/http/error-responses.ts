@@ -1,6 +1,6 @@
 import type { FastifySchema, RouteOptions } from 'fastify';
 import { z } from 'zod';
-import { ERROR_TYPES, type ErrorType } from './errors.js';
+import { ERROR_TYPES, type ErrorType } from '../shared/api-error.js';
 
 /** One documented error status: the envelope, its `error` limited to the types that status carries. */
 export interface ErrorResponse {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ApiError, ERROR_TYPES, describeZodError, toApiError } from './errors.js';
+import { ApiError, ERROR_TYPES, describeZodError } from '../shared/api-error.js';
+import { toApiError } from './errors.js';
 
 function fastifyError(code: string, statusCode?: number): Error {
   return Object.assign(new Error(code), { code, statusCode });

@@ -6,7 +6,8 @@ import type { LiveCalls } from '../lifecycle/live-calls.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
 import type { OpenedDatabase } from '../store/database.js';
 import { errorResponses } from './error-responses.js';
-import { ApiError, sendError } from './errors.js';
+import { ApiError } from '../shared/api-error.js';
+import { sendError } from './errors.js';
 
 export interface OperatorRoutesOptions {
   database: OpenedDatabase;

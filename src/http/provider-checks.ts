@@ -3,7 +3,7 @@ import { providerNameIssues } from '../bots/bot-config-schema.js';
 import type { AppConfig } from '../config/env.js';
 import { providerSetupIssues } from '../providers/provider-settings.js';
 import type { ProviderRegistry } from '../providers/registry.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../shared/api-error.js';
 
 /**
  * A bot body schema that also refuses provider names this server cannot run (the catalog's and

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { ACCESS_LINK_TRACKS, type RecordingsService } from '../recordings/recordings-service.js';
 import { pageQuery } from '../store/paging.js';
 import { errorResponses } from './error-responses.js';
-import { ApiError } from './errors.js';
+import { ApiError } from '../shared/api-error.js';
 import { named } from './openapi.js';
 import { accessLink, recording, recordings } from './response-schemas.js';
 

@@ -1,7 +1,7 @@
 import type { FastifySchemaCompiler, FastifySerializerCompiler } from 'fastify';
 import { ResponseSerializationError } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
-import { validationError } from './errors.js';
+import { validationError } from '../shared/api-error.js';
 
 /** How a failed check names the whole part it checked ("body: expected object, …"). */
 const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'request', headers: 'headers' };

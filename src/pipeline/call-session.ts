@@ -20,7 +20,7 @@ import {
 import { type BotSettings, botSettings } from './bot-settings.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
 import { CallMetrics, type CallSummary, type TurnTimings, elapsedSince } from './call-metrics.js';
-import type { CallVad, CallVadFactory } from './call-vad.js';
+import type { CallVad, CallVadFactory } from '../vad/call-vad.js';
 import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
 import { Playout, type PlayoutClock } from './playout.js';

@@ -1,12 +1,5 @@
 import type { Logger } from 'pino';
-
-/** Audio as bytes on the wire: G.711 mu-law, or 16-bit little-endian PCM. */
-export interface AudioFormat {
-  encoding: 'mulaw' | 'linear16';
-  sampleRateHz: number;
-}
-
-export const MULAW_8K: AudioFormat = { encoding: 'mulaw', sampleRateHz: 8000 };
+import type { AudioFormat } from '../audio/audio-format.js';
 
 export interface ProviderContext {
   /** Aborts when the call ends (or, for a reply, when it is interrupted). */

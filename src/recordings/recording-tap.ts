@@ -1,5 +1,5 @@
 import type { CallStart, CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
-import type { CallRecorder } from './call-recorder.js';
+import type { CallRecorder } from './call-tracks-recorder.js';
 
 /**
  * The bot's side of a call, seen by the recorder: wraps the transport the session sends through,

@@ -6,14 +6,14 @@ import type { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../shared/api-error.js';
 import type { UrlSigner } from '../security/url-signer.js';
 import type { Account } from '../store/accounts-repo.js';
 import type { PageDirection, PageQuery } from '../store/paging.js';
 import type { RecordingRow, RecordingsRepo } from '../store/recordings-repo.js';
 import type { BucketStorage, RecordingsBucket } from './bucket-storage.js';
-import { CallRecorder, RECORDING_TRACKS, type RecorderResult, type RecordingTrack } from './call-recorder.js';
-import { PRIVATE_DIR_MODE } from '../security/private-files.js';
+import { CallRecorder, RECORDING_TRACKS, type RecorderResult, type RecordingTrack } from './call-tracks-recorder.js';
+import { PRIVATE_DIR_MODE } from '../shared/private-files.js';
 import { WAV_HEADER_BYTES, repairWavFile } from './wav-file-writer.js';
 
 /** The start-bot / telephony configuration field `recording_settings`. */

@@ -1,5 +1,5 @@
 import { type FileHandle, open } from 'node:fs/promises';
-import { PRIVATE_FILE_MODE } from '../security/private-files.js';
+import { PRIVATE_FILE_MODE } from '../shared/private-files.js';
 
 /** Canonical PCM header: RIFF + fmt (16 bytes) + data chunk header. */
 export const WAV_HEADER_BYTES = 44;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../shared/api-error.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import type { CallSessionDeps } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
-import { apiKeyPrefix, generateApiKey, hashApiKey } from '../security/api-key-hash.js';
+import { apiKeyPrefix, generateApiKey, hashApiKey } from './api-key-hash.js';
 import type { Database } from './schema.js';
 
 export const DEFAULT_ACCOUNT_NAME = 'default';

@@ -2,7 +2,7 @@ import { chmodSync, closeSync, existsSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
-import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../security/private-files.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../shared/private-files.js';
 import { keptStatements } from './kept-statements.js';
 import { migrateToLatest } from './migrations.js';
 import { openPostgres } from './postgres.js';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ApiError } from '../http/errors.js';
+import { ApiError } from '../shared/api-error.js';
 import type { PageQuery } from '../store/paging.js';
 import type { PhoneNumberRow, PhoneNumbersRepo } from '../store/phone-numbers-repo.js';
 import type { Account } from '../store/accounts-repo.js';

@@ -1,4 +1,4 @@
-import type { CallVadFactory } from '../pipeline/call-vad.js';
+import type { CallVadFactory } from './call-vad.js';
 import { workerSileroBatcher } from './silero-worker-runner.js';
 import { VadStream } from './vad-stream.js';
 

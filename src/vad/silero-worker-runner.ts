@@ -10,7 +10,7 @@
  */
 
 import type { Worker } from 'node:worker_threads';
-import { startModuleWorker } from '../worker-thread.js';
+import { startModuleWorker } from '../shared/worker-thread.js';
 import { SileroBatcher, type SileroBatchResult, type SileroBatchRunner } from './silero-batcher.js';
 import { SILERO_GEOMETRY, SILERO_STATE_SIZE, type SileroSampleRateHz } from './silero-model.js';
 import type { SileroWorkerMessage, SileroWorkerRequest, SileroWorkerResponse } from './silero-worker.js';

@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AnthropicEmulator } from '../../src/emulators/anthropic-emulator.js';
+import { AnthropicEmulator } from '../../src/tools/emulators/anthropic-emulator.js';
 import { API_KEY, CONTRACT_LATENCIES, type Vendors, startVendors } from './vendors.js';
 
 /**

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CartesiaEmulator } from '../../src/emulators/cartesia-emulator.js';
+import { CartesiaEmulator } from '../../src/tools/emulators/cartesia-emulator.js';
 import { API_KEY, type Vendors, startVendors } from './vendors.js';
 
 /**

@@ -1,6 +1,6 @@
 import { DeepgramClient } from '@deepgram/sdk';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DeepgramEmulator } from '../../src/emulators/deepgram-emulator.js';
+import { DeepgramEmulator } from '../../src/tools/emulators/deepgram-emulator.js';
 import { API_KEY, type Vendors, startVendors } from './vendors.js';
 
 /**

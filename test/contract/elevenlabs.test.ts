@@ -2,7 +2,7 @@ import { ElevenLabsClient } from '@elevenlabs/elevenlabs-js';
 import * as serialization from '@elevenlabs/elevenlabs-js/serialization/index.js';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { ElevenLabsEmulator } from '../../src/emulators/elevenlabs-emulator.js';
+import { ElevenLabsEmulator } from '../../src/tools/emulators/elevenlabs-emulator.js';
 import { API_KEY, type Vendors, startVendors } from './vendors.js';
 
 /**

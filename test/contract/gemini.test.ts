@@ -1,7 +1,7 @@
 import { GoogleGenAI, type LiveServerMessage, Modality } from '@google/genai';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GeminiEmulator } from '../../src/emulators/gemini-emulator.js';
-import { GeminiLiveEmulator } from '../../src/emulators/gemini-live-emulator.js';
+import { GeminiEmulator } from '../../src/tools/emulators/gemini-emulator.js';
+import { GeminiLiveEmulator } from '../../src/tools/emulators/gemini-live-emulator.js';
 import { API_KEY, type Vendors, startVendors } from './vendors.js';
 
 /**

@@ -2,9 +2,9 @@ import OpenAI from 'openai';
 import { OpenAIRealtimeWS } from 'openai/realtime/ws';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeMulaw } from '../../src/audio/mulaw.js';
-import { OpenAiEmulator } from '../../src/emulators/openai-emulator.js';
-import { OpenAiRealtimeEmulator } from '../../src/emulators/openai-realtime-emulator.js';
-import { OpenAiTtsEmulator } from '../../src/emulators/openai-tts-emulator.js';
+import { OpenAiEmulator } from '../../src/tools/emulators/openai-emulator.js';
+import { OpenAiRealtimeEmulator } from '../../src/tools/emulators/openai-realtime-emulator.js';
+import { OpenAiTtsEmulator } from '../../src/tools/emulators/openai-tts-emulator.js';
 import { API_KEY, CONTRACT_LATENCIES, type Vendors, startVendors } from './vendors.js';
 
 /**

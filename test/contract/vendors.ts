@@ -1,7 +1,7 @@
 import { type Socket, connect } from 'node:net';
 import { createEmulators } from '../../src/cli/emulate.js';
-import { type RunningEmulators, startEmulatorServer } from '../../src/emulators/emulator-server.js';
-import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from '../../src/emulators/types.js';
+import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
+import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from '../../src/tools/emulators/types.js';
 
 /**
  * The vendor emulators as `switchboard emulate` builds and serves them, on a free port, for the

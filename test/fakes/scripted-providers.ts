@@ -1,10 +1,8 @@
 import { encodeMulaw } from '../../src/audio/mulaw.js';
 import {
-  type AudioFormat,
   type LlmDelta,
   type LlmProvider,
   type LlmRequest,
-  MULAW_8K,
   type ProviderContext,
   ProviderError,
   type SttEvent,
@@ -13,6 +11,7 @@ import {
   type TtsOutput,
   type TtsProvider,
 } from '../../src/providers/types.js';
+import { type AudioFormat, MULAW_8K } from '../../src/audio/audio-format.js';
 
 /** Resolves after `ms`, or at once when the signal aborts; leaves no listener behind. */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {

@@ -8,6 +8,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import type { ProviderRegistry } from '../../src/providers/registry.js';
 import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
+import { simulatedCallee } from '../../src/tools/simulator/sandbox-callee.js';
 import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from './test-app.js';
 
 export interface CallServer {
@@ -54,7 +55,8 @@ export async function startCallServer(
   const logger = options.captureLogs
     ? createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as CallServer['logs'][number]) })
     : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
-  const app = await buildApp({ config, database, logger, runtime: defaultRuntime(registry), liveCalls: options.liveCalls });
+  // The sandbox carrier's callee, as `switchboard serve` plugs it in.
+  const app = await buildApp({ config, database, logger, runtime: defaultRuntime(registry), liveCalls: options.liveCalls, sandboxCallee: simulatedCallee });
   const baseUrl = await app.listen({ port, host: '127.0.0.1' });
   return {
     app,

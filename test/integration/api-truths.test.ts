@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { ERROR_TYPES } from '../../src/http/errors.js';
+import { ERROR_TYPES } from '../../src/shared/api-error.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { TEST_KEY, sampleConfig } from '../helpers/test-app.js';

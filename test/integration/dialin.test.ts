@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { rmsLevel } from '../../src/audio/energy.js';
 import { decodeMulaw } from '../../src/audio/mulaw.js';
 import { encodePcm16Wav } from '../../src/audio/wav.js';
-import { PhoneCall, runPhoneCall } from '../../src/simulator/phone-call.js';
+import { PhoneCall, runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { readMulawFile } from '../../src/simulator/clip-file.js';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { twilioSignatureFor } from '../../src/telephony/twilio-signature.js';
 import { startFakeTwilioRest } from '../fakes/fake-twilio-rest.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';

@@ -2,7 +2,7 @@ import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { runCli, startServeProcess } from '../helpers/cli-process.js';

@@ -4,7 +4,7 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { openDatabase } from '../../src/store/database.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { freePort } from '../helpers/call-server.js';

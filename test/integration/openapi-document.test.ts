@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ERROR_TYPES } from '../../src/http/errors.js';
+import { ERROR_TYPES } from '../../src/shared/api-error.js';
 import { type TestApp, createTestApp } from '../helpers/test-app.js';
 
 /**

@@ -1,13 +1,13 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { readMulawFile, sliceMulaw } from '../../src/simulator/clip-file.js';
-import type { CallReport } from '../../src/simulator/call-report.js';
-import type { CallerClip } from '../../src/simulator/caller-clip.js';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { readMulawFile, sliceMulaw } from '../../src/tools/simulator/clip-file.js';
+import type { CallReport } from '../../src/tools/simulator/call-report.js';
+import type { CallerClip } from '../../src/tools/simulator/caller-clip.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { PHRASES } from '../../src/pipeline/call-session.js';
 import { MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../../src/audio/frames.js';
-import { CarrierMessages } from '../../src/simulator/carrier-messages.js';
+import { CarrierMessages } from '../../src/tools/simulator/carrier-messages.js';
 import { CLOSE } from '../../src/telephony/twilio-messages.js';
 import { ScriptedLlm, type ScriptedLlmOptions, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';

@@ -1,9 +1,9 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startEmulatorServer } from '../../src/emulators/emulator-server.js';
-import { OpenAiEmulator } from '../../src/emulators/openai-emulator.js';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
+import { OpenAiEmulator } from '../../src/tools/emulators/openai-emulator.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { type TestApp, auth, createTestApp, removeDir, sampleConfig } from '../helpers/test-app.js';

@@ -1,11 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { startEmulatorServer } from '../../src/emulators/emulator-server.js';
-import { GeminiLiveEmulator } from '../../src/emulators/gemini-live-emulator.js';
-import { OpenAiRealtimeEmulator } from '../../src/emulators/openai-realtime-emulator.js';
+import { startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
+import { GeminiLiveEmulator } from '../../src/tools/emulators/gemini-live-emulator.js';
+import { OpenAiRealtimeEmulator } from '../../src/tools/emulators/openai-realtime-emulator.js';
 import { RoomTokens } from '../../src/rooms/room-tokens.js';
-import { readMulawFile } from '../../src/simulator/clip-file.js';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { ScriptedLlm, type ScriptedLlmOptions, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';

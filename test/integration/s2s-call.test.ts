@@ -1,12 +1,12 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { type RunningEmulators, startEmulatorServer } from '../../src/emulators/emulator-server.js';
-import { OpenAiRealtimeEmulator } from '../../src/emulators/openai-realtime-emulator.js';
-import { GeminiLiveEmulator } from '../../src/emulators/gemini-live-emulator.js';
-import { readMulawFile } from '../../src/simulator/clip-file.js';
-import type { CallReport } from '../../src/simulator/call-report.js';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
-import type { Scenario } from '../../src/simulator/scenario.js';
+import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
+import { OpenAiRealtimeEmulator } from '../../src/tools/emulators/openai-realtime-emulator.js';
+import { GeminiLiveEmulator } from '../../src/tools/emulators/gemini-live-emulator.js';
+import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
+import type { CallReport } from '../../src/tools/simulator/call-report.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
+import type { Scenario } from '../../src/tools/simulator/scenario.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 
 /**

@@ -1,12 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { type RunningEmulators, startEmulatorServer } from '../../src/emulators/emulator-server.js';
-import { OpenAiRealtimeEmulator } from '../../src/emulators/openai-realtime-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
+import { OpenAiRealtimeEmulator } from '../../src/tools/emulators/openai-realtime-emulator.js';
 import { EnvError, loadConfig } from '../../src/config/env.js';
 import { LiveCalls } from '../../src/lifecycle/live-calls.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { PHRASES } from '../../src/pipeline/call-session.js';
-import type { TimelineEvent } from '../../src/simulator/call-report.js';
-import { PhoneCall } from '../../src/simulator/phone-call.js';
+import type { TimelineEvent } from '../../src/tools/simulator/call-report.js';
+import { PhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { CLOSE } from '../../src/telephony/twilio-messages.js';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';

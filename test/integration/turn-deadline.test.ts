@@ -2,8 +2,8 @@ import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { readMulawFile } from '../../src/simulator/clip-file.js';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 

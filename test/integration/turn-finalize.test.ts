@@ -1,11 +1,11 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CartesiaEmulator } from '../../src/emulators/cartesia-emulator.js';
-import { DeepgramEmulator } from '../../src/emulators/deepgram-emulator.js';
-import { type RunningEmulators, startEmulatorServer } from '../../src/emulators/emulator-server.js';
-import { OpenAiEmulator } from '../../src/emulators/openai-emulator.js';
-import { readMulawFile } from '../../src/simulator/clip-file.js';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { CartesiaEmulator } from '../../src/tools/emulators/cartesia-emulator.js';
+import { DeepgramEmulator } from '../../src/tools/emulators/deepgram-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
+import { OpenAiEmulator } from '../../src/tools/emulators/openai-emulator.js';
+import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 
 /**

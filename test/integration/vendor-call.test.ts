@@ -1,16 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AnthropicEmulator } from '../../src/emulators/anthropic-emulator.js';
-import { CartesiaEmulator } from '../../src/emulators/cartesia-emulator.js';
-import { DeepgramEmulator } from '../../src/emulators/deepgram-emulator.js';
-import { ElevenLabsEmulator } from '../../src/emulators/elevenlabs-emulator.js';
-import { type RunningEmulators, startEmulatorServer } from '../../src/emulators/emulator-server.js';
-import { GeminiEmulator } from '../../src/emulators/gemini-emulator.js';
-import { OpenAiEmulator } from '../../src/emulators/openai-emulator.js';
-import { OpenAiTtsEmulator } from '../../src/emulators/openai-tts-emulator.js';
-import { readMulawFile } from '../../src/simulator/clip-file.js';
-import type { CallReport } from '../../src/simulator/call-report.js';
-import { runPhoneCall } from '../../src/simulator/phone-call.js';
+import { AnthropicEmulator } from '../../src/tools/emulators/anthropic-emulator.js';
+import { CartesiaEmulator } from '../../src/tools/emulators/cartesia-emulator.js';
+import { DeepgramEmulator } from '../../src/tools/emulators/deepgram-emulator.js';
+import { ElevenLabsEmulator } from '../../src/tools/emulators/elevenlabs-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
+import { GeminiEmulator } from '../../src/tools/emulators/gemini-emulator.js';
+import { OpenAiEmulator } from '../../src/tools/emulators/openai-emulator.js';
+import { OpenAiTtsEmulator } from '../../src/tools/emulators/openai-tts-emulator.js';
+import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
+import type { CallReport } from '../../src/tools/simulator/call-report.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 
 /**

@@ -2,11 +2,15 @@ import type { Logger } from 'pino';
 import type { AppConfig } from '../../config/env.js';
 import type { PhoneNumbersRepo } from '../../store/phone-numbers-repo.js';
 import type { Carrier } from './carrier.js';
+import type { SandboxCallee } from './sandbox-call.js';
 import { SandboxCarrier } from './sandbox-carrier.js';
 import { TwilioCarrier } from './twilio-carrier.js';
 
-/** The carrier SWITCHBOARD_CARRIER names; env validation has already required Twilio's credentials. */
-export function createCarrier(config: AppConfig, repo: PhoneNumbersRepo, log: Logger): Carrier {
+/**
+ * The carrier SWITCHBOARD_CARRIER names; env validation has already required Twilio's credentials.
+ * `sandboxCallee` answers the sandbox's outbound calls (without one the sandbox refuses to dial).
+ */
+export function createCarrier(config: AppConfig, repo: PhoneNumbersRepo, log: Logger, sandboxCallee?: SandboxCallee): Carrier {
   if (config.carrier === 'twilio') {
     return new TwilioCarrier({
       accountSid: config.twilio.accountSid!,
@@ -14,5 +18,5 @@ export function createCarrier(config: AppConfig, repo: PhoneNumbersRepo, log: Lo
       baseUrl: config.env.SWITCHBOARD_TWILIO_URL,
     });
   }
-  return new SandboxCarrier(() => repo.heldNumbers(), { authToken: config.twilio.authToken, log: log.child({ carrier: 'sandbox' }) });
+  return new SandboxCarrier(() => repo.heldNumbers(), { authToken: config.twilio.authToken, log: log.child({ carrier: 'sandbox' }), callee: sandboxCallee });
 }

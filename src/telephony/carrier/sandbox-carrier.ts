@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type AvailableNumber, type Carrier, CarrierError, type NumberSearch, type OutboundCallRequest, type PurchasedAtCarrier } from './carrier.js';
-import { SandboxOutboundCall, sandboxRefusal } from './sandbox-callee.js';
+import { type SandboxCallee, SandboxOutboundCall, sandboxRefusal } from './sandbox-call.js';
 import { SANDBOX_INVENTORY, sandboxNumber } from './sandbox-inventory.js';
 
 /** National digits of a +1 number: "+14155550123" → "4155550123". */
@@ -32,7 +32,7 @@ export class SandboxCarrier implements Carrier {
 
   constructor(
     private readonly heldNumbers: () => Promise<ReadonlySet<string>>,
-    private readonly callOptions: { authToken?: string; log: Logger },
+    private readonly callOptions: { authToken?: string; log: Logger; callee?: SandboxCallee },
   ) {}
 
   async search(filters: NumberSearch): Promise<AvailableNumber[]> {
@@ -59,7 +59,10 @@ export class SandboxCarrier implements Carrier {
   async dial(request: OutboundCallRequest): Promise<{ carrierRef: string }> {
     const refusal = sandboxRefusal(request.to);
     if (refusal) throw new CarrierError(refusal, 'carrier');
-    const call = new SandboxOutboundCall(request, this.callOptions);
+    const { callee, ...callOptions } = this.callOptions;
+    // The callee is a development tool, plugged in by `switchboard serve`; an embedding without one gets a clear refusal.
+    if (!callee) throw new CarrierError('the sandbox carrier has no simulated callee in this process (`switchboard serve` plugs one in)', 'carrier');
+    const call = new SandboxOutboundCall(request, { ...callOptions, callee });
     this.calls.set(call.callSid, call);
     void call
       .run()

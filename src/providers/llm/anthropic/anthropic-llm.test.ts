@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { AnthropicEmulator, type AnthropicEmulatorOptions } from '../../../emulators/anthropic-emulator.js';
-import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
+import { AnthropicEmulator, type AnthropicEmulatorOptions } from '../../../tools/emulators/anthropic-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
 import type { ProviderSettings } from '../../registry.js';
 import { type LlmDelta, type LlmProvider, type LlmRequest } from '../../types.js';
 import { CALL_START_TURN } from '../llm-http.js';

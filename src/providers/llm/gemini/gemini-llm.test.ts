@@ -1,8 +1,8 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
-import { GeminiEmulator, type GeminiEmulatorOptions } from '../../../emulators/gemini-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
+import { GeminiEmulator, type GeminiEmulatorOptions } from '../../../tools/emulators/gemini-emulator.js';
 import type { ProviderSettings } from '../../registry.js';
 import { type LlmDelta, type LlmProvider, type LlmRequest } from '../../types.js';
 import { CALL_START_TURN } from '../llm-http.js';

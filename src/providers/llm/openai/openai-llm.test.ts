@@ -1,8 +1,8 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
-import { OpenAiEmulator, type OpenAiEmulatorOptions } from '../../../emulators/openai-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
+import { OpenAiEmulator, type OpenAiEmulatorOptions } from '../../../tools/emulators/openai-emulator.js';
 import type { ProviderSettings } from '../../registry.js';
 import { type LlmDelta, type LlmProvider, type LlmRequest, ProviderError } from '../../types.js';
 import { OPENAI_COMPATIBLE, OPENAI_COMPATIBLE_NAMES, createOpenAiCompatibleLlm } from './index.js';

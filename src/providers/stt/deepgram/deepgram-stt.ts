@@ -4,14 +4,13 @@ import type { EndpointGuard } from '../../endpoint.js';
 import type { Logger } from 'pino';
 import WebSocket, { type RawData } from 'ws';
 import {
-  type AudioFormat,
-  MULAW_8K,
   type ProviderContext,
   ProviderError,
   type SttEvent,
   type SttProvider,
   type SttStream,
 } from '../../types.js';
+import { type AudioFormat, MULAW_8K } from '../../../audio/audio-format.js';
 import {
   CLOSE_STREAM_FRAME,
   FINALIZE_FRAME,

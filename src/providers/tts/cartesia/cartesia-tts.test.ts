@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CartesiaEmulator, type CartesiaEmulatorOptions } from '../../../emulators/cartesia-emulator.js';
-import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
+import { CartesiaEmulator, type CartesiaEmulatorOptions } from '../../../tools/emulators/cartesia-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
 import type { ProviderSettings } from '../../registry.js';
 import type { TtsOutput } from '../../types.js';
 import { CARTESIA_VERSION } from './cartesia-messages.js';

@@ -1,8 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { DeepgramEmulator, type DeepgramEmulatorOptions } from '../../../emulators/deepgram-emulator.js';
-import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
+import { DeepgramEmulator, type DeepgramEmulatorOptions } from '../../../tools/emulators/deepgram-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
 import type { ProviderSettings } from '../../registry.js';
 import { ProviderError, type TtsOutput } from '../../types.js';
 import { DeepgramAuraTts, type DeepgramAuraConfig, createDeepgramAuraTts, deepgramAuraConfig } from './index.js';

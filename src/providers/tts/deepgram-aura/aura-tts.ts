@@ -3,7 +3,8 @@ import type { EndpointGuard } from '../../endpoint.js';
 import WebSocket from 'ws';
 import { messageEnvelope } from '../../stt/deepgram/deepgram-messages.js';
 import { type DeepgramSocket, connectDeepgram } from '../../stt/deepgram/deepgram-stt.js';
-import { type AudioFormat, MULAW_8K, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
+import { type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
+import { type AudioFormat, MULAW_8K } from '../../../audio/audio-format.js';
 import {
   AURA_FLUSH_LIMIT,
   CLEAR_FRAME,

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
-import { ElevenLabsEmulator, type ElevenLabsEmulatorOptions } from '../../../emulators/elevenlabs-emulator.js';
-import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
+import { ElevenLabsEmulator, type ElevenLabsEmulatorOptions } from '../../../tools/emulators/elevenlabs-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
 import type { ProviderSettings } from '../../registry.js';
 import type { TtsOutput } from '../../types.js';
 import { DEFAULT_ELEVENLABS_VOICE_ID, createElevenLabsTts } from './index.js';

@@ -1,5 +1,6 @@
 import type { ProviderSettings } from '../../registry.js';
-import type { AudioFormat, ProviderContext, TtsOutput, TtsProvider } from '../../types.js';
+import type { ProviderContext, TtsOutput, TtsProvider } from '../../types.js';
+import type { AudioFormat } from '../../../audio/audio-format.js';
 import { synthesizeFliteInWorker } from './flite-worker-client.js';
 import { DEFAULT_FLITE_VOICE, fliteVoiceSampleRateHz } from './flite-voices.js';
 

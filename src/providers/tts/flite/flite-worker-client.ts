@@ -6,7 +6,7 @@
  */
 
 import type { Worker } from 'node:worker_threads';
-import { startModuleWorker } from '../../../worker-thread.js';
+import { startModuleWorker } from '../../../shared/worker-thread.js';
 import type { FliteAudio, FliteOptions } from './flite-engine.js';
 import { DEFAULT_FLITE_VOICE, findFliteVoice, UnknownFliteVoiceError } from './flite-voices.js';
 import type { FliteWorkerRequest, FliteWorkerResponse } from './flite-worker.js';

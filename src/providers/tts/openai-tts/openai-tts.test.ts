@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type RunningEmulators, startEmulatorServer } from '../../../emulators/emulator-server.js';
-import { OpenAiTtsEmulator, type OpenAiTtsEmulatorOptions } from '../../../emulators/openai-tts-emulator.js';
+import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
+import { OpenAiTtsEmulator, type OpenAiTtsEmulatorOptions } from '../../../tools/emulators/openai-tts-emulator.js';
 import type { ProviderSettings } from '../../registry.js';
 import type { TtsOutput } from '../../types.js';
 import { createOpenAiTts } from './index.js';

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { EndpointGuard } from '../../endpoint.js';
 import { endpointFetch } from '../../endpoint-fetch.js';
-import { type AudioFormat, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
+import { type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
+import { type AudioFormat } from '../../../audio/audio-format.js';
 import { OutputQueue, isRetryableStatus, oneLine, redact, vendorErrorText } from '../tts-socket.js';
 import { networkErrorText } from '../../network-error.js';
 import { isAddressRefusal } from '../../../security/address-policy.js';

@@ -1,9 +1,6 @@
-import { mkdir, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Scenario } from '../simulator/scenario.js';
 import type { LoadAggregate } from './aggregate.js';
 import type { LoadCallSummary } from './call-summary.js';
-import { renderHtmlReport } from './html-report.js';
 
 /** How the run was set up, as given (plus the thread count it used). */
 export interface LoadTestConfig {
@@ -29,13 +26,4 @@ export interface LoadTestReport {
   generatorErrors: string[];
   aggregate: LoadAggregate;
   calls: LoadCallSummary[];
-}
-
-export async function writeReports(report: LoadTestReport, dir: string): Promise<{ json: string; html: string }> {
-  await mkdir(dir, { recursive: true });
-  const json = join(dir, 'report.json');
-  const html = join(dir, 'report.html');
-  await writeFile(json, `${JSON.stringify(report, null, 2)}\n`);
-  await writeFile(html, renderHtmlReport(report));
-  return { json, html };
 }

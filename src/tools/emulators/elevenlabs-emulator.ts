@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { type ClientMessage, clientMessage } from '../providers/tts/elevenlabs/elevenlabs-messages.js';
+import { type ClientMessage, clientMessage } from '../../providers/tts/elevenlabs/elevenlabs-messages.js';
 import {
   SPEECH_MS_PER_CHAR,
   type ToneFormat,

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { MULAW_SILENCE_BYTE } from '../audio/frames.js';
-import { encodeMulaw } from '../audio/mulaw.js';
+import { MULAW_SILENCE_BYTE } from '../../audio/frames.js';
+import { encodeMulaw } from '../../audio/mulaw.js';
 import { findVoicedSpan, prepareClip } from './caller-clip.js';
 import { readMulawFile, sliceMulaw } from './clip-file.js';
 
-const FIXTURES = new URL('../../fixtures/audio/', import.meta.url);
+const FIXTURES = new URL('../../../fixtures/audio/', import.meta.url);
 
 function tone(ms: number, amplitude = 8000): Int16Array {
   const pcm = new Int16Array(ms * 8);

@@ -1,6 +1,6 @@
-import { MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE, TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
-import { decodeMulaw } from '../audio/mulaw.js';
-import { encodePcm16Wav } from '../audio/wav.js';
+import { MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE, TELEPHONY_SAMPLE_RATE_HZ } from '../../audio/frames.js';
+import { decodeMulaw } from '../../audio/mulaw.js';
+import { encodePcm16Wav } from '../../audio/wav.js';
 
 /** An append-only byte log that doubles its capacity, so recording costs no allocation per frame. */
 class ByteLog {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { aggregate } from './aggregate.js';
 import type { LoadCallSummary } from './call-summary.js';
 import { renderHtmlReport } from './html-report.js';
-import type { LoadTestReport } from './report-file.js';
+import type { LoadTestReport } from './load-test-report.js';
 
 function call(index: number, over: Partial<LoadCallSummary> = {}): LoadCallSummary {
   return {

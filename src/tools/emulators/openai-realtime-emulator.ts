@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
-import { decodeMulaw } from '../audio/mulaw.js';
+import { decodeMulaw } from '../../audio/mulaw.js';
 import { EmulatorSessions, ToneStream, bearer, frameText, header, pushBounded, send, speechDurationMs, writeHttpError } from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { VadParams } from './bot-settings.js';
+import type { VadAnalyzerParams as VadParams } from './vad-analyzer.js';
 
 /** What the call needs from voice activity detection; one per call. */
 export interface CallVad {

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { extname, resolve } from 'node:path';
-import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
-import { wavToMulaw } from '../audio/wav.js';
+import { TELEPHONY_SAMPLE_RATE_HZ } from '../../audio/frames.js';
+import { wavToMulaw } from '../../audio/wav.js';
 import type { CallerClip } from './caller-clip.js';
 import type { ClipSource, Scenario } from './scenario.js';
 

@@ -2,7 +2,7 @@ import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import alawmulaw from 'alawmulaw';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { encodeMulaw } from '../audio/mulaw.js';
+import { encodeMulaw } from '../../audio/mulaw.js';
 
 /**
  * What the vendor emulators share: tone audio in any wire format, paced like speech, and the

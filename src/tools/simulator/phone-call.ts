@@ -1,10 +1,10 @@
 import WebSocket, { type RawData } from 'ws';
-import { FRAME_MS, MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../audio/frames.js';
+import { FRAME_MS, MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../../audio/frames.js';
 import { BotAudioTracker } from './bot-audio-tracker.js';
 import { type CallerClip, type PreparedClip, prepareClip } from './caller-clip.js';
 import { CallerScript, type ScriptHost } from './caller-script.js';
 import { CarrierMessages } from './carrier-messages.js';
-import { CallRecorder } from './call-recorder.js';
+import { CallRecorder } from './line-audio-recorder.js';
 import {
   type CallOutcome,
   type CallReport,
@@ -19,7 +19,7 @@ import {
 } from './call-report.js';
 import { DEFAULT_MAX_DURATION_MS, type Scenario, clipsPlayedBy } from './scenario.js';
 import { checkServerMessage } from './server-message.js';
-import { twilioSid } from './sids.js';
+import { twilioSid } from '../../telephony/twilio-sids.js';
 import { fetchStreamInstruction, signatureFor } from './twiml-webhook.js';
 
 /** Where to dial: the media stream itself, or the voice webhook whose TwiML names it. */

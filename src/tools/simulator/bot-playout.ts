@@ -1,4 +1,4 @@
-import { MULAW_FRAME_BYTES } from '../audio/frames.js';
+import { MULAW_FRAME_BYTES } from '../../audio/frames.js';
 
 /**
  * The carrier's outbound buffer for one call, as Twilio behaves: bot audio plays in arrival

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { type AnthropicErrorBody, type MessagesRequest, messagesRequest } from '../providers/llm/anthropic/anthropic-messages.js';
+import { type AnthropicErrorBody, type MessagesRequest, messagesRequest } from '../../providers/llm/anthropic/anthropic-messages.js';
 import {
   type AcceptedRequest,
   LlmEmulatorBase,

@@ -1,5 +1,5 @@
 import type { RawData } from 'ws';
-import { type OutboundMessage, outboundMessage } from '../telephony/twilio-messages.js';
+import { type OutboundMessage, outboundMessage } from '../../telephony/twilio-messages.js';
 import type { ViolationKind } from './call-report.js';
 
 export type CheckedMessage = { ok: true; message: OutboundMessage } | { ok: false; kind: ViolationKind; detail: string };

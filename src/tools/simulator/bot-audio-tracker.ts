@@ -1,4 +1,4 @@
-import { FRAME_MS, MULAW_FRAME_BYTES } from '../audio/frames.js';
+import { FRAME_MS, MULAW_FRAME_BYTES } from '../../audio/frames.js';
 import { BotPlayout, type EnqueueResult } from './bot-playout.js';
 import type { ClearRecord, SegmentRecord, TimelineKind } from './call-report.js';
 

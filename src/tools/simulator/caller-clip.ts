@@ -1,6 +1,6 @@
-import { rmsDbfs } from '../audio/energy.js';
-import { FRAME_MS, MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../audio/frames.js';
-import { decodeMulaw } from '../audio/mulaw.js';
+import { rmsDbfs } from '../../audio/energy.js';
+import { FRAME_MS, MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../../audio/frames.js';
+import { decodeMulaw } from '../../audio/mulaw.js';
 
 /** Where speech is in a clip, in ms from its start (start of first / end of last voiced frame). */
 export interface VoicedSpan {

@@ -95,7 +95,7 @@ function spokenText(twiml: string): string | undefined {
 
 /** The carrier signs webhooks with the account's auth token; loaded only when asked for. */
 export async function signatureFor(authToken: string, url: string, params: Record<string, string>): Promise<string> {
-  const { twilioSignatureFor } = await import('../telephony/twilio-signature.js');
+  const { twilioSignatureFor } = await import('../../telephony/twilio-signature.js');
   return twilioSignatureFor(authToken, url, params);
 }
 

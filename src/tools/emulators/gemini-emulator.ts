@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { type GeminiErrorBody, type GenerateContentRequest, generateContentRequest } from '../providers/llm/gemini/gemini-messages.js';
+import { type GeminiErrorBody, type GenerateContentRequest, generateContentRequest } from '../../providers/llm/gemini/gemini-messages.js';
 import {
   type AcceptedRequest,
   LlmEmulatorBase,

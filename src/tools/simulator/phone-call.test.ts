@@ -5,12 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { MULAW_SILENCE_BYTE } from '../audio/frames.js';
-import { decodeMulaw, encodeMulaw } from '../audio/mulaw.js';
-import { resample } from '../audio/resample.js';
-import { encodePcm16Wav, parseWav } from '../audio/wav.js';
-import { callSucceeded, runCall, scenarioFromFlags } from '../cli/call.js';
-import { buildStreamTwiml } from '../telephony/twiml.js';
+import { MULAW_SILENCE_BYTE } from '../../audio/frames.js';
+import { decodeMulaw, encodeMulaw } from '../../audio/mulaw.js';
+import { resample } from '../../audio/resample.js';
+import { encodePcm16Wav, parseWav } from '../../audio/wav.js';
+import { callSucceeded, runCall, scenarioFromFlags } from '../../cli/call.js';
+import { buildStreamTwiml } from '../../telephony/twiml.js';
 import {
   connectedMessage,
   dtmfMessage,
@@ -18,8 +18,8 @@ import {
   mediaMessage,
   startMessage,
   stopMessage,
-} from '../telephony/twilio-messages.js';
-import { isValidTwilioSignature } from '../telephony/twilio-signature.js';
+} from '../../telephony/twilio-messages.js';
+import { isValidTwilioSignature } from '../../telephony/twilio-signature.js';
 import type { CallerClip } from './caller-clip.js';
 import { readMulawFile, sliceMulaw } from './clip-file.js';
 import { PhoneCall, runPhoneCall } from './phone-call.js';
@@ -533,7 +533,7 @@ describe('switchboard call (CLI)', () => {
     const dir = await mkdtemp(join(tmpdir(), 'switchboard-call-'));
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
     // 0.8 s of JFK, upsampled to 16 kHz so the CLI has to resample it back.
-    const jfk = await readMulawFile(new URL('../../fixtures/audio/A01_jfk.ulaw', import.meta.url).pathname);
+    const jfk = await readMulawFile(new URL('../../../fixtures/audio/A01_jfk.ulaw', import.meta.url).pathname);
     const slice = decodeMulaw(sliceMulaw(jfk, 1000, 800));
     const wavPath = join(dir, 'jfk16k.wav');
     await writeFile(wavPath, encodePcm16Wav(resample(slice, 8000, 16000), 16000));

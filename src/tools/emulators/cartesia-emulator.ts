@@ -6,7 +6,7 @@ import {
   type GenerationRequest,
   cancelRequest,
   generationRequest,
-} from '../providers/tts/cartesia/cartesia-messages.js';
+} from '../../providers/tts/cartesia/cartesia-messages.js';
 import { bearer, describeIssues, frameText, header, isObject, pushBounded, recordedHeaders, redactQuery, send, SPEECH_MS_PER_CHAR, speechDurationMs, toneAudio, type ToneEncoding, type ToneFormat, ToneStream, writeHttpError } from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 

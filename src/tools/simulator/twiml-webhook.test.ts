@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildStreamTwiml } from '../telephony/twiml.js';
+import { buildStreamTwiml } from '../../telephony/twiml.js';
 import { parseStreamTwiml } from './twiml-webhook.js';
 
 describe('parseStreamTwiml', () => {

@@ -1,12 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { readMulawFile } from '../../simulator/clip-file.js';
-import type { CallerClip } from '../../simulator/caller-clip.js';
-import { PhoneCall } from '../../simulator/phone-call.js';
-import type { CallerStep, Scenario } from '../../simulator/scenario.js';
-import { twilioSid } from '../../simulator/sids.js';
-import { signatureFor } from '../../simulator/twiml-webhook.js';
+import { twilioSignatureFor } from '../twilio-signature.js';
+import { twilioSid } from '../twilio-sids.js';
 import type { OutboundCallRequest } from './carrier.js';
 import { sandboxNumber } from './sandbox-inventory.js';
 
@@ -38,46 +33,39 @@ export function sandboxRefusal(to: string): string | undefined {
 
 /** A real carrier takes a moment to ring; the sandbox rings for this long before the callee answers. */
 export const SANDBOX_RING_MS = 1000;
-/** A simulated callee never stays on the line longer than this. */
-const MAX_CALLEE_MS = 120_000;
-/** Two things the callee says, from the project's recorded speech, each after the bot has spoken. */
-const CALLEE_CLIPS = ['A04_cheetah_platforms.ulaw', 'A06_birch_canoe.ulaw'];
-const FIXTURES_DIR = fileURLToPath(new URL('../../../fixtures/audio/', import.meta.url));
-
-let clipsLoaded: Promise<Record<string, CallerClip>> | undefined;
-
-/** The callee's lines; missing fixture files (a trimmed install) leave a callee who only listens. */
-function calleeClips(log: Logger): Promise<Record<string, CallerClip>> {
-  clipsLoaded ??= Promise.all(CALLEE_CLIPS.map((file) => readMulawFile(FIXTURES_DIR + file))).then(
-    (audio) => Object.fromEntries(audio.map((mulaw, i) => [`line-${i + 1}`, { mulaw }])),
-    (err: unknown) => {
-      log.warn({ err }, 'sandbox callee has no recorded speech; it will listen and hang up');
-      return {};
-    },
-  );
-  return clipsLoaded;
+/** An answered sandbox call, as the callee needs it to pick up. */
+export interface AnsweredSandboxCall {
+  callSid: string;
+  from: string;
+  to: string;
+  /** The answer webhook, whose TwiML names the media stream to open. */
+  answerUrl: string;
+  /** Signs the answer webhook as Twilio would, when set. */
+  authToken?: string;
+  /** Aborts when the service hangs up. */
+  signal: AbortSignal;
+  log: Logger;
 }
 
-/** Listen to the bot, answer after it finishes, twice, then say goodbye by hanging up. */
-function calleeScenario(clips: Record<string, CallerClip>): Scenario {
-  const steps: CallerStep[] = [{ do: 'wait-bot-audio', timeoutMs: 8000 }, { do: 'wait-bot-silence', ms: 700, timeoutMs: 20_000 }];
-  for (const clip of Object.keys(clips)) {
-    steps.push({ do: 'play', clip }, { do: 'wait-bot-audio', timeoutMs: 10_000 }, { do: 'wait-bot-silence', ms: 700, timeoutMs: 20_000 });
-  }
-  return { steps, endOfScript: 'hangup', maxDurationMs: MAX_CALLEE_MS };
-}
+/**
+ * The far end of an answered sandbox call; resolves when it has hung up. The product has none of
+ * its own: the composition root plugs one in (the simulated callee lives with the development
+ * tools), so the server does not depend on the phone simulator.
+ */
+export type SandboxCallee = (call: AnsweredSandboxCall) => Promise<void>;
 
 export interface SandboxCallOptions {
   /** Signs the status callbacks and the answer webhook, as Twilio would, when set. */
   authToken?: string;
+  callee: SandboxCallee;
   log: Logger;
 }
 
 /**
  * One outbound call on the sandbox carrier, played the way Twilio plays it: status callbacks
  * (initiated, ringing, then in-progress and completed, or busy / no-answer / failed / canceled)
- * to the status URL, and on answer the answer URL's TwiML and its media stream, where a
- * simulated callee listens to the bot and answers it with recorded speech.
+ * to the status URL; on answer, the plugged-in callee takes the answer URL's TwiML and media
+ * stream.
  */
 export class SandboxOutboundCall {
   readonly callSid = twilioSid('CA');
@@ -114,30 +102,9 @@ export class SandboxOutboundCall {
   private async converse(): Promise<void> {
     this.answeredAt = Date.now();
     await this.status('in-progress');
-    const clips = await calleeClips(this.log);
-    const call = new PhoneCall({
-      target: { webhookUrl: this.request.answerUrl },
-      scenario: calleeScenario(clips),
-      clips,
-      callSid: this.callSid,
-      from: this.request.from,
-      to: this.request.to,
-      direction: 'outbound-api',
-      authToken: this.options.authToken,
-      signal: this.abort.signal,
-    });
-    const report = await call.run();
-    this.log.info(
-      {
-        outcome: report.outcome,
-        endReason: report.endReason,
-        durationMs: Math.round(report.durationMs),
-        botAudioMs: report.metrics.bot.receivedAudioMs,
-        calleeTurns: report.metrics.utterances.length,
-        replyLatenciesMs: report.metrics.utterances.map((u) => u.replyLatencyMs),
-      },
-      'sandbox callee hung up',
-    );
+    const { callSid, log } = this;
+    const { from, to, answerUrl } = this.request;
+    await this.options.callee({ callSid, from, to, answerUrl, authToken: this.options.authToken, signal: this.abort.signal, log });
     await this.status('completed');
   }
 
@@ -155,7 +122,7 @@ export class SandboxOutboundCall {
     };
     if (this.answeredAt !== undefined && callStatus === 'completed') form.CallDuration = String(Math.round((Date.now() - this.answeredAt) / 1000));
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
-    if (this.options.authToken) headers['x-twilio-signature'] = await signatureFor(this.options.authToken, this.request.statusUrl, form);
+    if (this.options.authToken) headers['x-twilio-signature'] = twilioSignatureFor(this.options.authToken, this.request.statusUrl, form);
     try {
       const response = await fetch(this.request.statusUrl, { method: 'POST', headers, body: new URLSearchParams(form).toString(), signal: AbortSignal.timeout(5000) });
       await response.body?.cancel();

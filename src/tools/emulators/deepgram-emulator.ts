@@ -3,8 +3,8 @@ import { type IncomingMessage, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import alawmulaw from 'alawmulaw';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
-import { decodeMulaw, encodeMulaw } from '../audio/mulaw.js';
-import { CLOSE_REASONS, type ResultsMessage, listenClientMessage } from '../providers/stt/deepgram/deepgram-messages.js';
+import { decodeMulaw, encodeMulaw } from '../../audio/mulaw.js';
+import { CLOSE_REASONS, type ResultsMessage, listenClientMessage } from '../../providers/stt/deepgram/deepgram-messages.js';
 import {
   AURA_DEFAULT_ENCODING,
   AURA_DEFAULT_SAMPLE_RATE_HZ,
@@ -13,7 +13,7 @@ import {
   AURA_SAMPLE_RATES_HZ,
   type AuraEncoding,
   speakClientMessage,
-} from '../providers/tts/deepgram-aura/aura-messages.js';
+} from '../../providers/tts/deepgram-aura/aura-messages.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**

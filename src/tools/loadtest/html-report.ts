@@ -1,6 +1,6 @@
 import { type Distribution, distribution } from './aggregate.js';
 import type { LoadCallSummary } from './call-summary.js';
-import type { LoadTestReport } from './report-file.js';
+import type { LoadTestReport } from './load-test-report.js';
 
 /**
  * The load test as one self-contained HTML page (no scripts, styles or fonts from elsewhere, so

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { type ChatCompletionRequest, type OpenAiErrorBody, chatCompletionRequest } from '../providers/llm/openai/openai-messages.js';
+import { type ChatCompletionRequest, type OpenAiErrorBody, chatCompletionRequest } from '../../providers/llm/openai/openai-messages.js';
 import {
   type AcceptedRequest,
   LlmEmulatorBase,

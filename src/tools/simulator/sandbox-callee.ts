@@ -1,0 +1,67 @@
+import { fileURLToPath } from 'node:url';
+import type { Logger } from 'pino';
+import type { AnsweredSandboxCall, SandboxCallee } from '../../telephony/carrier/sandbox-call.js';
+import type { CallerClip } from './caller-clip.js';
+import { readMulawFile } from './clip-file.js';
+import { PhoneCall } from './phone-call.js';
+import type { CallerStep, Scenario } from './scenario.js';
+
+/** A simulated callee never stays on the line longer than this. */
+const MAX_CALLEE_MS = 120_000;
+/** Two things the callee says, from the project's recorded speech, each after the bot has spoken. */
+const CALLEE_CLIPS = ['A04_cheetah_platforms.ulaw', 'A06_birch_canoe.ulaw'];
+const FIXTURES_DIR = fileURLToPath(new URL('../../../fixtures/audio/', import.meta.url));
+
+let clipsLoaded: Promise<Record<string, CallerClip>> | undefined;
+
+/** The callee's lines; missing fixture files (a trimmed install) leave a callee who only listens. */
+function calleeClips(log: Logger): Promise<Record<string, CallerClip>> {
+  clipsLoaded ??= Promise.all(CALLEE_CLIPS.map((file) => readMulawFile(FIXTURES_DIR + file))).then(
+    (audio) => Object.fromEntries(audio.map((mulaw, i) => [`line-${i + 1}`, { mulaw }])),
+    (err: unknown) => {
+      log.warn({ err }, 'sandbox callee has no recorded speech; it will listen and hang up');
+      return {};
+    },
+  );
+  return clipsLoaded;
+}
+
+/** Listen to the bot, answer after it finishes, twice, then say goodbye by hanging up. */
+function calleeScenario(clips: Record<string, CallerClip>): Scenario {
+  const steps: CallerStep[] = [{ do: 'wait-bot-audio', timeoutMs: 8000 }, { do: 'wait-bot-silence', ms: 700, timeoutMs: 20_000 }];
+  for (const clip of Object.keys(clips)) {
+    steps.push({ do: 'play', clip }, { do: 'wait-bot-audio', timeoutMs: 10_000 }, { do: 'wait-bot-silence', ms: 700, timeoutMs: 20_000 });
+  }
+  return { steps, endOfScript: 'hangup', maxDurationMs: MAX_CALLEE_MS };
+}
+
+/**
+ * The sandbox carrier's callee: a simulated phone that answers, listens to the bot and answers
+ * it with recorded speech, twice, then hangs up. Plugged into the sandbox carrier by the CLI.
+ */
+export const simulatedCallee: SandboxCallee = async (answered: AnsweredSandboxCall) => {
+  const clips = await calleeClips(answered.log);
+  const call = new PhoneCall({
+    target: { webhookUrl: answered.answerUrl },
+    scenario: calleeScenario(clips),
+    clips,
+    callSid: answered.callSid,
+    from: answered.from,
+    to: answered.to,
+    direction: 'outbound-api',
+    authToken: answered.authToken,
+    signal: answered.signal,
+  });
+  const report = await call.run();
+  answered.log.info(
+    {
+      outcome: report.outcome,
+      endReason: report.endReason,
+      durationMs: Math.round(report.durationMs),
+      botAudioMs: report.metrics.bot.receivedAudioMs,
+      calleeTurns: report.metrics.utterances.length,
+      replyLatenciesMs: report.metrics.utterances.map((u) => u.replyLatencyMs),
+    },
+    'sandbox callee hung up',
+  );
+};
