@@ -18,6 +18,7 @@ import { PhoneNumbersRepo } from './store/phone-numbers-repo.js';
 import { createCarrier } from './telephony/carrier/create-carrier.js';
 import type { SandboxCallee } from './telephony/carrier/sandbox-call.js';
 import { PhoneNumberService } from './telephony/phone-number-service.js';
+import { buildStreamTwiml } from './telephony/twiml.js';
 import { PinlessConfigService } from './dialin/pinless-config.js';
 import { DialinCalls } from './dialin/dialin-calls.js';
 import { HoldMusic } from './dialin/hold-music.js';
@@ -73,7 +74,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const secrets = new SecretBox(keys.secret);
   const accounts = new AccountsRepo(database.db);
   const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
-  const botConfigs = new BotConfigService(new BotConfigsRepo(database.db), secrets, config.publicUrl);
+  const botConfigs = new BotConfigService(new BotConfigsRepo(database.db), secrets, config.publicUrl, buildStreamTwiml);
   const phoneNumbersRepo = new PhoneNumbersRepo(database.db);
   const pinless = new PinlessConfigService(
     new DialinConfigsRepo(database.db),

@@ -5,7 +5,6 @@ import { maskSecret, type SecretBox } from '../security/secret-box.js';
 import type { Account } from '../store/accounts-repo.js';
 import type { BotConfigRow, BotConfigsRepo } from '../store/bot-configs-repo.js';
 import type { PageDirection, PageQuery } from '../store/paging.js';
-import { buildStreamTwiml } from '../telephony/twiml.js';
 import type { TelephonyConfigBody } from './bot-config-schema.js';
 
 /** A configuration as the API returns it (the spec's "stored configuration"). */
@@ -26,6 +25,12 @@ export interface BotConfigForCall {
 
 type StoredBody = Omit<TelephonyConfigBody, 'api_keys'>;
 
+/**
+ * Writes the carrier markup that connects a call to a media stream. The markup is the carrier's
+ * (telephony/ builds it); configurations sit below telephony, so the composition root passes it in.
+ */
+export type StreamTwimlBuilder = (options: { streamUrl: string; parameters: Record<string, string> }) => string;
+
 /** The media websocket path of a configuration; the route in telephony/ serves the same pattern. */
 export function mediaStreamPath(configId: string): string {
   return `/ws/twilio/${configId}`;
@@ -40,6 +45,7 @@ export class BotConfigService {
     private readonly repo: BotConfigsRepo,
     private readonly secrets: SecretBox,
     private readonly publicUrl: string,
+    private readonly buildStreamTwiml: StreamTwimlBuilder,
   ) {}
 
   async create(account: Account, body: TelephonyConfigBody): Promise<BotConfigView> {
@@ -102,7 +108,7 @@ export class BotConfigService {
 
   /** TwiML for a configuration; `extra` adds call details (From, To) when a webhook serves it. */
   twiml(id: string, domain: string, extra: Record<string, string> = {}): string {
-    return buildStreamTwiml({
+    return this.buildStreamTwiml({
       streamUrl: this.wssUrl(id),
       parameters: { [STREAM_PARAM_CONFIG_ID]: id, [STREAM_PARAM_DOMAIN]: domain, ...extra },
     });
