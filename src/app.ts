@@ -44,6 +44,9 @@ import { botStartRoutes } from './http/bot-start-routes.js';
 import { RoomManager } from './rooms/room-manager.js';
 import { roomRoutes } from './rooms/room-routes.js';
 import { RoomTokens } from './rooms/room-tokens.js';
+import { AccountCalls } from './cluster/account-calls.js';
+import type { Coordinator } from './cluster/coordinator.js';
+import { createCoordinator, nodeUrlOf } from './cluster/create-coordinator.js';
 
 export interface AppDeps {
   config: AppConfig;
@@ -55,6 +58,8 @@ export interface AppDeps {
   metrics?: ServiceMetrics;
   /** The calls in progress, and whether new ones are taken; the server drains through it on SIGTERM. */
   liveCalls?: LiveCalls;
+  /** What the nodes agree on; by default from REDIS_URL (in process without it). Closed with the app. */
+  cluster?: Coordinator;
 }
 
 /** Constant-time check of `Bearer <token>`. */
@@ -71,6 +76,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const metrics = deps.metrics ?? new ServiceMetrics();
   const liveCalls = deps.liveCalls ?? new LiveCalls();
   runtime.clock.onTickLag = (lagMs) => metrics.observePlayoutTickLag(lagMs);
+  const nodeId = dataDirId(config.dataDir);
+  metrics.setNodeId(nodeId);
+  const cluster = deps.cluster ?? (await createCoordinator(config, nodeId, deps.logger as Logger));
+  const accountCalls = new AccountCalls(cluster, config.accountMaxCalls);
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
@@ -108,7 +117,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const recordings = new RecordingsService({
     repo: new RecordingsRepo(database.db),
     dataDir: config.dataDir,
-    nodeId: dataDirId(config.dataDir),
+    nodeId,
     publicUrl: config.publicUrl,
     signer: new UrlSigner(keys.linkSigning),
     bucketStorage,
@@ -116,9 +125,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // Recordings a dead process left in progress are finalised before any new call starts.
   await recordings.recoverInterrupted();
+  // The node that reaps a dead one closes the recordings it left in progress.
+  cluster.onNodeDead((deadNodeId) => {
+    recordings.abandonNode(deadNodeId).catch((err: unknown) => deps.logger.error({ err, deadNode: deadNodeId }, 'could not close a dead node’s recordings'));
+  });
   app.addHook('onClose', async () => {
     await recordings.drain();
     bucketStorage.close();
+    await cluster.close();
   });
 
   app.setErrorHandler(errorHandler);
@@ -141,6 +155,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return metrics.registry.metrics();
   });
 
+  // The operators' view of the cluster: every live node, its live calls and rooms, whether it drains.
+  app.get('/cluster', async (request, reply) => {
+    if (config.metricsToken && !bearerMatches(request.headers.authorization, config.metricsToken)) {
+      return sendError(reply, new ApiError('authentication-error', 'GET /cluster needs Authorization: Bearer <SWITCHBOARD_METRICS_TOKEN>'));
+    }
+    return { node_id: nodeId, clustered: cluster.clustered, nodes: await cluster.nodes() };
+  });
+
   const document = buildOpenApiDocument(VERSION);
   await app.register(swagger, { mode: 'static', specification: { document: document as never } });
   await app.register(swaggerUi, { routePrefix: '/docs' });
@@ -153,12 +175,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     holdTimeoutMs: config.dialinHoldTimeoutSecs * 1000,
     holdMusic: new HoldMusic(webhookAddressPolicy(config.webhookAllowLinkLocal), deps.logger as Logger),
     liveCalls,
+    cluster,
     log: deps.logger as Logger,
   });
 
   const rooms = new RoomManager({
     tokens: new RoomTokens(keys.roomToken),
     maxRooms: config.rooms.maxRooms,
+    cluster,
     limits: {
       maxParticipants: config.rooms.maxParticipants,
       joinTimeoutMs: config.rooms.joinTimeoutSecs * 1000,
@@ -173,6 +197,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Closing the app ends whatever calls are still live, each closed with 1001 "going away"
   // (before the websocket plugin closes the sockets without a code).
   app.addHook('preClose', async () => liveCalls.endAllNow());
+  // Joins the cluster once listening (a node that is only injected into, as in tests, never does).
+  app.addHook('onListen', async () => {
+    await cluster.start(nodeUrlOf(config, app.listeningOrigin), () => ({
+      draining: liveCalls.isDraining,
+      liveCalls: liveCalls.count,
+      rooms: rooms.openRooms,
+    }));
+  });
 
   startBotCors(app, config.corsOrigins);
   await app.register(
@@ -187,8 +219,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       await v1.register(botConfigRoutes, { service: botConfigs, registry: runtime.registry, env: config.env, dialout });
       await v1.register(phoneNumberRoutes, { service: phoneNumbers });
       await v1.register(domainRoutes, { service: pinless });
-      await v1.register(recordingRoutes, { service: recordings });
-      await v1.register(botStartRoutes, { rooms, registry: runtime.registry, env: config.env, publicUrl: config.publicUrl, dialinCalls, dialout });
+      await v1.register(recordingRoutes, { service: recordings, cluster });
+      await v1.register(botStartRoutes, { rooms, registry: runtime.registry, env: config.env, publicUrl: config.publicUrl, dialinCalls, dialout, cluster, accountCalls });
     },
     { prefix: '/v1' },
   );
@@ -203,7 +235,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     liveCalls,
   });
 
-  await app.register(recordingDownloadRoutes, { service: recordings });
+  await app.register(recordingDownloadRoutes, { service: recordings, cluster });
 
   const { accountSid, authToken } = config.twilio;
   const twilioUrl = config.env.SWITCHBOARD_TWILIO_URL;
@@ -216,6 +248,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       rooms,
       recordings,
       liveCalls,
+      cluster,
+      accountCalls,
       service: botConfigs,
       publicUrl: config.publicUrl,
       authToken,
@@ -228,7 +262,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
       },
     });
-    await sockets.register(roomRoutes, { rooms, liveCalls });
+    await sockets.register(roomRoutes, { rooms, liveCalls, cluster });
   });
 
   return app;
