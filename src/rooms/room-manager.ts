@@ -66,7 +66,7 @@ export class RoomManager {
   async reserve(): Promise<string> {
     const name = randomBytes(9).toString('base64url');
     if (!(await this.options.cluster.claim('room', name, this.options.maxRooms))) {
-      throw new ApiError('service-unavailable', `the service is running its maximum of ${this.options.maxRooms} rooms; try again later`);
+      throw new ApiError('service-unavailable', `this server is running its maximum of ${this.options.maxRooms} rooms; try again later`);
     }
     return name;
   }
