@@ -1,5 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import { findPostgres } from './test/helpers/postgres-server.js';
+import { findRedis } from './test/helpers/redis-server.js';
 
 /**
  * Store tests run twice: on the embedded SQLite store (the `default` project, with everything
@@ -20,6 +21,8 @@ const STORE_TESTS = [
 
 const postgres = findPostgres();
 if (!postgres.ok) console.warn(`\n[postgres] skipped: ${postgres.reason}; the store tests run on SQLite only\n`);
+const redis = findRedis();
+if (postgres.ok && !redis.ok) console.warn(`\n[cluster] skipped: ${redis.reason}; the several-node tests need Redis\n`);
 
 export default defineConfig({
   test: {
@@ -30,7 +33,7 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: 'default', include: ['src/**/*.test.ts', 'test/**/*.test.ts'], exclude: ['test/postgres/**', '**/node_modules/**'] },
+        test: { name: 'default', include: ['src/**/*.test.ts', 'test/**/*.test.ts'], exclude: ['test/postgres/**', 'test/cluster/**', '**/node_modules/**'] },
       },
       ...(postgres.ok
         ? [
@@ -39,6 +42,16 @@ export default defineConfig({
               test: {
                 name: 'postgres',
                 include: STORE_TESTS,
+                env: { SWITCHBOARD_TEST_STORE: 'postgres' },
+                globalSetup: ['test/helpers/postgres-global-setup.ts'],
+              },
+            },
+            // Several `switchboard serve` processes on one PostgreSQL and one Redis (test/cluster).
+            {
+              extends: true as const,
+              test: {
+                name: 'cluster',
+                include: ['test/cluster/**/*.test.ts'],
                 env: { SWITCHBOARD_TEST_STORE: 'postgres' },
                 globalSetup: ['test/helpers/postgres-global-setup.ts'],
               },

@@ -37,6 +37,9 @@ import { dataDirId } from './store/data-dir-id.js';
 import { VERSION } from './version.js';
 import { RoomManager } from './rooms/room-manager.js';
 import { roomRoutes } from './rooms/room-routes.js';
+import { AccountCalls } from './cluster/account-calls.js';
+import type { Coordinator } from './cluster/coordinator.js';
+import { createCoordinator, nodeUrlOf } from './cluster/create-coordinator.js';
 import { RoomTokens } from './rooms/room-tokens.js';
 
 export interface AppDeps {
@@ -51,6 +54,8 @@ export interface AppDeps {
   liveCalls?: LiveCalls;
   /** Answers the sandbox carrier's outbound calls: a development tool, plugged in by the CLI. */
   sandboxCallee?: SandboxCallee;
+  /** What the nodes agree on; by default from REDIS_URL (in process without it). Closed with the app. */
+  cluster?: Coordinator;
 }
 
 /** Largest websocket message accepted; a 20 ms media frame is about 300 bytes of JSON. */
@@ -63,6 +68,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const metrics = deps.metrics ?? new ServiceMetrics();
   const liveCalls = deps.liveCalls ?? new LiveCalls();
   runtime.clock.onTickLag = (lagMs) => metrics.observePlayoutTickLag(lagMs);
+  const nodeId = dataDirId(config.dataDir);
+  metrics.setNodeId(nodeId);
+  const cluster = deps.cluster ?? (await createCoordinator(config, nodeId, deps.logger as Logger));
+  const accountCalls = new AccountCalls(cluster, config.accountMaxCalls);
   const app = Fastify({
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
@@ -100,7 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const recordings = new RecordingsService({
     repo: new RecordingsRepo(database.db),
     dataDir: config.dataDir,
-    nodeId: dataDirId(config.dataDir),
+    nodeId,
     publicUrl: config.publicUrl,
     signer: new UrlSigner(keys.linkSigning),
     bucketStorage,
@@ -108,9 +117,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
   // Recordings a dead process left in progress are finalised before any new call starts.
   await recordings.recoverInterrupted();
+  // The node that reaps a dead one closes the recordings it left in progress.
+  cluster.onNodeDead((deadNodeId) => {
+    recordings.abandonNode(deadNodeId).catch((err: unknown) => deps.logger.error({ err, deadNode: deadNodeId }, 'could not close a dead node’s recordings'));
+  });
   app.addHook('onClose', async () => {
     await recordings.drain();
     bucketStorage.close();
+    await cluster.close();
   });
 
   // Routes declare zod schemas; these run them (errors in the API's envelope) and check answers.
@@ -128,12 +142,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     holdTimeoutMs: config.dialinHoldTimeoutSecs * 1000,
     holdMusic: new HoldMusic(webhookAddressPolicy(config.webhookAllowLinkLocal), deps.logger as Logger),
     liveCalls,
+    cluster,
     log: deps.logger as Logger,
   });
 
   const rooms = new RoomManager({
     tokens: new RoomTokens(keys.roomToken),
     maxRooms: config.rooms.maxRooms,
+    cluster,
     limits: {
       maxParticipants: config.rooms.maxParticipants,
       joinTimeoutMs: config.rooms.joinTimeoutSecs * 1000,
@@ -148,6 +164,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Closing the app ends whatever calls are still live, each closed with 1001 "going away".
   // Added before the websocket plugin, so it runs before that plugin closes the sockets without a code.
   app.addHook('preClose', async () => liveCalls.endAllNow());
+  // Joins the cluster once listening (a node that is only injected into, as in tests, never does).
+  app.addHook('onListen', async () => {
+    await cluster.start(nodeUrlOf(config, app.listeningOrigin), () => ({
+      draining: liveCalls.isDraining,
+      liveCalls: liveCalls.count,
+      rooms: rooms.openRooms,
+    }));
+  });
   // One websocket plugin for the whole app: media streams and room sockets share its upgrade handler.
   await app.register(websocket, { options: { maxPayload: MAX_WEBSOCKET_MESSAGE_BYTES } });
 
@@ -156,12 +180,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await registerRoutes(app, {
     auth: { accounts, defaultAccount, envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)) },
     corsOrigins: config.corsOrigins,
-    operator: { database, liveCalls, metrics, metricsToken: config.metricsToken, version: VERSION },
+    operator: { database, liveCalls, metrics, metricsToken: config.metricsToken, version: VERSION, cluster },
     botConfigs: { service: botConfigs, registry: runtime.registry, env: config.env, dialout },
     phoneNumbers: { service: phoneNumbers },
     domain: { service: pinless },
-    recordings: { service: recordings },
-    botStart: { rooms, registry: runtime.registry, env: config.env, publicUrl: config.publicUrl, dialinCalls, dialout },
+    recordings: { service: recordings, cluster },
+    botStart: { rooms, registry: runtime.registry, env: config.env, publicUrl: config.publicUrl, dialinCalls, dialout, cluster, accountCalls },
     webhooks: {
       service: botConfigs,
       accounts,
@@ -178,6 +202,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         rooms,
         recordings,
         liveCalls,
+        cluster,
+        accountCalls,
         service: botConfigs,
         publicUrl: config.publicUrl,
         authToken,
@@ -190,7 +216,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
             accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
         },
       });
-      await sockets.register(roomRoutes, { rooms, liveCalls });
+      await sockets.register(roomRoutes, { rooms, liveCalls, cluster });
     },
   });
 

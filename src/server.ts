@@ -1,5 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.js';
+import type { Coordinator } from './cluster/coordinator.js';
+import { createCoordinator } from './cluster/create-coordinator.js';
 import type { AppConfig } from './config/env.js';
 import { LiveCalls } from './lifecycle/live-calls.js';
 import type { SandboxCallee } from './telephony/carrier/sandbox-call.js';
@@ -8,6 +10,7 @@ import { warmSileroWorker } from './vad/silero-worker-runner.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
 import { type OpenedDatabase, openDatabase } from './store/database.js';
+import { dataDirId } from './store/data-dir-id.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -45,12 +48,18 @@ export async function startServer(
 ): Promise<RunningServer> {
   const logger = options.logger ?? createLogger(config.logLevel);
   const database = await openDatabase(config.dataDir, config.databaseUrl);
+  let cluster: Coordinator | undefined;
   try {
     await bootstrapApiKey(config, new AccountsRepo(database.db), options.out ?? process.stdout);
     const liveCalls = new LiveCalls();
-    const app = await buildApp({ config, database, logger, liveCalls, sandboxCallee: options.sandboxCallee });
+    // Made here rather than by buildApp so that a failed start lets go of its Redis connection.
+    cluster = await createCoordinator(config, dataDirId(config.dataDir), logger);
+    const app = await buildApp({ config, database, logger, liveCalls, cluster, sandboxCallee: options.sandboxCallee });
     const address = await app.listen({ port: config.port, host: config.host });
-    logger.info({ address, publicUrl: config.publicUrl, dataDir: config.dataDir, store: database.engine }, 'switchboard listening');
+    logger.info(
+      { address, publicUrl: config.publicUrl, dataDir: config.dataDir, store: database.engine, nodeId: cluster.nodeId, coordination: cluster.clustered ? 'redis' : 'in-process' },
+      'switchboard listening',
+    );
     // The first call should not wait for the VAD model to load; calls that come sooner share the load.
     warmSileroWorker().then(
       (loadMs) => logger.info({ loadMs: Math.round(loadMs) }, 'voice activity model ready'),
@@ -74,6 +83,7 @@ export async function startServer(
         })()),
     };
   } catch (err) {
+    await cluster?.close();
     await database.close();
     throw err;
   }

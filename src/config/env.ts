@@ -38,7 +38,13 @@ const envSchema = z.object({
   SWITCHBOARD_SECRET_KEY: serviceKey.optional(),
   SWITCHBOARD_LINK_SIGNING_KEY: serviceKey.optional(),
   SWITCHBOARD_ROOM_TOKEN_KEY: serviceKey.optional(),
-  REDIS_URL: z.string().optional(),
+  REDIS_URL: z
+    .string()
+    .refine((value) => /^rediss?:\/\/./i.test(value) && URL.canParse(value), 'must be a redis:// or rediss:// URL (unset it for a single node)')
+    .optional(),
+  SWITCHBOARD_NODE_URL: httpOrigin.optional(),
+  SWITCHBOARD_NODE_TIMEOUT_SECS: z.coerce.number().min(0.5).max(60).default(5),
+  SWITCHBOARD_ACCOUNT_MAX_CALLS: z.coerce.number().int().min(1).max(100_000).optional(),
   TWILIO_ACCOUNT_SID: z.string().optional(),
   TWILIO_AUTH_TOKEN: z.string().optional(),
   LOG_LEVEL: z.enum(logLevels).default('info'),
@@ -104,6 +110,14 @@ export interface AppConfig {
   rooms: { maxRooms: number; maxParticipants: number; joinTimeoutSecs: number; emptyGraceSecs: number; idleTimeoutSecs: number };
   /** On SIGTERM, live calls may go on this long before the bot says goodbye and they are closed. */
   drainTimeoutSecs: number;
+  /**
+   * Several nodes (cluster/): REDIS_URL makes live state cluster-wide; `nodeUrl` is where the other
+   * nodes reach this one (derived from the listen address when unset); a node silent for
+   * `nodeTimeoutSecs` is dead.
+   */
+  cluster: { redisUrl?: string; nodeUrl?: string; nodeTimeoutSecs: number };
+  /** Calls (phone calls and rooms) one account may have at once, across the cluster; unset: no limit. */
+  accountMaxCalls?: number;
   /** The raw environment, for provider keys (`<VENDOR>_API_KEY`) and endpoint overrides. */
   env: Readonly<Record<string, string | undefined>>;
 }
@@ -154,6 +168,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       idleTimeoutSecs: e.SWITCHBOARD_ROOM_IDLE_TIMEOUT_SECS,
     },
     drainTimeoutSecs: e.SWITCHBOARD_DRAIN_TIMEOUT_SECS,
+    cluster: { redisUrl: e.REDIS_URL, nodeUrl: e.SWITCHBOARD_NODE_URL?.replace(/\/+$/, ''), nodeTimeoutSecs: e.SWITCHBOARD_NODE_TIMEOUT_SECS },
+    accountMaxCalls: e.SWITCHBOARD_ACCOUNT_MAX_CALLS,
     env,
   };
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { Coordinator } from '../cluster/coordinator.js';
 import { ApiError } from '../shared/api-error.js';
 import type { AttachableTransport } from '../dialout/dialout-service.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
@@ -51,6 +52,11 @@ export interface DialinCallsOptions {
   holdMusic: HoldMusic;
   /** Callers on hold count as live calls: a shutdown lets them wait, then says the no-bot message. */
   liveCalls: LiveCalls;
+  /**
+   * Each call is held for this node from the webhook until it ends, so the customer's
+   * POST /v1/bots/start and the carrier's media stream reach it whichever node they land on.
+   */
+  cluster: Coordinator;
   log: Logger;
 }
 
@@ -85,9 +91,13 @@ export class DialinCalls {
 
   constructor(private readonly options: DialinCallsOptions) {}
 
-  /** The carrier's webhook: a call to a configured number has arrived. */
-  open(accountId: string, callDomain: string, entry: PinlessEntry, from: string, to: string): string {
+  /**
+   * The carrier's webhook: a call to a configured number has arrived. The call is known to the
+   * whole cluster before the customer's server hears of it.
+   */
+  async open(accountId: string, callDomain: string, entry: PinlessEntry, from: string, to: string): Promise<string> {
     const callId = randomUUID();
+    await this.options.cluster.claim('dialin', callId);
     const call: WaitingCall = {
       callId,
       callDomain,
@@ -178,6 +188,11 @@ export class DialinCalls {
     };
   }
 
+  /** Whether this node has the call (waiting, claimed, or connected to its bot). */
+  holds(callId: string): boolean {
+    return this.calls.has(callId);
+  }
+
   /** Calls still waiting (for logs and tests). */
   get waiting(): number {
     let n = 0;
@@ -190,11 +205,17 @@ export class DialinCalls {
     const handler = join(transport);
     const onEnd = handler.onEnd.bind(handler);
     handler.onEnd = (reason) => {
-      this.calls.delete(call.callId);
+      this.drop(call);
       onEnd(reason);
     };
     if (call.holder) call.holder.handOver(handler);
     else transport.attach(handler);
+  }
+
+  private drop(call: WaitingCall): void {
+    if (this.calls.get(call.callId) !== call) return;
+    this.calls.delete(call.callId);
+    this.options.cluster.release('dialin', call.callId);
   }
 
   /**
@@ -224,7 +245,7 @@ export class DialinCalls {
   private forget(call: WaitingCall): void {
     call.state = 'ended';
     clearTimeout(call.timer);
-    this.calls.delete(call.callId);
+    this.drop(call);
     // A caller still on hold stays live until the no-bot message has played and the leg ends.
     if (!call.holder) call.release();
   }

@@ -1,5 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import type { AccountCalls } from '../cluster/account-calls.js';
+import type { Coordinator } from '../cluster/coordinator.js';
+import { forwardRequest, wasForwarded } from '../cluster/forward.js';
 import { asBotConfigBody, dialinCall, dialoutTargets, startBotBody } from '../bots/start-bot-schema.js';
 import { type AppConfig, websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
@@ -21,6 +24,10 @@ export interface BotStartRoutesOptions {
   dialinCalls: DialinCalls;
   /** Places the calls of dialout_settings once the room is open. */
   dialout: DialoutService;
+  /** Which node holds a dial-in caller on hold: a bot for a caller held elsewhere is started there. */
+  cluster: Coordinator;
+  /** The account's concurrent calls (SWITCHBOARD_ACCOUNT_MAX_CALLS); a room is one. */
+  accountCalls: AccountCalls;
 }
 
 const VISION_PROFILES = new Set(['vision_2024_10', 'vision_2024_08']);
@@ -38,18 +45,38 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
     response: {
       200: startedBot,
       // not-found: no dial-in call is waiting under dialin_settings' callId.
-      ...errorResponses('not-found', 'service-unavailable'),
+      ...errorResponses('not-found', 'rate-limit-error', 'service-unavailable'),
     },
   };
 
-  app.post('/bots/start', { schema }, async (request) => {
+  app.post('/bots/start', { schema }, async (request, reply) => {
     const body = request.body;
     assertProvidersSetUp(body, registry, env);
     opts.rooms.assertCapacity();
     const dialin = dialinCall(body);
+    if (dialin && !opts.dialinCalls.holds(dialin.callId) && !wasForwarded(request)) {
+      // The caller's audio is on the node that answered the carrier: the room opens there.
+      const holder = await opts.cluster.holderOf('dialin', dialin.callId);
+      if (holder && !holder.self) return forwardRequest(request, reply, holder.url, opts.cluster.nodeId);
+    }
     // Every target is checked (caller ids, reachable destinations) before a room or call exists.
     const dialPlans = await opts.dialout.plan(request.account.id, dialoutTargets(body), dialin ? 1 : 0);
-    const phoneCall = dialin ? opts.dialinCalls.claim(request.account, dialin.callId, dialin.callDomain) : undefined;
+    const releaseCall = await opts.accountCalls.take(request.account.id);
+    let name: string;
+    let phoneCall: ReturnType<DialinCalls['claim']> | undefined;
+    try {
+      name = await opts.rooms.reserve();
+    } catch (err) {
+      releaseCall();
+      throw err;
+    }
+    try {
+      phoneCall = dialin ? opts.dialinCalls.claim(request.account, dialin.callId, dialin.callDomain) : undefined;
+    } catch (err) {
+      opts.rooms.unreserve(name);
+      releaseCall();
+      throw err;
+    }
     const profile = body.bot_profile;
     const natural = profile === 'natural_conversation_2024_11';
     const configBody = asBotConfigBody(body);
@@ -58,11 +85,12 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
       // own vad settings come later in the list, so they still win.
       configBody.config = [{ service: 'vad', options: [{ name: 'stop_secs', value: NATURAL_VAD_STOP_SECS }] }, ...configBody.config];
     }
-    const { name, token, room } = opts.rooms.start({
+    const { token, room } = opts.rooms.start(name, {
       config: { id: '', accountId: request.account.id, body: configBody },
       turnPolicy: natural ? NATURAL_TURN_POLICY : undefined,
       vision: VISION_PROFILES.has(profile),
       phoneCall,
+      onClosed: releaseCall,
     });
     opts.dialout.start(room, dialPlans);
     if (body.transport === 'websocket') {

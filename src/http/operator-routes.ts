@@ -2,6 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { Coordinator } from '../cluster/coordinator.js';
 import type { LiveCalls } from '../lifecycle/live-calls.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
 import type { OpenedDatabase } from '../store/database.js';
@@ -16,6 +17,8 @@ export interface OperatorRoutesOptions {
   /** When set, GET /metrics needs `Authorization: Bearer <token>`. */
   metricsToken?: string;
   version: string;
+  /** Answers the cluster view. */
+  cluster: Coordinator;
 }
 
 /** Constant-time check of `Bearer <token>`. */
@@ -25,7 +28,16 @@ function bearerMatches(header: string | undefined, token: string): boolean {
   return presented.length === expected.length && timingSafeEqual(presented, expected);
 }
 
-/** /healthz for load balancers and /metrics for Prometheus; no API key. */
+const nodeView = z.object({
+  node_id: z.string(),
+  url: z.string(),
+  draining: z.boolean(),
+  live_calls: z.number(),
+  rooms: z.number(),
+  heartbeat_age_ms: z.number(),
+});
+
+/** /healthz for load balancers, /metrics for Prometheus and /cluster for operators; no API key. */
 export async function operatorRoutes(instance: FastifyInstance, opts: OperatorRoutesOptions): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
 
@@ -60,6 +72,27 @@ export async function operatorRoutes(instance: FastifyInstance, opts: OperatorRo
       }
       reply.type(opts.metrics.registry.contentType);
       return opts.metrics.registry.metrics();
+    },
+  );
+
+  // The operators' view of the cluster: every live node, its live calls and rooms, whether it drains.
+  app.get(
+    '/cluster',
+    {
+      schema: {
+        summary: 'The live nodes of the cluster',
+        description: 'Same token as /metrics. Without REDIS_URL the cluster is this one node.',
+        response: {
+          200: z.object({ node_id: z.string(), clustered: z.boolean(), nodes: z.array(nodeView) }),
+          ...errorResponses('authentication-error'),
+        },
+      },
+    },
+    async (request, reply) => {
+      if (opts.metricsToken && !bearerMatches(request.headers.authorization, opts.metricsToken)) {
+        return sendError(reply, new ApiError('authentication-error', 'GET /cluster needs Authorization: Bearer <SWITCHBOARD_METRICS_TOKEN>'));
+      }
+      return { node_id: opts.cluster.nodeId, clustered: opts.cluster.clustered, nodes: await opts.cluster.nodes() };
     },
   );
 }

@@ -1,6 +1,8 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import type { Coordinator } from '../cluster/coordinator.js';
+import { forwardRequest, wasForwarded } from '../cluster/forward.js';
 import { ACCESS_LINK_TRACKS, type RecordingsService } from '../recordings/recordings-service.js';
 import { pageQuery } from '../store/paging.js';
 import { errorResponses } from './error-responses.js';
@@ -28,8 +30,28 @@ const downloadQuery = z.object({
 /** An id that cannot be a recording's is refused before any lookup. */
 const idParams = z.object({ id: recordingId.min(1, 'must be a recording id').max(128, 'must be a recording id') });
 
+export interface RecordingRoutesOptions {
+  service: RecordingsService;
+  /** With several nodes, a recording kept in a node's data dir (no bucket) is that node's to serve. */
+  cluster: Coordinator;
+}
+
+/**
+ * Whether the request was passed to the node that holds the recording's files (its answer is
+ * sent); a 503 when that node is not running, since the files are only there.
+ */
+async function forwardedToFilesNode(opts: RecordingRoutesOptions, id: string, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+  if (!opts.cluster.clustered || wasForwarded(request)) return false;
+  const nodeId = await opts.service.filesNodeOf(id);
+  if (nodeId === undefined) return false;
+  const url = await opts.cluster.nodeUrl(nodeId);
+  if (url === undefined) throw new ApiError('service-unavailable', `recording ${id} is kept on node ${nodeId}, which is not running; try again when it is`);
+  await forwardRequest(request, reply, url, opts.cluster.nodeId);
+  return true;
+}
+
 /** Endpoint 10 of the spec and its siblings. Mounted under /v1 behind the API-key check. */
-export async function recordingRoutes(instance: FastifyInstance, opts: { service: RecordingsService }): Promise<void> {
+export async function recordingRoutes(instance: FastifyInstance, opts: RecordingRoutesOptions): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const { service } = opts;
   const one = named(app, 'Recording', recording);
@@ -56,10 +78,16 @@ export async function recordingRoutes(instance: FastifyInstance, opts: { service
         summary: 'Delete a recording and its files',
         description: 'A recording still in progress is refused (400); delete it once the call has ended.',
         params: idParams,
-        response: { 200: one, ...errorResponses('not-found') },
+        response: { 200: one, ...errorResponses('not-found', 'service-unavailable') },
       },
     },
-    async (request) => service.delete(request.account, request.params.id),
+    async (request, reply) => {
+      const { id } = request.params;
+      // Only the owner's rows are looked at: another account's recording stays a 404 below.
+      await service.get(request.account, id);
+      if (await forwardedToFilesNode(opts, id, request, reply)) return reply;
+      return service.delete(request.account, id);
+    },
   );
 
   app.get(
@@ -80,7 +108,7 @@ export async function recordingRoutes(instance: FastifyInstance, opts: { service
  * Where access links point for recordings this service stores: no API key, the link's signature
  * and expiry are the authority. Mounted at the root.
  */
-export async function recordingDownloadRoutes(app: FastifyInstance, opts: { service: RecordingsService }): Promise<void> {
+export async function recordingDownloadRoutes(app: FastifyInstance, opts: RecordingRoutesOptions): Promise<void> {
   const { service } = opts;
 
   app.get<{ Params: { id: string; file: string } }>(
@@ -96,7 +124,7 @@ export async function recordingDownloadRoutes(app: FastifyInstance, opts: { serv
         }),
         response: {
           200: { description: 'The WAV file', content: { 'audio/wav': { schema: z.string().describe('binary') } } },
-          ...errorResponses('forbidden-error', 'not-found'),
+          ...errorResponses('forbidden-error', 'not-found', 'service-unavailable'),
         },
       },
     },
@@ -106,6 +134,8 @@ export async function recordingDownloadRoutes(app: FastifyInstance, opts: { serv
       if (!track || !recordingId.safeParse(id).success) throw new ApiError('not-found', 'no such recording file');
       const query = downloadQuery.safeParse(request.query);
       if (!query.success) throw new ApiError('forbidden-error', 'the download link is incomplete: it needs expires and signature');
+      // The link is checked where the file is (every node shares the signing key).
+      if (await forwardedToFilesNode(opts, id, request, reply)) return reply;
       const download = await service.openDownload({ id, track, ...query.data });
       reply.type('audio/wav').header('content-disposition', `attachment; filename="${download.filename}"`);
       if (download.sizeBytes !== undefined) reply.header('content-length', download.sizeBytes);

@@ -89,7 +89,7 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
       return reply.type(XML).send(buildSayHangupTwiml('This number is not connected to an assistant.'));
     }
     const domain = await opts.accounts.domainOf(found.accountId);
-    const callId = opts.dialin.calls.open(found.accountId, domain, found.entry, from, to);
+    const callId = await opts.dialin.calls.open(found.accountId, domain, found.entry, from, to);
     return reply.type(XML).send(
       buildStreamTwiml({ streamUrl: `${websocketBase(opts.publicUrl)}/ws/dialin/${callId}`, parameters: { callId, from, to } }),
     );

@@ -54,6 +54,14 @@ export class ServiceMetrics {
     });
   }
 
+  /**
+   * `switchboard_node_info{node_id="…"} 1`: which node these figures are from (the data dir's id,
+   * which its recordings and the cluster view carry too), so several nodes' scrapes can be told apart and joined.
+   */
+  setNodeId(nodeId: string): void {
+    new Gauge({ name: 'switchboard_node_info', help: 'This node’s id (always 1).', labelNames: ['node_id'], registers: [this.registry] }).set({ node_id: nodeId }, 1);
+  }
+
   /** A dial-out leg was answered (joined its room) or ended without joining. */
   dialoutLeg(outcome: 'answered' | 'busy' | 'no-answer' | 'failed' | 'canceled'): void {
     this.dialoutLegs.inc({ outcome });

@@ -232,6 +232,22 @@ export class RecordingsService {
     return rows.length;
   }
 
+  /**
+   * The node whose data dir holds a recording's files, when it is another node (a recording kept
+   * locally, not in a bucket): downloads and deletion are that node's to serve.
+   */
+  async filesNodeOf(id: string): Promise<string | undefined> {
+    const row = await this.deps.repo.getById(id);
+    if (!row || row.storage !== 'local' || !row.node_id || row.node_id === this.deps.nodeId) return undefined;
+    return row.node_id;
+  }
+
+  /** A node died mid-call: its recordings in progress are closed (see RecordingsRepo.abandonNode). */
+  async abandonNode(nodeId: string): Promise<void> {
+    const closed = await this.deps.repo.abandonNode(nodeId);
+    if (closed > 0) this.deps.log.warn({ deadNode: nodeId, recordings: closed }, 'closed the recordings a dead node left in progress; it repairs their files when it starts again');
+  }
+
   async list(account: Account, page: PageQuery, filters: { roomName?: string }): Promise<{ total_count: number; data: RecordingView[] }> {
     const cursor = page.starting_after ?? page.ending_before;
     let direction: PageDirection = { kind: 'first' };

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
+import type { Coordinator } from '../cluster/coordinator.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import { ApiError } from '../shared/api-error.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
@@ -14,8 +15,10 @@ import type { RoomTokens } from './room-tokens.js';
 export interface RoomManagerOptions {
   tokens: RoomTokens;
   limits: RoomLimits;
-  /** Rooms open at once in this process; more are refused (503) rather than starving the rest. */
+  /** Rooms open at once (across the cluster with several nodes); more are refused (503) rather than starving the rest. */
   maxRooms: number;
+  /** Holds each room's name for this node, so the other nodes route its participants here, and counts rooms for `maxRooms`. */
+  cluster: Coordinator;
   session: Omit<CallSessionDeps, 'log' | 'events' | 'latestImage' | 'turnPolicy'>;
   /** Records rooms whose configuration asks for it (`recording_settings.type = "cloud"`). */
   recordings?: RecordingsService;
@@ -30,6 +33,8 @@ export interface StartRoomRequest {
   vision: boolean;
   /** A waiting dial-in caller to put in the room (dialin_settings). */
   phoneCall?: ClaimedCall;
+  /** Told when the room has closed (e.g. to free the account's call slot). */
+  onClosed?: () => void;
 }
 
 /** The goodbye at max_duration may take this long to play before the room is closed anyway. */
@@ -49,23 +54,31 @@ export class RoomManager {
     return this.rooms.size;
   }
 
-  /** Throws a 503 ApiError when the server is shutting down or at its room limit (checked before anything is claimed). */
+  /** Throws a 503 ApiError when the server is shutting down (checked before anything is claimed). */
   assertCapacity(): void {
     if (this.options.liveCalls.isDraining) throw new ApiError('service-unavailable', 'this server is shutting down; try again (another server will answer)');
-    this.assertRoomLimit();
   }
 
-  private assertRoomLimit(): void {
-    if (this.rooms.size >= this.options.maxRooms) {
+  /**
+   * Takes a room name under the room limit, counted across the cluster in the same step, so two
+   * nodes cannot both open the last room. A 503 ApiError at the limit.
+   */
+  async reserve(): Promise<string> {
+    const name = randomBytes(9).toString('base64url');
+    if (!(await this.options.cluster.claim('room', name, this.options.maxRooms))) {
       throw new ApiError('service-unavailable', `this server is running its maximum of ${this.options.maxRooms} rooms; try again later`);
     }
+    return name;
   }
 
-  /** Opens a room with its bot and returns the room's name and a token to join it. */
-  start(request: StartRoomRequest): { name: string; token: string; room: Room } {
+  /** Gives back a name `reserve` took when the room did not open after all. */
+  unreserve(name: string): void {
+    this.options.cluster.release('room', name);
+  }
+
+  /** Opens a room with its bot under a reserved name and returns a token to join it. */
+  start(name: string, request: StartRoomRequest): { name: string; token: string; room: Room } {
     // Not refused while draining: a telephony call accepted just before the signal still gets its room.
-    this.assertRoomLimit();
-    const name = randomBytes(9).toString('base64url');
     const maxDurationMs = request.config.body.max_duration * 1000;
     let release = (): void => undefined;
     const room = new Room({
@@ -80,7 +93,9 @@ export class RoomManager {
       log: this.options.log,
       onClosed: (closed) => {
         if (this.rooms.get(closed.name) === closed) this.rooms.delete(closed.name);
+        this.options.cluster.release('room', closed.name);
         release();
+        request.onClosed?.();
       },
     });
     release = this.options.liveCalls.add({

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Coordinator } from '../cluster/coordinator.js';
+import { relaySocket, wasForwarded } from '../cluster/forward.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import { roomPageHtml } from './client/room-page.js';
 import { ROOM_CLOSE } from './room-messages.js';
@@ -10,6 +12,12 @@ export interface RoomRoutesOptions {
   rooms: RoomManager;
   /** While the server drains, nobody new joins a room. */
   liveCalls: LiveCalls;
+  /**
+   * Which node holds a room. A room lives on one node; its page and socket are served by every
+   * node, which relays the socket to the room's node (one public address, and the room's limits
+   * are kept where the room is).
+   */
+  cluster: Coordinator;
 }
 
 /** Room names are base64url; anything else is not a room. */
@@ -46,11 +54,12 @@ export async function roomRoutes(app: FastifyInstance, opts: RoomRoutesOptions):
   app.get<{ Params: { name: string } }>('/rooms/:name', { schema: pageDoc }, async (request, reply) => {
     const { name } = request.params;
     const room = ROOM_NAME.test(name) ? opts.rooms.get(name) : undefined;
+    const elsewhere = !room && ROOM_NAME.test(name) && (await opts.cluster.holderOf('room', name)) !== undefined;
     reply.header('cache-control', 'no-store');
     reply.header('content-security-policy', "default-src 'self'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self' ws: wss:; media-src 'self' blob:");
     reply.type('text/html; charset=utf-8');
-    if (!room) reply.status(404);
-    return roomPageHtml(name, room !== undefined);
+    if (!room && !elsewhere) reply.status(404);
+    return roomPageHtml(name, room !== undefined || elsewhere);
   });
 
   app.get<{ Params: { name: string }; Querystring: { token?: string } }>('/rooms/:name/ws', { websocket: true, schema: socketDoc }, (socket, request) => {
@@ -60,6 +69,16 @@ export async function roomRoutes(app: FastifyInstance, opts: RoomRoutesOptions):
     if (!check.ok) {
       log.info({ why: check.why }, 'room token refused');
       socket.close(check.why === 'wrong-room' ? ROOM_CLOSE.wrongRoom : ROOM_CLOSE.invalidToken, check.message);
+      return;
+    }
+    if (!opts.rooms.get(name) && opts.cluster.clustered && !wasForwarded(request)) {
+      // The token is good (every node shares the key); the room's node takes the participant.
+      relaySocket(socket, request, {
+        fromNodeId: opts.cluster.nodeId,
+        log,
+        target: opts.cluster.holderOf('room', name).then((holder) => (holder && !holder.self ? holder.url : undefined)),
+        onNowhere: () => socket.close(ROOM_CLOSE.unknownRoom, 'room not found or has closed'),
+      });
       return;
     }
     if (opts.liveCalls.isDraining) {

@@ -31,10 +31,30 @@ export class RecordingsRepo {
     return this.db
       .selectFrom('recordings')
       .selectAll()
-      .where('status', '=', 'in-progress')
+      .where((eb) =>
+        eb.or([
+          eb('status', '=', 'in-progress'),
+          // Closed by another node while this one was dead (abandonNode): the files are still to repair.
+          eb.and([eb('status', '=', 'finished'), eb('tracks_json', 'is', null)]),
+        ]),
+      )
       .where((eb) => eb.or([eb('node_id', '=', nodeId), eb('node_id', 'is', null)]))
       .orderBy('seq', 'asc')
       .execute();
+  }
+
+  /**
+   * A dead node's recordings in progress are over: marked finished, with no duration or tracks
+   * until that node, started again on its data dir, repairs their files. Returns how many.
+   */
+  async abandonNode(nodeId: string): Promise<number> {
+    const result = await this.db
+      .updateTable('recordings')
+      .set({ status: 'finished', finished_at: new Date().toISOString() })
+      .where('status', '=', 'in-progress')
+      .where('node_id', '=', nodeId)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows);
   }
 
   async seqOf(accountId: string, id: string): Promise<number | undefined> {

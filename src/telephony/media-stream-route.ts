@@ -2,6 +2,10 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { BotConfigForCall, BotConfigService } from '../bots/bot-config-service.js';
+import type { AccountCalls } from '../cluster/account-calls.js';
+import type { Coordinator } from '../cluster/coordinator.js';
+import { relaySocket, wasForwarded } from '../cluster/forward.js';
+import { ApiError } from '../shared/api-error.js';
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
@@ -32,6 +36,10 @@ export interface MediaStreamOptions {
   recordings?: RecordingsService;
   /** Every call is registered here; while the server drains, new streams are refused. */
   liveCalls: LiveCalls;
+  /** A dial-in caller's stream that lands on another node than the caller's webhook is relayed there. */
+  cluster: Coordinator;
+  /** The account's concurrent calls (SWITCHBOARD_ACCOUNT_MAX_CALLS); a phone call is one. */
+  accountCalls: AccountCalls;
 }
 
 /** How /openapi.json describes a media stream socket (the upgrade, or a 404 for a plain GET). */
@@ -46,10 +54,29 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
    * A stream for a leg the service already knows (a dial-in caller on hold, an answered dial-out
    * callee): signature first, then `connect` hands it over, or it is closed as unknown.
    */
-  function knownLegRoute(path: string, what: string, logKey: string, connect: (id: string, transport: TwilioTransport) => boolean): void {
+  function knownLegRoute(
+    path: string,
+    what: string,
+    logKey: string,
+    connect: (id: string, transport: TwilioTransport) => boolean,
+    /** Whether this node has the leg; when it does not, the node that does gets the stream. */
+    holds?: (id: string) => boolean,
+  ): void {
     const schema = socketDoc(`Media stream of a ${what}`);
     app.get<{ Params: { id: string } }>(path, { websocket: true, schema }, (socket, request) => {
       const log = request.log.child({ [logKey]: request.params.id }) as Logger;
+      if (holds && opts.cluster.clustered && !holds(request.params.id) && !wasForwarded(request)) {
+        relaySocket(socket, request, {
+          fromNodeId: opts.cluster.nodeId,
+          log,
+          target: opts.cluster.holderOf('dialin', request.params.id).then((holder) => (holder && !holder.self ? holder.url : undefined)),
+          onNowhere: () => {
+            log.info(`media stream for an unknown or finished ${what}`);
+            new TwilioTransport(socket, log).close(CLOSE.unknownConfig, `unknown or finished ${what}`);
+          },
+        });
+        return;
+      }
       const transport = new TwilioTransport(socket, log);
       if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
         log.warn(`${what} media stream signature rejected`);
@@ -63,7 +90,13 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
     });
   }
 
-  knownLegRoute('/ws/dialin/:id', 'dial-in call', 'callId', (id, transport) => opts.dialinCalls.connect(id, transport));
+  knownLegRoute(
+    '/ws/dialin/:id',
+    'dial-in call',
+    'callId',
+    (id, transport) => opts.dialinCalls.connect(id, transport),
+    (id) => opts.dialinCalls.holds(id),
+  );
   knownLegRoute('/ws/dialout/:id', 'dial-out leg', 'dialoutLeg', (id, transport) => opts.dialout.connect(id, transport));
 
   /**
@@ -71,12 +104,13 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
    * stream starts, the bot greets them, and each callee joins when they answer. Targets that are no
    * longer valid (a caller id released since the configuration was written) are logged and skipped.
    */
-  async function callWithDialout(config: BotConfigForCall, transport: TwilioTransport, log: Logger): Promise<void> {
+  async function callWithDialout(config: BotConfigForCall, transport: TwilioTransport, log: Logger, releaseCall: () => void): Promise<void> {
     const plans = await opts.dialout.plan(config.accountId, config.body.dialout_settings ?? [], 1).catch((err: unknown) => {
       log.error({ err }, 'dial-out targets are no longer valid; the call goes on without them');
       return [];
     });
-    const { room } = opts.rooms.start({ config, vision: false });
+    const name = await opts.rooms.reserve();
+    const { room } = opts.rooms.start(name, { config, vision: false, onClosed: releaseCall });
     log.info({ room: room.name, targets: plans.length }, 'telephony call in a room, dialling out');
     room.addPhoneLeg(transport, 'caller', true);
     opts.dialout.start(room, plans);
@@ -108,13 +142,28 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
 
     opts.service
       .loadForCall(request.params.id)
-      .then((config) => {
+      .then(async (config) => {
         if (!config) {
           log.info('media stream for an unknown bot configuration');
           transport.close(CLOSE.unknownConfig, 'unknown bot configuration');
           return;
         }
-        if ((config.body.dialout_settings ?? []).length > 0) return callWithDialout(config, transport, log);
+        let releaseCall: () => void;
+        try {
+          releaseCall = await opts.accountCalls.take(config.accountId);
+        } catch (err) {
+          if (!(err instanceof ApiError)) throw err;
+          log.info({ why: err.info }, 'media stream refused: the account is at its call limit');
+          transport.close(CLOSE.tryAgainLater, 'the account is at its limit of concurrent calls');
+          return;
+        }
+        if ((config.body.dialout_settings ?? []).length > 0) {
+          return callWithDialout(config, transport, log, releaseCall).catch((err: unknown) => {
+            releaseCall();
+            throw err;
+          });
+        }
+        transport.whenEnded(releaseCall);
         // Speech-to-speech profiles hand the whole conversation to one vendor session.
         const Session = isSpeechToSpeech(config.body.bot_profile) ? S2sCallSession : CallSession;
         // A recorded call's session speaks through a tap that copies both directions to the recorder.

@@ -149,6 +149,8 @@ export const CLOSE = {
   /** A media message carrying more than MAX_AUDIO_MS_PER_MESSAGE of audio. */
   messageTooBig: 1009,
   internalError: 1011,
+  /** The account already has SWITCHBOARD_ACCOUNT_MAX_CALLS calls in progress. */
+  tryAgainLater: 1013,
   /** Our own range: no configuration for this stream URL. */
   unknownConfig: 4404,
   /** Our own range: the caller's side sent far more messages, or audio, than a real carrier does. */
