@@ -3,10 +3,10 @@ import type { EndpointGuard } from '../../endpoint.js';
 import WebSocket, { type RawData } from 'ws';
 import { AudioConverter, fromTelephony } from '../../../audio/format-converter.js';
 import { type ProviderContext, ProviderError } from '../../types.js';
-import { isRetryableCloseCode, isRetryableStatus, oneLine, readErrorBody, redact, vendorErrorText } from '../../tts/tts-socket.js';
+import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine, redact } from '../../vendor-errors.js';
+import { frameText, openVendorSocket } from '../../vendor-socket.js';
 import type { S2sEvents, S2sOptions, S2sProvider, S2sSession } from '../types.js';
 import { pcmRateHz, serverMessage } from './live-messages.js';
-import { isAddressRefusal } from '../../../security/address-policy.js';
 
 const PROVIDER = 'gemini_live';
 const INPUT_RATE_HZ = 16_000;
@@ -63,11 +63,7 @@ class LiveSession implements S2sSession {
   }
 
   static async connect(config: GeminiLiveConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<LiveSession> {
-    const ws = new WebSocket(`${config.url}?key=${encodeURIComponent(config.apiKey)}`, {
-      handshakeTimeout: config.handshakeTimeoutMs,
-      perMessageDeflate: false,
-      lookup: config.guard?.lookup,
-    });
+    const ws = openVendorSocket(`${config.url}?key=${encodeURIComponent(config.apiKey)}`, { timeoutMs: config.handshakeTimeoutMs, lookup: config.guard?.lookup });
     const fail = (error: ProviderError, reject: (e: ProviderError) => void) => {
       ws.removeAllListeners('message');
       ws.terminate();
@@ -77,18 +73,14 @@ class LiveSession implements S2sSession {
       const timer = setTimeout(() => fail(new ProviderError(PROVIDER, `no setupComplete within ${config.handshakeTimeoutMs} ms`, true), reject), config.handshakeTimeoutMs);
       ws.once('open', () => ws.send(JSON.stringify(setupMessage(config, options))));
       ws.on('message', (data) => {
-        if (!textOf(data).includes('setupComplete')) return;
+        if (!frameText(data).includes('setupComplete')) return;
         clearTimeout(timer);
         ws.removeAllListeners('message');
         resolve();
       });
       ws.once('unexpected-response', (_req, res: IncomingMessage) => {
         clearTimeout(timer);
-        const status = res.statusCode ?? 0;
-        readErrorBody(res, (body) => {
-          const text = redact(vendorErrorText(body), config.apiKey) || res.statusMessage || 'no details';
-          fail(new ProviderError(PROVIDER, `handshake failed: HTTP ${status}: ${text}`, isRetryableStatus(status)), reject);
-        });
+        void handshakeRefusal(PROVIDER, res, config.apiKey).then((error) => fail(error, reject));
       });
       ws.once('close', (code, reason) => {
         clearTimeout(timer);
@@ -97,7 +89,7 @@ class LiveSession implements S2sSession {
       });
       ws.once('error', (err) => {
         clearTimeout(timer);
-        fail(new ProviderError(PROVIDER, `connection failed: ${redact(err.message, config.apiKey)}`, !isAddressRefusal(err), { cause: err }), reject);
+        fail(handshakeError(PROVIDER, err, config.handshakeTimeoutMs, config.apiKey), reject);
       });
       ctx.signal.addEventListener('abort', () => ws.terminate(), { once: true });
     });
@@ -145,7 +137,7 @@ class LiveSession implements S2sSession {
     let json: unknown;
     try {
       // Gemini may send JSON in binary frames.
-      json = JSON.parse(textOf(data));
+      json = JSON.parse(frameText(data));
     } catch {
       this.ctx.log.debug({ provider: PROVIDER }, 'skipped a frame that is not JSON');
       return;
@@ -212,10 +204,4 @@ function setupMessage(config: GeminiLiveConfig, options: S2sOptions): Record<str
       outputAudioTranscription: {},
     },
   };
-}
-
-function textOf(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString('utf8');
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data).toString('utf8');
 }

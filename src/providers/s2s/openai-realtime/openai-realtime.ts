@@ -2,7 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import type { EndpointGuard } from '../../endpoint.js';
 import WebSocket, { type RawData } from 'ws';
 import { type ProviderContext, ProviderError } from '../../types.js';
-import { isRetryableCloseCode, isRetryableStatus, oneLine, readErrorBody, redact, vendorErrorText } from '../../tts/tts-socket.js';
+import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine } from '../../vendor-errors.js';
+import { frameText, openVendorSocket } from '../../vendor-socket.js';
 import type { S2sEvents, S2sOptions, S2sProvider, S2sSession } from '../types.js';
 import {
   AUDIO_DELTA,
@@ -17,7 +18,6 @@ import {
   inputTranscription,
   transcriptDone,
 } from './realtime-messages.js';
-import { isAddressRefusal } from '../../../security/address-policy.js';
 
 const PROVIDER = 'openai_realtime';
 
@@ -73,10 +73,9 @@ class RealtimeSession implements S2sSession {
   static async connect(config: OpenAiRealtimeConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<RealtimeSession> {
     const headers: Record<string, string> = { Authorization: `Bearer ${config.apiKey}` };
     if (config.protocol === 'beta') headers['OpenAI-Beta'] = 'realtime=v1';
-    const ws = new WebSocket(`${config.url}?model=${encodeURIComponent(config.model)}`, {
+    const ws = openVendorSocket(`${config.url}?model=${encodeURIComponent(config.model)}`, {
       headers,
-      handshakeTimeout: config.handshakeTimeoutMs,
-      perMessageDeflate: false,
+      timeoutMs: config.handshakeTimeoutMs,
       lookup: config.guard?.lookup,
     });
     await new Promise<void>((resolve, reject) => {
@@ -86,17 +85,12 @@ class RealtimeSession implements S2sSession {
       };
       ws.once('open', () => resolve());
       ws.once('unexpected-response', (_req, res: IncomingMessage) => {
-        const status = res.statusCode ?? 0;
-        readErrorBody(res, (body) => {
-          const text = redact(vendorErrorText(body), config.apiKey) || res.statusMessage || 'no details';
-          fail(new ProviderError(PROVIDER, `handshake failed: HTTP ${status}: ${text}`, isRetryableStatus(status)));
+        void handshakeRefusal(PROVIDER, res, config.apiKey).then((error) => {
+          fail(error);
           ws.terminate();
         });
       });
-      ws.once('error', (err) => {
-        const timedOut = /timed out/i.test(err.message);
-        fail(new ProviderError(PROVIDER, timedOut ? `no connection within ${config.handshakeTimeoutMs} ms` : `connection failed: ${redact(err.message, config.apiKey)}`, !isAddressRefusal(err), { cause: err }));
-      });
+      ws.once('error', (err) => fail(handshakeError(PROVIDER, err, config.handshakeTimeoutMs, config.apiKey)));
       ctx.signal.addEventListener('abort', () => ws.terminate(), { once: true });
     });
     const session = new RealtimeSession(ws, config, ctx, events);
@@ -165,7 +159,7 @@ class RealtimeSession implements S2sSession {
     if (isBinary) return;
     let json: unknown;
     try {
-      json = JSON.parse(data.toString());
+      json = JSON.parse(frameText(data));
     } catch {
       this.ctx.log.debug({ provider: PROVIDER }, 'skipped a frame that is not JSON');
       return;

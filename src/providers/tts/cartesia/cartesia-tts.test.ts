@@ -199,7 +199,7 @@ describe('Cartesia TTS against the emulator', () => {
     const tts = createCartesiaTts(settings({ apiKey: 'sk_car_wrong_key_999' }));
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.retryable).toBe(false);
-    expect(err.message).toBe('cartesia: handshake failed: HTTP 401: Unauthorized: Invalid API key');
+    expect(err.message).toBe('cartesia: handshake refused: HTTP 401: Unauthorized: Invalid API key');
     expect(err.message).not.toContain('sk_car_wrong_key_999');
   });
 
