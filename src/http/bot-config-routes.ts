@@ -5,7 +5,7 @@ import type { BotConfigService } from '../bots/bot-config-service.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
 import { pageQuery } from '../store/paging.js';
 import type { AppConfig } from '../config/env.js';
-import { providerSetupIssues } from '../providers/provider-settings.js';
+import { providerSetupIssues } from '../pipeline/provider-settings.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import { ApiError, describeZodError, validationError } from './errors.js';
 

@@ -5,7 +5,7 @@ import { type AppConfig, websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
 import { NATURAL_TURN_POLICY, NATURAL_VAD_STOP_SECS } from '../pipeline/natural-turn-policy.js';
-import { providerSetupIssues } from '../providers/provider-settings.js';
+import { providerSetupIssues } from '../pipeline/provider-settings.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { RoomManager } from '../rooms/room-manager.js';
 import { ApiError, describeZodError } from './errors.js';
