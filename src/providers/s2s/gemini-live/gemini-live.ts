@@ -6,7 +6,7 @@ import { type ProviderContext, ProviderError } from '../../types.js';
 import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine, redact } from '../../vendor-errors.js';
 import { frameText, openVendorSocket } from '../../vendor-socket.js';
 import type { S2sEvents, S2sOptions, S2sProvider, S2sSession } from '../types.js';
-import { pcmRateHz, serverMessage } from './live-messages.js';
+import { pcmRateHz, serverMessage } from './gemini-live-messages.js';
 
 const PROVIDER = 'gemini_live';
 const INPUT_RATE_HZ = 16_000;

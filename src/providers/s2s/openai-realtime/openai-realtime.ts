@@ -17,7 +17,7 @@ import {
   errorEvent,
   inputTranscription,
   transcriptDone,
-} from './realtime-messages.js';
+} from './openai-realtime-messages.js';
 
 const PROVIDER = 'openai_realtime';
 

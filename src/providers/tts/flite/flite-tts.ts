@@ -1,4 +1,3 @@
-import type { ProviderSettings } from '../../registry.js';
 import type { AudioFormat, ProviderContext, TtsOutput, TtsProvider } from '../../types.js';
 import { synthesizeFliteInWorker } from './flite-worker-client.js';
 import { DEFAULT_FLITE_VOICE, fliteVoiceSampleRateHz } from './flite-voices.js';
@@ -31,9 +30,4 @@ export class FliteTts implements TtsProvider {
       yield { type: 'spoken', text: piece };
     }
   }
-}
-
-export function createFliteTts(settings: ProviderSettings): FliteTts {
-  const voice = typeof settings.options.voice === 'string' ? settings.options.voice : DEFAULT_FLITE_VOICE;
-  return new FliteTts(voice);
 }

@@ -3,11 +3,11 @@ import { requireApiKey, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
 import { DEFAULT_VENDOR_TIMEOUT_MS, baseServiceOptionsSchema, otherEntries, parseOptions } from '../../vendor-options.js';
 import { OpenAiTts } from './openai-tts.js';
+import { SPEECH_PATH } from './openai-tts-messages.js';
 
 export { OPENAI_PCM_FORMAT, OpenAiTts, type OpenAiTtsConfig } from './openai-tts.js';
 
 export const OPENAI_ORIGIN = 'https://api.openai.com';
-export const SPEECH_PATH = '/v1/audio/speech';
 export const DEFAULT_OPENAI_TTS_MODEL = 'gpt-4o-mini-tts';
 export const DEFAULT_OPENAI_TTS_VOICE = 'alloy';
 

@@ -4,6 +4,7 @@ import { TimedFetch } from '../../timed-fetch.js';
 import { type AudioFormat, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
 import { isRetryableStatus, redact, vendorErrorText } from '../../vendor-errors.js';
 import { OutputQueue } from '../tts-socket.js';
+import type { SpeechRequest } from './openai-tts-messages.js';
 
 const PROVIDER = 'openai_tts';
 
@@ -193,8 +194,7 @@ class PieceRequest {
     // Vendor extras may override the options above, never what makes this raw streamed PCM.
     Object.assign(body, config.extraBody);
     delete body.stream_format;
-    body.input = this.text;
-    body.response_format = 'pcm';
-    return body;
+    const fixed = { input: this.text, response_format: 'pcm' } satisfies Partial<SpeechRequest>;
+    return Object.assign(body, fixed);
   }
 }
