@@ -1,4 +1,3 @@
-import { type AddressInfo, type Server, type Socket, createServer } from 'node:net';
 import type { S2sEvents } from '../../src/providers/s2s/types.js';
 import type { ProviderError } from '../../src/providers/types.js';
 import { toneAudio } from '../../src/emulators/emulator-kit.js';
@@ -71,46 +70,4 @@ export function speechFrames(ms: number): Uint8Array[] {
 /** 20 ms phone frames of silence. */
 export function silenceFrames(ms: number): Uint8Array[] {
   return Array.from({ length: Math.ceil(ms / 20) }, () => new Uint8Array(160).fill(0xff));
-}
-
-/** A server that accepts connections and never answers: a vendor that hangs. Its url names `localhost`. */
-export function startSilentServer(): Promise<RawServer> {
-  return startRawServer(() => undefined);
-}
-
-/**
- * A server that refuses every websocket upgrade with `status` and a JSON error body whose end never
- * comes: a vendor (or a proxy) that stalls mid-answer.
- */
-export function startStallingRefusal(status: number, bodyStart: string): Promise<RawServer> {
-  return startRawServer((socket) => {
-    socket.once('data', () => {
-      socket.write(`HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n${bodyStart}`);
-    });
-  });
-}
-
-export interface RawServer {
-  /** http://localhost:<port> */
-  url: string;
-  close(): Promise<void>;
-}
-
-async function startRawServer(onSocket: (socket: Socket) => void): Promise<RawServer> {
-  const sockets = new Set<Socket>();
-  const server: Server = createServer((socket) => {
-    sockets.add(socket);
-    socket.on('close', () => sockets.delete(socket));
-    socket.on('error', () => undefined);
-    onSocket(socket);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  return {
-    url: `http://localhost:${port}`,
-    close: async () => {
-      for (const socket of sockets) socket.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }

@@ -4,8 +4,8 @@ import { GeminiLiveEmulator, type GeminiLiveEmulatorOptions } from '../../../emu
 import type { ProviderSettings } from '../../registry.js';
 import type { S2sSession } from '../types.js';
 import { createGeminiLive } from './index.js';
-import { EMULATOR_ENV, context, providerFailure, until } from '../../../../test/helpers/provider-kit.js';
-import { RecordedS2sEvents, silenceFrames, speechFrames, startSilentServer, startStallingRefusal } from '../../../../test/helpers/s2s-kit.js';
+import { EMULATOR_ENV, context, providerFailure, startSilentServer, startStallingRefusal, until } from '../../../../test/helpers/provider-kit.js';
+import { RecordedS2sEvents, silenceFrames, speechFrames } from '../../../../test/helpers/s2s-kit.js';
 
 const KEY = 'gemini-live-test-0123456789';
 const FAST = { llmFirstTokenMs: 2, ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };

@@ -4,8 +4,8 @@ import { OpenAiRealtimeEmulator, type OpenAiRealtimeEmulatorOptions } from '../.
 import type { ProviderSettings } from '../../registry.js';
 import type { S2sSession } from '../types.js';
 import { createOpenAiRealtime } from './index.js';
-import { EMULATOR_ENV, context, providerFailure, until } from '../../../../test/helpers/provider-kit.js';
-import { RecordedS2sEvents, silenceFrames, speechFrames, startSilentServer, startStallingRefusal } from '../../../../test/helpers/s2s-kit.js';
+import { EMULATOR_ENV, context, providerFailure, startSilentServer, startStallingRefusal, until } from '../../../../test/helpers/provider-kit.js';
+import { RecordedS2sEvents, silenceFrames, speechFrames } from '../../../../test/helpers/s2s-kit.js';
 
 const KEY = 'sk-realtime-test-0123456789';
 const FAST = { llmFirstTokenMs: 2, ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };

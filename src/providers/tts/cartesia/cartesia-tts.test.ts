@@ -5,8 +5,7 @@ import type { ProviderSettings } from '../../registry.js';
 import type { TtsOutput } from '../../types.js';
 import { CARTESIA_VERSION } from './cartesia-messages.js';
 import { DEFAULT_CARTESIA_VOICE_ID, createCartesiaTts } from './index.js';
-import { startStallingRefusal } from '../../../../test/helpers/s2s-kit.js';
-import { audioBytes, collectSpeech as collect, context, pieces, providerFailure as failure, spoken, TextFeed, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import { audioBytes, startStallingRefusal, collectSpeech as collect, context, pieces, providerFailure as failure, spoken, TextFeed, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'sk_car_test_0123456789';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
