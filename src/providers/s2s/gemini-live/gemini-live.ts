@@ -5,6 +5,7 @@ import { AudioConverter, fromTelephony } from '../../../audio/format-converter.j
 import { type ProviderContext, ProviderError } from '../../types.js';
 import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine, redact } from '../../vendor-errors.js';
 import { frameText, openVendorSocket } from '../../vendor-socket.js';
+import { S2sSocketSession } from '../s2s-socket.js';
 import type { S2sEvents, S2sOptions, S2sProvider, S2sSession } from '../types.js';
 import { pcmRateHz, serverMessage } from './gemini-live-messages.js';
 
@@ -40,26 +41,14 @@ export class GeminiLive implements S2sProvider {
   }
 }
 
-class LiveSession implements S2sSession {
+class LiveSession extends S2sSocketSession implements S2sSession {
   private readonly input = fromTelephony({ encoding: 'linear16', sampleRateHz: INPUT_RATE_HZ });
   private output: AudioConverter | undefined;
   private turn = 1;
   private turnHasAudio = false;
-  private closedByUs = false;
 
-  private constructor(
-    private readonly ws: WebSocket,
-    private readonly ctx: ProviderContext,
-    private readonly events: S2sEvents,
-  ) {
-    ws.on('message', (data) => this.onMessage(data));
-    ws.on('close', (code, reason) => {
-      if (this.closedByUs || ctx.signal.aborted) return;
-      const detail = reason.length > 0 ? `: ${oneLine(reason.toString())}` : '';
-      events.onError(new ProviderError(PROVIDER, `the connection closed mid-call (code ${code}${detail})`, isRetryableCloseCode(code)));
-    });
-    ws.on('error', (err) => ctx.log.debug({ provider: PROVIDER, err }, 'live socket error'));
-    ctx.signal.addEventListener('abort', () => void this.close(), { once: true });
+  private constructor(ws: WebSocket, ctx: ProviderContext, events: S2sEvents) {
+    super(ws, PROVIDER, ctx, events);
   }
 
   static async connect(config: GeminiLiveConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<LiveSession> {
@@ -114,13 +103,6 @@ class LiveSession implements S2sSession {
     this.nextTurn();
   }
 
-  async close(): Promise<void> {
-    if (this.closedByUs) return;
-    this.closedByUs = true;
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(1000);
-    else this.ws.terminate();
-  }
-
   private start(options: S2sOptions): void {
     const turns = options.history
       .filter((m) => m.role !== 'system')
@@ -133,7 +115,7 @@ class LiveSession implements S2sSession {
     }
   }
 
-  private onMessage(data: RawData): void {
+  protected onMessage(data: RawData): void {
     let json: unknown;
     try {
       // Gemini may send JSON in binary frames.
@@ -184,9 +166,6 @@ class LiveSession implements S2sSession {
     return `turn-${this.turn}`;
   }
 
-  private send(message: Record<string, unknown>): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
-  }
 }
 
 function setupMessage(config: GeminiLiveConfig, options: S2sOptions): Record<string, unknown> {

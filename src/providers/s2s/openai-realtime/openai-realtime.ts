@@ -2,8 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { EndpointGuard } from '../../endpoint.js';
 import WebSocket, { type RawData } from 'ws';
 import { type ProviderContext, ProviderError } from '../../types.js';
-import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine } from '../../vendor-errors.js';
+import { handshakeError, handshakeRefusal } from '../../vendor-errors.js';
 import { frameText, openVendorSocket } from '../../vendor-socket.js';
+import { S2sSocketSession } from '../s2s-socket.js';
 import type { S2sEvents, S2sOptions, S2sProvider, S2sSession } from '../types.js';
 import {
   AUDIO_DELTA,
@@ -51,23 +52,14 @@ export class OpenAiRealtime implements S2sProvider {
   }
 }
 
-class RealtimeSession implements S2sSession {
-  private closedByUs = false;
-
+class RealtimeSession extends S2sSocketSession implements S2sSession {
   private constructor(
-    private readonly ws: WebSocket,
+    ws: WebSocket,
     private readonly config: OpenAiRealtimeConfig,
-    private readonly ctx: ProviderContext,
-    private readonly events: S2sEvents,
+    ctx: ProviderContext,
+    events: S2sEvents,
   ) {
-    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
-    ws.on('close', (code, reason) => {
-      if (this.closedByUs || ctx.signal.aborted) return;
-      const detail = reason.length > 0 ? `: ${oneLine(reason.toString())}` : '';
-      events.onError(new ProviderError(PROVIDER, `the connection closed mid-call (code ${code}${detail})`, isRetryableCloseCode(code)));
-    });
-    ws.on('error', (err) => ctx.log.debug({ provider: PROVIDER, err }, 'realtime socket error'));
-    ctx.signal.addEventListener('abort', () => void this.close(), { once: true });
+    super(ws, PROVIDER, ctx, events);
   }
 
   static async connect(config: OpenAiRealtimeConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<RealtimeSession> {
@@ -113,13 +105,6 @@ class RealtimeSession implements S2sSession {
     this.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: Math.max(0, Math.round(heardMs)) });
   }
 
-  async close(): Promise<void> {
-    if (this.closedByUs) return;
-    this.closedByUs = true;
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(1000);
-    else this.ws.terminate();
-  }
-
   private configure(options: S2sOptions): void {
     const { protocol, voice, model } = this.config;
     const instructions = options.history.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
@@ -155,7 +140,7 @@ class RealtimeSession implements S2sSession {
     if (options.greet) this.send({ type: 'response.create' });
   }
 
-  private onMessage(data: RawData, isBinary: boolean): void {
+  protected onMessage(data: RawData, isBinary: boolean): void {
     if (isBinary) return;
     let json: unknown;
     try {
@@ -191,7 +176,4 @@ class RealtimeSession implements S2sSession {
     }
   }
 
-  private send(event: Record<string, unknown>): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(event));
-  }
 }
