@@ -1,7 +1,7 @@
 import type { CallVadFactory } from './vad/call-vad.js';
 import { PlayoutClock } from './pipeline/playout.js';
 import { createAnthropicLlm } from './providers/llm/anthropic/index.js';
-import { EchoLlm } from './providers/llm/echo/echo-llm.js';
+import { createEchoLlm } from './providers/llm/echo/index.js';
 import { createGeminiLlm } from './providers/llm/gemini/index.js';
 import { OPENAI_COMPATIBLE_NAMES, openAiCompatibleFactory } from './providers/llm/openai/index.js';
 import { ProviderRegistry } from './providers/registry.js';
@@ -9,7 +9,7 @@ import { createDeepgramStt } from './providers/stt/deepgram/index.js';
 import { createCartesiaTts } from './providers/tts/cartesia/index.js';
 import { createDeepgramAuraTts } from './providers/tts/deepgram-aura/index.js';
 import { createElevenLabsTts } from './providers/tts/elevenlabs/index.js';
-import { FliteTts, createFliteTts } from './providers/tts/flite/flite-tts.js';
+import { FliteTts, createFliteTts } from './providers/tts/flite/index.js';
 import { createOpenAiTts } from './providers/tts/openai-tts/index.js';
 import type { TtsProvider } from './providers/types.js';
 import { createSileroCallVad } from './vad/silero-call-vad.js';
@@ -29,7 +29,7 @@ export interface CallRuntime {
 export function builtinRegistry(): ProviderRegistry {
   const registry = new ProviderRegistry()
     .registerStt('deepgram', createDeepgramStt)
-    .registerLlm('echo', () => new EchoLlm())
+    .registerLlm('echo', createEchoLlm)
     .registerLlm('anthropic', createAnthropicLlm)
     .registerLlm('gemini', createGeminiLlm)
     .registerTts('flite', createFliteTts)

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { providerNameIssues } from '../bots/bot-config-schema.js';
 import type { AppConfig } from '../config/env.js';
-import { providerSetupIssues } from '../providers/provider-settings.js';
+import { providerSetupIssues } from '../pipeline/provider-settings.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import { ApiError } from '../shared/api-error.js';
 

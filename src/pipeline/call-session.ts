@@ -4,7 +4,7 @@ import { decodeMulaw } from '../audio/mulaw.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import type { AppConfig } from '../config/env.js';
-import { providerSettingsFor } from '../providers/provider-settings.js';
+import { providerSettingsFor } from './provider-settings.js';
 import type { ProviderRegistry, ProviderSettings } from '../providers/registry.js';
 import {
   type LlmMessage,

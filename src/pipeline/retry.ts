@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { ProviderError, isAbortError } from '../providers/types.js';
 
 /**
@@ -17,15 +18,7 @@ export function mayRetry(err: unknown, attempt: number, signal: AbortSignal): bo
 /** Resolves after the back-off for `attempt`, or at once when the signal aborts. */
 export function retryDelay(attempt: number, signal: AbortSignal): Promise<void> {
   const ms = RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]!;
-  return new Promise<void>((resolve) => {
-    const done = (): void => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
+  return sleep(ms, undefined, { signal }).catch(() => undefined);
 }
 
 /**

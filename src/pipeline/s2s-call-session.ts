@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
-import { providerSettingsFor } from '../providers/provider-settings.js';
-import { createS2sProvider } from '../providers/s2s/index.js';
+import { createS2sProvider, providerSettingsFor } from './provider-settings.js';
 import type { S2sEvents, S2sSession } from '../providers/s2s/types.js';
 import { type ProviderError, isAbortError } from '../providers/types.js';
 import { botSettings } from './bot-settings.js';

@@ -1,4 +1,3 @@
-import type { AppConfig } from '../config/env.js';
 import type { LlmProvider, SttProvider, TtsProvider } from './types.js';
 
 /** What a provider factory gets: the bot's options for its service, its key, and vendor extras. */
@@ -9,7 +8,8 @@ export interface ProviderSettings {
   apiKey: string | undefined;
   /** `service_options.<provider>`. */
   serviceOptions: Record<string, unknown>;
-  env: AppConfig['env'];
+  /** The server's environment: `<VENDOR>_API_KEY` fallbacks and `SWITCHBOARD_<VENDOR>_URL` overrides. */
+  env: Readonly<Record<string, string | undefined>>;
 }
 
 export type Factory<T> = (settings: ProviderSettings) => T;

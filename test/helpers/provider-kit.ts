@@ -1,3 +1,4 @@
+import { type AddressInfo, type Server, type Socket, createServer } from 'node:net';
 import { pino } from 'pino';
 import { expect } from 'vitest';
 import { type LlmDelta, type LlmProvider, type LlmRequest, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../src/providers/types.js';
@@ -105,3 +106,45 @@ export async function until(condition: () => boolean, timeoutMs = 5000): Promise
  * lets a bot's base_url reach loopback, as a server with self-hosted model servers would set it.
  */
 export const EMULATOR_ENV = { SWITCHBOARD_PROVIDER_ALLOW_PRIVATE: 'true' } as const;
+
+/** A server that accepts connections and never answers: a vendor that hangs. Its url names `localhost`. */
+export function startSilentServer(): Promise<RawServer> {
+  return startRawServer(() => undefined);
+}
+
+/**
+ * A server that refuses every websocket upgrade with `status` and a JSON error body whose end never
+ * comes: a vendor (or a proxy) that stalls mid-answer.
+ */
+export function startStallingRefusal(status: number, bodyStart: string): Promise<RawServer> {
+  return startRawServer((socket) => {
+    socket.once('data', () => {
+      socket.write(`HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n${bodyStart}`);
+    });
+  });
+}
+
+export interface RawServer {
+  /** http://localhost:<port> */
+  url: string;
+  close(): Promise<void>;
+}
+
+async function startRawServer(onSocket: (socket: Socket) => void): Promise<RawServer> {
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => undefined);
+    onSocket(socket);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://localhost:${port}`,
+    close: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

@@ -3,9 +3,9 @@ import { z } from 'zod';
 import type { ProviderSettings } from '../registry.js';
 import { type LlmDelta, type ProviderContext, ProviderError } from '../types.js';
 import type { EndpointGuard } from '../endpoint.js';
-import { endpointFetch } from '../endpoint-fetch.js';
-import { networkErrorText } from '../network-error.js';
-import { isAddressRefusal } from '../../security/address-policy.js';
+import { TimedFetch } from '../timed-fetch.js';
+import { DEFAULT_VENDOR_TIMEOUT_MS, baseServiceOptionsSchema, otherEntries, parseOptions } from '../vendor-options.js';
+import { isRetryableStatus, knownVendorErrorText, oneLine, redact } from '../vendor-errors.js';
 
 /**
  * What the HTTP LLM adapters (OpenAI-compatible, Anthropic, Gemini) share: option parsing, the
@@ -13,13 +13,6 @@ import { isAddressRefusal } from '../../security/address-policy.js';
  * vendor folder keeps its own wire schemas and event handling.
  */
 
-/** How long a vendor may stay silent: before the response headers, before the first bytes, and between chunks. */
-export const DEFAULT_LLM_TIMEOUT_MS = 10_000;
-
-/** The most of an error body read from a vendor; their errors are short JSON documents. */
-const MAX_ERROR_BODY_CHARS = 16_384;
-/** The most of a vendor's error text carried into a ProviderError message. */
-const MAX_ERROR_TEXT_CHARS = 500;
 /** An SSE event larger than this is not an LLM delta: stop rather than buffer without bound. */
 const MAX_SSE_BUFFER_CHARS = 8 * 1024 * 1024;
 
@@ -36,18 +29,12 @@ export const llmOptionsSchema = z.object({
   max_tokens: z.number().int().min(1).optional(),
 });
 
-/** `service_options.<provider>` keys the adapter itself reads; all others go into the request body. */
-const serviceOptionsSchema = z.object({
-  base_url: z.string().optional(),
-  timeout_ms: z.coerce.number().int().min(1).max(600_000).optional(),
-});
-const ADAPTER_KEYS = new Set(Object.keys(serviceOptionsSchema.shape));
+/** `service_options.<provider>` keys the adapter itself reads (base_url, timeout_ms); all others go into the request body. */
+const ADAPTER_KEYS: ReadonlySet<string> = new Set(Object.keys(baseServiceOptionsSchema.shape));
 
 /** Parses a provider's `config` options; a wrong type becomes a clear, non-retryable error. */
 export function parseLlmOptions<S extends z.ZodType>(provider: string, schema: S, options: Record<string, unknown>): z.infer<S> {
-  const parsed = schema.safeParse(options);
-  if (!parsed.success) throw new ProviderError(provider, `invalid llm options: ${describeIssues(parsed.error)}`);
-  return parsed.data;
+  return parseOptions(provider, 'invalid llm options', schema, options);
 }
 
 export interface LlmServiceOptions {
@@ -57,17 +44,8 @@ export interface LlmServiceOptions {
 }
 
 export function parseLlmServiceOptions(provider: string, settings: ProviderSettings): LlmServiceOptions {
-  const parsed = serviceOptionsSchema.safeParse(settings.serviceOptions);
-  if (!parsed.success) throw new ProviderError(provider, `invalid service_options.${provider}: ${describeIssues(parsed.error)}`);
-  const extraBody: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(settings.serviceOptions)) {
-    if (!ADAPTER_KEYS.has(key)) extraBody[key] = value;
-  }
-  return { timeoutMs: parsed.data.timeout_ms ?? DEFAULT_LLM_TIMEOUT_MS, extraBody };
-}
-
-function describeIssues(error: z.ZodError): string {
-  return error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
+  const service = parseOptions(provider, `invalid service_options.${provider}`, baseServiceOptionsSchema, settings.serviceOptions);
+  return { timeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS, extraBody: otherEntries(settings.serviceOptions, ADAPTER_KEYS) };
 }
 
 /**
@@ -178,50 +156,21 @@ export interface SseRequest {
  *   and 5xx are retryable, network failures too.
  */
 export async function* streamSse(request: SseRequest, ctx: ProviderContext): AsyncGenerator<EventSourceMessage, void, undefined> {
-  if (ctx.signal.aborted) return;
-  const { provider, timeoutMs } = request;
-  const local = new AbortController();
-  let timedOut = false;
-  let timer: NodeJS.Timeout | undefined;
-  const arm = () => {
-    clearTimeout(timer);
-    timer = setTimeout(() => {
-      timedOut = true;
-      local.abort();
-    }, timeoutMs);
-  };
-  const disarm = () => clearTimeout(timer);
+  const { provider } = request;
+  const post = new TimedFetch({ ...request, body: JSON.stringify(request.body) }, ctx.signal);
   const startedMs = performance.now();
   let eventCount = 0;
   try {
-    arm();
-    let response: Response;
-    try {
-      response = await endpointFetch(
-        request.url,
-        { method: 'POST', headers: request.headers, body: JSON.stringify(request.body), signal: AbortSignal.any([ctx.signal, local.signal]) },
-        request.guard,
-      );
-    } catch (err) {
-      // An interrupted reply needs no error, even if its timer fired in the same moment.
-      if (ctx.signal.aborted) return;
-      if (timedOut) throw new ProviderError(provider, `no response within ${timeoutMs} ms`, true);
-      throw new ProviderError(provider, `request failed: ${networkErrorText(err)}`, !isAddressRefusal(err), { cause: err });
-    }
+    const response = await post.response();
+    if (!response) return;
     ctx.log.debug({ provider, status: response.status, headersMs: Math.round(performance.now() - startedMs) }, 'llm response started');
 
     if (!response.ok || isJson(response)) {
-      let text: string;
-      try {
-        text = (await response.text()).slice(0, MAX_ERROR_BODY_CHARS);
-      } catch {
-        if (ctx.signal.aborted) return;
-        if (timedOut) throw new ProviderError(provider, `HTTP ${response.status}, and its body did not arrive within ${timeoutMs} ms`, true);
-        text = '';
-      }
-      const vendorText = vendorErrorText(text);
+      const text = await post.errorBody(response);
+      if (text === undefined) return;
+      const vendorText = knownVendorErrorText(text);
       if (!response.ok) {
-        const message = redact(vendorText ?? plainText(text), request.secrets) || response.statusText;
+        const message = redact(vendorText ?? oneLine(text), request.secrets) || response.statusText;
         throw new ProviderError(provider, `HTTP ${response.status}: ${message}`, isRetryableStatus(response.status));
       }
       // Some compatible servers answer a streaming request with one JSON document: an error, or
@@ -229,7 +178,6 @@ export async function* streamSse(request: SseRequest, ctx: ProviderContext): Asy
       const detail = vendorText ? `: ${redact(vendorText, request.secrets)}` : '';
       throw new ProviderError(provider, `expected an event stream, got a JSON document${detail}`);
     }
-    if (!response.body) throw new ProviderError(provider, 'the response has no body', true);
 
     const queue: EventSourceMessage[] = [];
     let parseFailure: string | undefined;
@@ -241,21 +189,9 @@ export async function* streamSse(request: SseRequest, ctx: ProviderContext): Asy
       maxBufferSize: MAX_SSE_BUFFER_CHARS,
     });
     const decoder = new TextDecoder();
-    const reader = response.body.getReader();
     for (;;) {
-      let chunk: Awaited<ReturnType<typeof reader.read>>;
-      arm();
-      try {
-        chunk = await reader.read();
-      } catch (err) {
-        if (ctx.signal.aborted) return;
-        if (timedOut) {
-          throw new ProviderError(provider, eventCount === 0 ? `no events within ${timeoutMs} ms` : `stream stalled for ${timeoutMs} ms`, true);
-        }
-        throw new ProviderError(provider, `stream interrupted: ${networkErrorText(err)}`, true, { cause: err });
-      } finally {
-        disarm();
-      }
+      const chunk = await post.read(response, () => (eventCount === 0 ? 'no events within' : 'stream stalled for'));
+      if (!chunk) return;
       if (chunk.done) {
         // A last event without its blank line still counts (a truncated one fails its JSON parse).
         parser.feed(`${decoder.decode()}\n\n`);
@@ -271,60 +207,12 @@ export async function* streamSse(request: SseRequest, ctx: ProviderContext): Asy
       if (chunk.done) return;
     }
   } finally {
-    disarm();
     // Closes the connection when the consumer stopped early; a no-op after a complete response.
-    local.abort();
+    post.close();
     ctx.log.debug({ provider, events: eventCount, elapsedMs: Math.round(performance.now() - startedMs) }, 'llm stream closed');
   }
 }
 
 function isJson(response: Response): boolean {
   return (response.headers.get('content-type') ?? '').toLowerCase().includes('application/json');
-}
-
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 409 || status === 425 || status === 429 || status >= 500;
-}
-
-const vendorErrorBody = z.union([
-  // OpenAI `{error:{message,type}}`, Anthropic `{type:"error",error:{type,message}}`, Gemini `{error:{code,message,status}}`.
-  z.object({ error: z.object({ message: z.string(), type: z.string().optional(), status: z.string().optional() }) }),
-  // Ollama and llama.cpp style.
-  z.object({ error: z.string() }),
-  z.object({ message: z.string() }),
-  z.object({ detail: z.string() }),
-]);
-
-/** The human part of a vendor error body (Gemini wraps it in an array when not streaming SSE); undefined if it has none. */
-export function vendorErrorText(text: string): string | undefined {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-  if (Array.isArray(json)) json = json[0];
-  const parsed = vendorErrorBody.safeParse(json);
-  if (!parsed.success) return undefined;
-  const body = parsed.data;
-  let message: string;
-  if ('error' in body) {
-    message = typeof body.error === 'string' ? body.error : [body.error.type ?? body.error.status, body.error.message].filter(Boolean).join(': ');
-  } else {
-    message = 'message' in body ? body.message : body.detail;
-  }
-  return message.slice(0, MAX_ERROR_TEXT_CHARS);
-}
-
-/** An error body that is not a known JSON shape (an HTML page from a proxy, plain text), on one line. */
-function plainText(text: string): string {
-  return text.trim().replace(/\s+/g, ' ').slice(0, MAX_ERROR_TEXT_CHARS);
-}
-
-export function redact(text: string, secrets: string[]): string {
-  let out = text;
-  for (const secret of secrets) {
-    if (secret.length >= 4) out = out.split(secret).join('[redacted]');
-  }
-  return out;
 }

@@ -4,16 +4,13 @@ import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
 import WebSocket, { type RawData } from 'ws';
 import { type ProviderContext, ProviderError, type TtsOutput } from '../types.js';
-import { isAddressRefusal } from '../../security/address-policy.js';
+import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine, redact } from '../vendor-errors.js';
+import { frameText, openVendorSocket } from '../vendor-socket.js';
 
 /**
- * Websocket TTS machinery shared by the Cartesia and ElevenLabs adapters (and the error helpers
- * with OpenAI TTS): a socket per call multiplexing replies by context id, and the life of one reply.
+ * Websocket TTS machinery shared by the Cartesia and ElevenLabs adapters: a socket per call
+ * multiplexing replies by context id, and the life of one reply (and the queue OpenAI TTS uses too).
  */
-
-/** The most of a handshake error body read, and the most of a vendor's text carried into an error. */
-const MAX_ERROR_BODY_BYTES = 16_384;
-const MAX_ERROR_TEXT_CHARS = 500;
 
 /** A vendor frame, parsed. */
 export interface ParsedFrame<M> {
@@ -67,7 +64,7 @@ export class TtsSocket<M> {
     private readonly log: Logger,
   ) {
     const startedMs = performance.now();
-    this.ws = new WebSocket(options.url, { headers: options.headers, handshakeTimeout: options.timeoutMs, perMessageDeflate: false, lookup: options.lookup });
+    this.ws = openVendorSocket(options.url, options);
     this.ready = new Promise<void>((resolve, reject) => {
       this.rejectReady = reject;
       this.ws.once('open', () => {
@@ -137,10 +134,8 @@ export class TtsSocket<M> {
 
   /** The handshake got an HTTP answer instead of an upgrade: report its status and the vendor's text. */
   private onRejected(res: IncomingMessage): void {
-    const status = res.statusCode ?? 0;
-    readErrorBody(res, (body) => {
-      const text = redact(vendorErrorText(body), this.options.secret) || res.statusMessage || 'no details';
-      this.failAll(new ProviderError(this.options.provider, `handshake failed: HTTP ${status}: ${text}`, isRetryableStatus(status)));
+    void handshakeRefusal(this.options.provider, res, this.options.secret).then((error) => {
+      this.failAll(error);
       this.ws.terminate();
     });
   }
@@ -148,9 +143,7 @@ export class TtsSocket<M> {
   private onError(err: Error): void {
     // Errors before the socket opened end the handshake; later ones are followed by 'close'.
     if (this.ws.readyState === WebSocket.OPEN || this.failure) return;
-    const timedOut = /timed out/i.test(err.message);
-    const message = timedOut ? `no connection within ${this.options.timeoutMs} ms` : `connection failed: ${redact(err.message, this.options.secret)}`;
-    this.failAll(new ProviderError(this.options.provider, message, !isAddressRefusal(err), { cause: err }));
+    this.failAll(handshakeError(this.options.provider, err, this.options.timeoutMs, this.options.secret));
   }
 
   private onClose(code: number, reason: string): void {
@@ -171,7 +164,7 @@ export class TtsSocket<M> {
     }
     let json: unknown;
     try {
-      json = JSON.parse(rawText(data));
+      json = JSON.parse(frameText(data));
     } catch {
       this.log.debug({ provider }, 'skipped a frame that is not JSON');
       return;
@@ -440,69 +433,4 @@ export class ReplyWords {
   rest(): string | undefined {
     return this.take(this.words.length);
   }
-}
-
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
-}
-
-/** Closes for a protocol or policy violation will fail again; others (1006, 1011, ...) may pass. */
-export function isRetryableCloseCode(code: number): boolean {
-  return ![1002, 1003, 1007, 1008, 1009].includes(code);
-}
-
-/** Reads at most MAX_ERROR_BODY_BYTES of an error response, then calls `done` once. */
-export function readErrorBody(res: IncomingMessage, done: (body: string) => void): void {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  let called = false;
-  const finish = () => {
-    if (called) return;
-    called = true;
-    done(Buffer.concat(chunks).toString('utf8'));
-  };
-  res.on('data', (chunk: Buffer) => {
-    if (bytes < MAX_ERROR_BODY_BYTES) chunks.push(chunk);
-    bytes += chunk.length;
-  });
-  res.on('end', finish);
-  res.on('error', finish);
-  res.on('close', finish);
-}
-
-/**
- * The human part of an error body: `{error:{message}}` (OpenAI), `{error, message}`, `{title,
- * message}`, `{detail}` or plain text (a proxy's page), on one line.
- */
-export function vendorErrorText(body: string): string {
-  let text = body;
-  try {
-    const json = JSON.parse(body) as unknown;
-    if (json && typeof json === 'object') {
-      const record = json as Record<string, unknown>;
-      const error = record.error;
-      const nested = error && typeof error === 'object' ? (error as Record<string, unknown>) : undefined;
-      const detail = record.detail && typeof record.detail === 'object' ? (record.detail as Record<string, unknown>) : undefined;
-      const message = nested?.message ?? record.message ?? detail?.message ?? record.detail ?? (typeof error === 'string' ? error : undefined);
-      const parts = [record.title, message].filter((part): part is string => typeof part === 'string' && part.length > 0);
-      if (parts.length > 0) text = parts.join(': ');
-    }
-  } catch {
-    // Not JSON: the text itself.
-  }
-  return oneLine(text);
-}
-
-export function oneLine(text: string): string {
-  return text.trim().replace(/\s+/g, ' ').slice(0, MAX_ERROR_TEXT_CHARS);
-}
-
-export function redact(text: string, secret: string): string {
-  return secret.length >= 4 ? text.split(secret).join('[redacted]') : text;
-}
-
-export function rawText(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString('utf8');
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data).toString('utf8');
 }

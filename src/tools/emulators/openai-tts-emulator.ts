@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { z } from 'zod';
+import { speechRequest } from '../../providers/tts/openai-tts/openai-tts-messages.js';
 import { ToneStream, bearer, describeIssues, pushBounded, readBody, recordedHeaders, speechDurationMs } from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
@@ -14,17 +14,6 @@ import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator
  *
  * Cost per request: one timer per audio chunk (100 ms of audio by default).
  */
-
-export const speechRequest = z.looseObject({
-  model: z.string().min(1),
-  input: z.string().min(1).max(4096),
-  voice: z.union([z.string().min(1), z.looseObject({ id: z.string().min(1) })]),
-  response_format: z.enum(['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm']).optional(),
-  speed: z.number().min(0.25).max(4).optional(),
-  instructions: z.string().max(4096).optional(),
-  stream_format: z.enum(['audio', 'sse']).optional(),
-});
-export type SpeechRequest = z.infer<typeof speechRequest>;
 
 export interface OpenAiTtsEmulatorOptions {
   /** ttsFirstByteMs and ttsRealTimeFactor apply. */

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { LlmDelta, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
 
 /**
@@ -15,7 +16,7 @@ export class EchoLlm implements LlmProvider {
     const words = reply.split(/(?<= )/);
     for (const word of words) {
       if (ctx.signal.aborted) return;
-      if (this.tokenDelayMs > 0) await delay(this.tokenDelayMs, ctx.signal);
+      if (this.tokenDelayMs > 0) await sleep(this.tokenDelayMs, undefined, { signal: ctx.signal }).catch(() => undefined);
       yield { type: 'text', text: word };
     }
   }
@@ -27,16 +28,4 @@ function replyFor(request: LlmRequest): string {
   const words = last.content.trim();
   if (words.length === 0) return 'Sorry, I did not catch that.';
   return `You said: ${words}`;
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    }
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,7 +1,8 @@
 import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
 import type { EndpointGuard } from '../../endpoint.js';
 import { ProviderError } from '../../types.js';
-import { CALL_START_TURN, endpointUrl, isRetryableErrorType, isRetryableStatus, openAiToolFunction, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
+import { isRetryableStatus } from '../../vendor-errors.js';
+import { CALL_START_TURN, endpointUrl, isRetryableErrorType, openAiToolFunction, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
 import { type Content, type Part, functionCallPart, generateContentResponse, textPart } from './gemini-messages.js';
 
 /** Finish reasons that mean the model's answer was withheld, not merely ended. */

@@ -1,7 +1,8 @@
 import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
 import type { EndpointGuard } from '../../endpoint.js';
 import { ProviderError } from '../../types.js';
-import { isRetryableErrorType, isRetryableStatus, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
+import { isRetryableStatus } from '../../vendor-errors.js';
+import { isRetryableErrorType, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
 import { type ChatMessage, DONE_SENTINEL, type StreamPayload, streamPayload } from './openai-messages.js';
 
 export interface OpenAiLlmConfig {

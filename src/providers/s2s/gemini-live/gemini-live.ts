@@ -3,10 +3,11 @@ import type { EndpointGuard } from '../../endpoint.js';
 import WebSocket, { type RawData } from 'ws';
 import { AudioConverter, fromTelephony } from '../../../audio/format-converter.js';
 import { type ProviderContext, ProviderError } from '../../types.js';
-import { isRetryableCloseCode, isRetryableStatus, oneLine, readErrorBody, redact, vendorErrorText } from '../../tts/tts-socket.js';
+import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine, redact } from '../../vendor-errors.js';
+import { frameText, openVendorSocket } from '../../vendor-socket.js';
+import { S2sSocketSession } from '../s2s-socket.js';
 import type { S2sEvents, S2sOptions, S2sProvider, S2sSession } from '../types.js';
-import { pcmRateHz, serverMessage } from './live-messages.js';
-import { isAddressRefusal } from '../../../security/address-policy.js';
+import { pcmRateHz, serverMessage } from './gemini-live-messages.js';
 
 const PROVIDER = 'gemini_live';
 const INPUT_RATE_HZ = 16_000;
@@ -40,34 +41,18 @@ export class GeminiLive implements S2sProvider {
   }
 }
 
-class LiveSession implements S2sSession {
+class LiveSession extends S2sSocketSession implements S2sSession {
   private readonly input = fromTelephony({ encoding: 'linear16', sampleRateHz: INPUT_RATE_HZ });
   private output: AudioConverter | undefined;
   private turn = 1;
   private turnHasAudio = false;
-  private closedByUs = false;
 
-  private constructor(
-    private readonly ws: WebSocket,
-    private readonly ctx: ProviderContext,
-    private readonly events: S2sEvents,
-  ) {
-    ws.on('message', (data) => this.onMessage(data));
-    ws.on('close', (code, reason) => {
-      if (this.closedByUs || ctx.signal.aborted) return;
-      const detail = reason.length > 0 ? `: ${oneLine(reason.toString())}` : '';
-      events.onError(new ProviderError(PROVIDER, `the connection closed mid-call (code ${code}${detail})`, isRetryableCloseCode(code)));
-    });
-    ws.on('error', (err) => ctx.log.debug({ provider: PROVIDER, err }, 'live socket error'));
-    ctx.signal.addEventListener('abort', () => void this.close(), { once: true });
+  private constructor(ws: WebSocket, ctx: ProviderContext, events: S2sEvents) {
+    super(ws, PROVIDER, ctx, events);
   }
 
   static async connect(config: GeminiLiveConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<LiveSession> {
-    const ws = new WebSocket(`${config.url}?key=${encodeURIComponent(config.apiKey)}`, {
-      handshakeTimeout: config.handshakeTimeoutMs,
-      perMessageDeflate: false,
-      lookup: config.guard?.lookup,
-    });
+    const ws = openVendorSocket(`${config.url}?key=${encodeURIComponent(config.apiKey)}`, { timeoutMs: config.handshakeTimeoutMs, lookup: config.guard?.lookup });
     const fail = (error: ProviderError, reject: (e: ProviderError) => void) => {
       ws.removeAllListeners('message');
       ws.terminate();
@@ -77,18 +62,14 @@ class LiveSession implements S2sSession {
       const timer = setTimeout(() => fail(new ProviderError(PROVIDER, `no setupComplete within ${config.handshakeTimeoutMs} ms`, true), reject), config.handshakeTimeoutMs);
       ws.once('open', () => ws.send(JSON.stringify(setupMessage(config, options))));
       ws.on('message', (data) => {
-        if (!textOf(data).includes('setupComplete')) return;
+        if (!frameText(data).includes('setupComplete')) return;
         clearTimeout(timer);
         ws.removeAllListeners('message');
         resolve();
       });
       ws.once('unexpected-response', (_req, res: IncomingMessage) => {
         clearTimeout(timer);
-        const status = res.statusCode ?? 0;
-        readErrorBody(res, (body) => {
-          const text = redact(vendorErrorText(body), config.apiKey) || res.statusMessage || 'no details';
-          fail(new ProviderError(PROVIDER, `handshake failed: HTTP ${status}: ${text}`, isRetryableStatus(status)), reject);
-        });
+        void handshakeRefusal(PROVIDER, res, config.apiKey).then((error) => fail(error, reject));
       });
       ws.once('close', (code, reason) => {
         clearTimeout(timer);
@@ -97,7 +78,7 @@ class LiveSession implements S2sSession {
       });
       ws.once('error', (err) => {
         clearTimeout(timer);
-        fail(new ProviderError(PROVIDER, `connection failed: ${redact(err.message, config.apiKey)}`, !isAddressRefusal(err), { cause: err }), reject);
+        fail(handshakeError(PROVIDER, err, config.handshakeTimeoutMs, config.apiKey), reject);
       });
       ctx.signal.addEventListener('abort', () => ws.terminate(), { once: true });
     });
@@ -122,13 +103,6 @@ class LiveSession implements S2sSession {
     this.nextTurn();
   }
 
-  async close(): Promise<void> {
-    if (this.closedByUs) return;
-    this.closedByUs = true;
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(1000);
-    else this.ws.terminate();
-  }
-
   private start(options: S2sOptions): void {
     const turns = options.history
       .filter((m) => m.role !== 'system')
@@ -141,11 +115,11 @@ class LiveSession implements S2sSession {
     }
   }
 
-  private onMessage(data: RawData): void {
+  protected onMessage(data: RawData): void {
     let json: unknown;
     try {
       // Gemini may send JSON in binary frames.
-      json = JSON.parse(textOf(data));
+      json = JSON.parse(frameText(data));
     } catch {
       this.ctx.log.debug({ provider: PROVIDER }, 'skipped a frame that is not JSON');
       return;
@@ -192,9 +166,6 @@ class LiveSession implements S2sSession {
     return `turn-${this.turn}`;
   }
 
-  private send(message: Record<string, unknown>): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
-  }
 }
 
 function setupMessage(config: GeminiLiveConfig, options: S2sOptions): Record<string, unknown> {
@@ -212,10 +183,4 @@ function setupMessage(config: GeminiLiveConfig, options: S2sOptions): Record<str
       outputAudioTranscription: {},
     },
   };
-}
-
-function textOf(data: RawData): string {
-  if (Buffer.isBuffer(data)) return data.toString('utf8');
-  if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
-  return Buffer.from(data).toString('utf8');
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
-import { ProviderError } from '../../types.js';
+import { DEFAULT_VENDOR_TIMEOUT_MS, parseOptions } from '../../vendor-options.js';
 import { GeminiLive } from './gemini-live.js';
 
 export { GeminiLive, type GeminiLiveConfig } from './gemini-live.js';
@@ -22,8 +22,7 @@ const serviceOptionsSchema = z.looseObject({
  * or GEMINI_API_KEY. `config` llm options: model, voice, language.
  */
 export function createGeminiLive(settings: ProviderSettings): GeminiLive {
-  const parsed = serviceOptionsSchema.safeParse(settings.serviceOptions);
-  if (!parsed.success) throw new ProviderError('gemini_live', `invalid service options: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const service = parseOptions('gemini_live', 'invalid service options', serviceOptionsSchema, settings.serviceOptions);
   const { baseUrl: base, guard } = vendorEndpoint(settings, 'gemini', GEMINI_ORIGIN);
   const option = (name: string) => (typeof settings.options[name] === 'string' ? (settings.options[name] as string) : undefined);
   return new GeminiLive({
@@ -33,6 +32,6 @@ export function createGeminiLive(settings: ProviderSettings): GeminiLive {
     model: option('model') ?? DEFAULT_LIVE_MODEL,
     voice: option('voice') ?? DEFAULT_LIVE_VOICE,
     language: option('language'),
-    handshakeTimeoutMs: parsed.data.timeout_ms ?? 10_000,
+    handshakeTimeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS,
   });
 }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
-import { ProviderError } from '../../types.js';
+import { DEFAULT_VENDOR_TIMEOUT_MS, parseOptions } from '../../vendor-options.js';
 import { OpenAiRealtime } from './openai-realtime.js';
 
 export { OpenAiRealtime, type OpenAiRealtimeConfig } from './openai-realtime.js';
@@ -26,9 +26,7 @@ const serviceOptionsSchema = z.looseObject({
  * key: api_keys.<name>, api_keys.openai, or OPENAI_API_KEY. `config` llm options: model, voice.
  */
 export function createOpenAiRealtime(settings: ProviderSettings): OpenAiRealtime {
-  const parsed = serviceOptionsSchema.safeParse(settings.serviceOptions);
-  if (!parsed.success) throw new ProviderError('openai_realtime', `invalid service options: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const service = parsed.data;
+  const service = parseOptions('openai_realtime', 'invalid service options', serviceOptionsSchema, settings.serviceOptions);
   const protocol = service.protocol ?? 'ga';
   const model = typeof settings.options.model === 'string' ? settings.options.model : DEFAULT_REALTIME_MODEL[protocol];
   const voice = typeof settings.options.voice === 'string' ? settings.options.voice : DEFAULT_REALTIME_VOICE[protocol];
@@ -41,7 +39,7 @@ export function createOpenAiRealtime(settings: ProviderSettings): OpenAiRealtime
     protocol,
     model,
     voice,
-    handshakeTimeoutMs: service.timeout_ms ?? 10_000,
+    handshakeTimeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS,
     sessionExtras: service.session ?? {},
   });
 }

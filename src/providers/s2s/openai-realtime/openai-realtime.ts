@@ -2,7 +2,9 @@ import type { IncomingMessage } from 'node:http';
 import type { EndpointGuard } from '../../endpoint.js';
 import WebSocket, { type RawData } from 'ws';
 import { type ProviderContext, ProviderError } from '../../types.js';
-import { isRetryableCloseCode, isRetryableStatus, oneLine, readErrorBody, redact, vendorErrorText } from '../../tts/tts-socket.js';
+import { handshakeError, handshakeRefusal } from '../../vendor-errors.js';
+import { frameText, openVendorSocket } from '../../vendor-socket.js';
+import { S2sSocketSession } from '../s2s-socket.js';
 import type { S2sEvents, S2sOptions, S2sProvider, S2sSession } from '../types.js';
 import {
   AUDIO_DELTA,
@@ -16,8 +18,7 @@ import {
   errorEvent,
   inputTranscription,
   transcriptDone,
-} from './realtime-messages.js';
-import { isAddressRefusal } from '../../../security/address-policy.js';
+} from './openai-realtime-messages.js';
 
 const PROVIDER = 'openai_realtime';
 
@@ -51,32 +52,22 @@ export class OpenAiRealtime implements S2sProvider {
   }
 }
 
-class RealtimeSession implements S2sSession {
-  private closedByUs = false;
-
+class RealtimeSession extends S2sSocketSession implements S2sSession {
   private constructor(
-    private readonly ws: WebSocket,
+    ws: WebSocket,
     private readonly config: OpenAiRealtimeConfig,
-    private readonly ctx: ProviderContext,
-    private readonly events: S2sEvents,
+    ctx: ProviderContext,
+    events: S2sEvents,
   ) {
-    ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
-    ws.on('close', (code, reason) => {
-      if (this.closedByUs || ctx.signal.aborted) return;
-      const detail = reason.length > 0 ? `: ${oneLine(reason.toString())}` : '';
-      events.onError(new ProviderError(PROVIDER, `the connection closed mid-call (code ${code}${detail})`, isRetryableCloseCode(code)));
-    });
-    ws.on('error', (err) => ctx.log.debug({ provider: PROVIDER, err }, 'realtime socket error'));
-    ctx.signal.addEventListener('abort', () => void this.close(), { once: true });
+    super(ws, PROVIDER, ctx, events);
   }
 
   static async connect(config: OpenAiRealtimeConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<RealtimeSession> {
     const headers: Record<string, string> = { Authorization: `Bearer ${config.apiKey}` };
     if (config.protocol === 'beta') headers['OpenAI-Beta'] = 'realtime=v1';
-    const ws = new WebSocket(`${config.url}?model=${encodeURIComponent(config.model)}`, {
+    const ws = openVendorSocket(`${config.url}?model=${encodeURIComponent(config.model)}`, {
       headers,
-      handshakeTimeout: config.handshakeTimeoutMs,
-      perMessageDeflate: false,
+      timeoutMs: config.handshakeTimeoutMs,
       lookup: config.guard?.lookup,
     });
     await new Promise<void>((resolve, reject) => {
@@ -86,17 +77,12 @@ class RealtimeSession implements S2sSession {
       };
       ws.once('open', () => resolve());
       ws.once('unexpected-response', (_req, res: IncomingMessage) => {
-        const status = res.statusCode ?? 0;
-        readErrorBody(res, (body) => {
-          const text = redact(vendorErrorText(body), config.apiKey) || res.statusMessage || 'no details';
-          fail(new ProviderError(PROVIDER, `handshake failed: HTTP ${status}: ${text}`, isRetryableStatus(status)));
+        void handshakeRefusal(PROVIDER, res, config.apiKey).then((error) => {
+          fail(error);
           ws.terminate();
         });
       });
-      ws.once('error', (err) => {
-        const timedOut = /timed out/i.test(err.message);
-        fail(new ProviderError(PROVIDER, timedOut ? `no connection within ${config.handshakeTimeoutMs} ms` : `connection failed: ${redact(err.message, config.apiKey)}`, !isAddressRefusal(err), { cause: err }));
-      });
+      ws.once('error', (err) => fail(handshakeError(PROVIDER, err, config.handshakeTimeoutMs, config.apiKey)));
       ctx.signal.addEventListener('abort', () => ws.terminate(), { once: true });
     });
     const session = new RealtimeSession(ws, config, ctx, events);
@@ -117,13 +103,6 @@ class RealtimeSession implements S2sSession {
     // The server's VAD has usually cancelled already; a second cancel only earns a harmless error.
     this.send({ type: 'response.cancel' });
     this.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: Math.max(0, Math.round(heardMs)) });
-  }
-
-  async close(): Promise<void> {
-    if (this.closedByUs) return;
-    this.closedByUs = true;
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(1000);
-    else this.ws.terminate();
   }
 
   private configure(options: S2sOptions): void {
@@ -161,11 +140,11 @@ class RealtimeSession implements S2sSession {
     if (options.greet) this.send({ type: 'response.create' });
   }
 
-  private onMessage(data: RawData, isBinary: boolean): void {
+  protected onMessage(data: RawData, isBinary: boolean): void {
     if (isBinary) return;
     let json: unknown;
     try {
-      json = JSON.parse(data.toString());
+      json = JSON.parse(frameText(data));
     } catch {
       this.ctx.log.debug({ provider: PROVIDER }, 'skipped a frame that is not JSON');
       return;
@@ -197,7 +176,4 @@ class RealtimeSession implements S2sSession {
     }
   }
 
-  private send(event: Record<string, unknown>): void {
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(event));
-  }
 }

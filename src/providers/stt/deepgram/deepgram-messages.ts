@@ -102,19 +102,6 @@ export const LISTEN_SERVER_MESSAGE_TYPES: ReadonlySet<string> = new Set(['Result
 /** Just the discriminator, to tell an unknown message type from a malformed known one. */
 export const messageEnvelope = z.looseObject({ type: z.string() });
 
-// ---- handshake errors (plain HTTP, before any upgrade; shared by /v1/listen and /v1/speak) ----
-
-/**
- * The JSON body of a refused handshake, e.g. `{"err_code":"INVALID_AUTH","err_msg":"Invalid
- * credentials.","request_id":"..."}`. The same text is also in the `dg-error` response header.
- */
-export const handshakeErrorBody = z.looseObject({
-  err_code: z.string().optional(),
-  err_msg: z.string().optional(),
-  request_id: z.string().optional(),
-});
-export type HandshakeErrorBody = z.infer<typeof handshakeErrorBody>;
-
 /** Close reasons Deepgram puts in the close frame after the upgrade. */
 export const CLOSE_REASONS = {
   /** 1008: the payload cannot be decoded as audio. */

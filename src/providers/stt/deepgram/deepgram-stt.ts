@@ -1,8 +1,8 @@
-import type { IncomingMessage } from 'node:http';
-import type { LookupFunction } from 'node:net';
-import type { EndpointGuard } from '../../endpoint.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import WebSocket, { type RawData } from 'ws';
+import WebSocket from 'ws';
+import { type DeepgramSocket, connectDeepgram } from '../../deepgram-socket.js';
+import type { EndpointGuard } from '../../endpoint.js';
 import {
   type ProviderContext,
   ProviderError,
@@ -17,11 +17,10 @@ import {
   KEEP_ALIVE_FRAME,
   LISTEN_SERVER_MESSAGE_TYPES,
   type ResultsMessage,
-  handshakeErrorBody,
   listenServerMessage,
   messageEnvelope,
 } from './deepgram-messages.js';
-import { isAddressRefusal } from '../../../security/address-policy.js';
+import { abortError } from '../../vendor-errors.js';
 
 const PROVIDER = 'deepgram';
 /** 8 kHz mu-law: one byte per sample. */
@@ -216,7 +215,7 @@ class DeepgramSttStream implements SttStream {
     let lastError: ProviderError | undefined;
     for (let attempt = 1; attempt <= attempts; attempt++) {
       const delayMs = attempt === 1 ? 0 : Math.min(this.config.reconnectBackoffMs * 2 ** (attempt - 2), MAX_BACKOFF_MS);
-      if (delayMs > 0 && !(await sleep(delayMs, this.stopSignal))) return;
+      if (delayMs > 0 && !(await sleep(delayMs, true, { signal: this.stopSignal }).catch(() => false))) return;
       if (this.state !== 'reconnecting') return;
       try {
         await this.connect();
@@ -376,191 +375,4 @@ class AudioHistory {
     if (first < length) out.set(this.ring.subarray(0, length - first), first);
     return out;
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The Deepgram websocket handshake, shared with the Aura TTS adapter (same host, same auth).
-// ---------------------------------------------------------------------------------------------
-
-/** The most of a refused handshake's body read, and of the vendor's text carried into an error. */
-const MAX_ERROR_BODY_BYTES = 16_384;
-const MAX_ERROR_TEXT_CHARS = 500;
-/** A refused handshake whose body does not finish within this long is reported without it. */
-const ERROR_BODY_WAIT_MS = 2000;
-
-export interface DeepgramSocketOptions {
-  /** The provider name errors carry (`deepgram`, `deepgram_tts`). */
-  provider: string;
-  url: string;
-  apiKey: string;
-  /** Bounds the handshake. */
-  timeoutMs: number;
-  /** Resolves the host when set (a bot's own base_url), refusing forbidden addresses. */
-  lookup?: LookupFunction;
-  /** Aborting it while the handshake runs ends it with an AbortError. */
-  signal: AbortSignal;
-  log: Logger;
-  onText(text: string): void;
-  onBinary(data: Buffer): void;
-  /** The socket closed after it had opened. */
-  onClose(code: number, reason: string): void;
-}
-
-export interface DeepgramSocket {
-  ws: WebSocket;
-  /** Resolves once open; rejects with a ProviderError (refused, timed out, unreachable) or an AbortError. */
-  opened: Promise<void>;
-}
-
-/**
- * Opens a Deepgram websocket with `Authorization: Token <key>`. Listeners are attached at once,
- * so no frame that follows the upgrade is missed. A refused handshake becomes a ProviderError
- * with the HTTP status and Deepgram's error text (JSON body, else the dg-error header); 429 and
- * 5xx are retryable, other statuses are not.
- */
-export function connectDeepgram(options: DeepgramSocketOptions): DeepgramSocket {
-  const { provider, signal } = options;
-  const startedMs = performance.now();
-  const ws = new WebSocket(options.url, {
-    headers: { Authorization: `Token ${options.apiKey}` },
-    handshakeTimeout: options.timeoutMs,
-    perMessageDeflate: false,
-    lookup: options.lookup,
-  });
-  let opened = false;
-  let settled = false;
-  let resolveOpened!: () => void;
-  let rejectOpened!: (error: unknown) => void;
-  const promise = new Promise<void>((resolve, reject) => {
-    resolveOpened = resolve;
-    rejectOpened = reject;
-  });
-  // Whoever awaits it sees the error; this only keeps an unawaited rejection from being fatal.
-  promise.catch(() => undefined);
-
-  const onAbort = (): void => fail(abortError());
-  function fail(error: unknown): void {
-    if (settled) return;
-    settled = true;
-    signal.removeEventListener('abort', onAbort);
-    rejectOpened(error);
-    if (ws.readyState !== WebSocket.CLOSED) ws.terminate();
-  }
-  if (signal.aborted) queueMicrotask(onAbort);
-  else signal.addEventListener('abort', onAbort, { once: true });
-
-  ws.on('open', () => {
-    if (settled) return;
-    opened = true;
-    settled = true;
-    signal.removeEventListener('abort', onAbort);
-    options.log.debug({ provider, handshakeMs: Math.round(performance.now() - startedMs) }, 'vendor socket open');
-    resolveOpened();
-  });
-  ws.on('unexpected-response', (_req, res) => {
-    void readHandshakeRejection(provider, res, options.apiKey).then(fail);
-  });
-  ws.on('error', (err) => {
-    // Errors after the upgrade are followed by 'close', which is what callers act on.
-    if (opened || settled) return;
-    const timedOut = /timed out/i.test(err.message);
-    const message = timedOut
-      ? `no answer to the handshake within ${options.timeoutMs} ms`
-      : `connection failed: ${redact(err.message, options.apiKey)}`;
-    fail(new ProviderError(provider, message, !isAddressRefusal(err), { cause: err }));
-  });
-  ws.on('message', (data: RawData, isBinary: boolean) => {
-    if (isBinary) options.onBinary(toBuffer(data));
-    else options.onText(toBuffer(data).toString('utf8'));
-  });
-  ws.on('close', (code: number, reason: Buffer) => {
-    if (opened) options.onClose(code, reason.toString('utf8'));
-    else fail(new ProviderError(provider, `the connection closed during the handshake (code ${code})`, true));
-  });
-  return { ws, opened: promise };
-}
-
-/** Reads a refused handshake's status and body into a ProviderError (never carrying the key). */
-function readHandshakeRejection(provider: string, res: IncomingMessage, secret: string): Promise<ProviderError> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(guard);
-      res.destroy();
-      resolve(handshakeError(provider, res, Buffer.concat(chunks).toString('utf8'), secret));
-    };
-    const guard = setTimeout(finish, ERROR_BODY_WAIT_MS);
-    res.on('data', (chunk: Buffer) => {
-      if (size >= MAX_ERROR_BODY_BYTES) return;
-      chunks.push(chunk);
-      size += chunk.length;
-    });
-    res.once('end', finish);
-    res.once('close', finish);
-    res.once('error', finish);
-  });
-}
-
-function handshakeError(provider: string, res: IncomingMessage, body: string, secret: string): ProviderError {
-  const status = res.statusCode ?? 0;
-  const header = res.headers['dg-error'];
-  const text = redact(vendorErrorText(body) || (typeof header === 'string' ? header : '') || res.statusMessage || 'no details', secret);
-  return new ProviderError(provider, `handshake refused: HTTP ${status}: ${text}`, isRetryableStatus(status));
-}
-
-/** Deepgram's `err_msg (err_code)`, else the body's text. */
-function vendorErrorText(body: string): string {
-  const trimmed = body.trim();
-  if (trimmed === '') return '';
-  try {
-    const parsed = handshakeErrorBody.safeParse(JSON.parse(trimmed));
-    if (parsed.success && (parsed.data.err_msg || parsed.data.err_code)) {
-      const { err_msg: message, err_code: code } = parsed.data;
-      return truncate(message && code ? `${message} (${code})` : (message ?? code ?? ''));
-    }
-  } catch {
-    // Not JSON: the raw text is the best there is.
-  }
-  return truncate(trimmed);
-}
-
-export function isRetryableStatus(status: number): boolean {
-  return status === 408 || status === 429 || status >= 500;
-}
-
-function truncate(text: string): string {
-  return text.length > MAX_ERROR_TEXT_CHARS ? `${text.slice(0, MAX_ERROR_TEXT_CHARS)}…` : text;
-}
-
-function redact(text: string, secret: string): string {
-  return secret.length > 0 ? text.split(secret).join('[redacted]') : text;
-}
-
-function toBuffer(data: RawData): Buffer {
-  if (Buffer.isBuffer(data)) return data;
-  if (Array.isArray(data)) return Buffer.concat(data);
-  return Buffer.from(data);
-}
-
-export function abortError(): Error {
-  return new DOMException('The operation was aborted', 'AbortError');
-}
-
-/** Resolves true after `ms`, or false as soon as the signal aborts. */
-function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
-  if (signal.aborted) return Promise.resolve(false);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => finish(true), ms);
-    const onAbort = (): void => finish(false);
-    function finish(elapsed: boolean): void {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', onAbort);
-      resolve(elapsed);
-    }
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
 }

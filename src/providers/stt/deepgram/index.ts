@@ -1,12 +1,13 @@
 import { z } from 'zod';
+import { DEEPGRAM_ORIGIN } from '../../deepgram-socket.js';
 import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
+import { DEFAULT_VENDOR_TIMEOUT_MS, baseServiceOptionsSchema, parseOptions } from '../../vendor-options.js';
 import { ProviderError } from '../../types.js';
 import { DeepgramStt, type DeepgramSttConfig } from './deepgram-stt.js';
 
 export { DeepgramStt, type DeepgramSttConfig } from './deepgram-stt.js';
 
-export const DEEPGRAM_ORIGIN = 'https://api.deepgram.com';
 export const DEEPGRAM_LISTEN_PATH = '/v1/listen';
 export const DEFAULT_DEEPGRAM_STT_MODEL = 'nova-3';
 export const DEFAULT_DEEPGRAM_LANGUAGE = 'en-US';
@@ -14,8 +15,6 @@ export const DEFAULT_DEEPGRAM_LANGUAGE = 'en-US';
 export const DEFAULT_ENDPOINTING_MS = 300;
 /** Word gap before UtteranceEnd; Deepgram accepts 1000 ms and more. */
 export const DEFAULT_UTTERANCE_END_MS = 1000;
-/** Handshake bound (service_options.deepgram.timeout_ms). */
-export const DEFAULT_STT_TIMEOUT_MS = 10_000;
 
 /** Connection upkeep; not configurable per bot (tests build DeepgramStt with their own). */
 export const DEEPGRAM_STT_UPKEEP = {
@@ -42,9 +41,7 @@ export const deepgramSttOptionsSchema = z.looseObject({
  * (arrays repeat the parameter, e.g. `keyterm: ["Switchboard", "PIN"]`), except the ones the
  * adapter must control.
  */
-const serviceOptionsSchema = z.looseObject({
-  base_url: z.string().optional(),
-  timeout_ms: z.coerce.number().int().min(1).max(600_000).optional(),
+const serviceOptionsSchema = baseServiceOptionsSchema.extend({
   endpointing: z.union([z.number().int().min(10).max(60_000), z.literal(false)]).optional(),
   utterance_end_ms: z.number().int().min(1000).max(60_000).optional(),
   smart_format: z.boolean().optional(),
@@ -59,8 +56,8 @@ const FIXED_PARAMS = new Set(['encoding', 'sample_rate', 'channels', 'multichann
  * the key is api_keys.deepgram or DEEPGRAM_API_KEY.
  */
 export function deepgramSttConfig(settings: ProviderSettings): DeepgramSttConfig {
-  const options = parse(deepgramSttOptionsSchema, settings.options, 'invalid stt options');
-  const service = parse(serviceOptionsSchema, settings.serviceOptions, 'invalid service_options.deepgram');
+  const options = parseOptions('deepgram', 'invalid stt options', deepgramSttOptionsSchema, settings.options);
+  const service = parseOptions('deepgram', 'invalid service_options.deepgram', serviceOptionsSchema, settings.serviceOptions);
   const apiKey = requireApiKey(settings, 'deepgram');
   const { baseUrl: base, guard } = vendorEndpoint(settings, 'deepgram', DEEPGRAM_ORIGIN);
 
@@ -93,7 +90,7 @@ export function deepgramSttConfig(settings: ProviderSettings): DeepgramSttConfig
     guard,
     url: `${toWebSocketUrl(base)}${DEEPGRAM_LISTEN_PATH}?${query.toString()}`,
     apiKey,
-    timeoutMs: service.timeout_ms ?? DEFAULT_STT_TIMEOUT_MS,
+    timeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS,
     ...DEEPGRAM_STT_UPKEEP,
   };
 }
@@ -101,13 +98,4 @@ export function deepgramSttConfig(settings: ProviderSettings): DeepgramSttConfig
 /** Builds the `deepgram` STT (registered as `registry.registerStt('deepgram', createDeepgramStt)`). */
 export function createDeepgramStt(settings: ProviderSettings): DeepgramStt {
   return new DeepgramStt(deepgramSttConfig(settings));
-}
-
-function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
-    throw new ProviderError('deepgram', `${what}: ${issues}`);
-  }
-  return parsed.data;
 }

@@ -5,7 +5,7 @@ import type { ProviderSettings } from '../../registry.js';
 import type { TtsOutput } from '../../types.js';
 import { CARTESIA_VERSION } from './cartesia-messages.js';
 import { DEFAULT_CARTESIA_VOICE_ID, createCartesiaTts } from './index.js';
-import { audioBytes, collectSpeech as collect, context, pieces, providerFailure as failure, spoken, TextFeed, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import { audioBytes, startStallingRefusal, collectSpeech as collect, context, pieces, providerFailure as failure, spoken, TextFeed, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'sk_car_test_0123456789';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
@@ -199,8 +199,20 @@ describe('Cartesia TTS against the emulator', () => {
     const tts = createCartesiaTts(settings({ apiKey: 'sk_car_wrong_key_999' }));
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.retryable).toBe(false);
-    expect(err.message).toBe('cartesia: handshake failed: HTTP 401: Unauthorized: Invalid API key');
+    expect(err.message).toBe('cartesia: handshake refused: HTTP 401: Unauthorized: Invalid API key');
     expect(err.message).not.toContain('sk_car_wrong_key_999');
+  });
+
+  it('reports a refusal whose body never ends, rather than waiting for it', async () => {
+    const stalling = await startStallingRefusal(401, '{"title":"Unauthorized","message":"Invalid');
+    try {
+      const tts = createCartesiaTts(settings({ serviceOptions: { base_url: stalling.url } }));
+      const err = await failure(collect(tts, pieces('Hello.')));
+      expect(err.message).toMatch(/^cartesia: handshake refused: HTTP 401/);
+      expect(err.retryable).toBe(false);
+    } finally {
+      await stalling.close();
+    }
   });
 
   it('makes a 5xx handshake retryable, and recovers on the next reply', async () => {

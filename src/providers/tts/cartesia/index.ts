@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
-import { ProviderError } from '../../types.js';
+import { DEFAULT_VENDOR_TIMEOUT_MS, baseServiceOptionsSchema, otherEntries, parseOptions } from '../../vendor-options.js';
 import { CARTESIA_VERSION } from './cartesia-messages.js';
 import { CartesiaTts } from './cartesia-tts.js';
 
@@ -16,8 +16,6 @@ export const CARTESIA_WEBSOCKET_PATH = '/tts/websocket';
 export const DEFAULT_CARTESIA_VOICE_ID = 'a0e99841-438c-4a64-b679-ae501e7d6091';
 export const DEFAULT_CARTESIA_MODEL = 'sonic-2';
 export const DEFAULT_CARTESIA_LANGUAGE = 'en';
-/** Vendor silence allowed while audio is due (service_options.cartesia.timeout_ms). */
-export const DEFAULT_TTS_TIMEOUT_MS = 10_000;
 /** The call's socket closes after this long without a reply (Cartesia's own idle limit is longer). */
 const IDLE_CLOSE_MS = 30_000;
 
@@ -34,9 +32,7 @@ export const cartesiaOptionsSchema = z.looseObject({
 });
 
 /** `service_options.cartesia` keys the adapter reads; any other key is merged into every generation request. */
-const serviceOptionsSchema = z.looseObject({
-  base_url: z.string().optional(),
-  timeout_ms: z.coerce.number().int().min(1).max(600_000).optional(),
+const serviceOptionsSchema = baseServiceOptionsSchema.extend({
   /** Overrides the pinned Cartesia-Version (payloads differ between versions: test before changing). */
   cartesia_version: z.string().min(1).optional(),
 });
@@ -48,15 +44,12 @@ const ADAPTER_KEYS = new Set(Object.keys(serviceOptionsSchema.shape));
  * appended); the key is api_keys.cartesia or CARTESIA_API_KEY.
  */
 export function createCartesiaTts(settings: ProviderSettings): CartesiaTts {
-  const options = parse(cartesiaOptionsSchema, settings.options, 'invalid tts options');
-  const service = parse(serviceOptionsSchema, settings.serviceOptions, 'invalid service_options.cartesia');
+  const options = parseOptions('cartesia', 'invalid tts options', cartesiaOptionsSchema, settings.options);
+  const service = parseOptions('cartesia', 'invalid service_options.cartesia', serviceOptionsSchema, settings.serviceOptions);
   const apiKey = requireApiKey(settings, 'cartesia');
   const { baseUrl: base, guard } = vendorEndpoint(settings, 'cartesia', CARTESIA_ORIGIN);
 
-  const extraFields: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(settings.serviceOptions)) {
-    if (!ADAPTER_KEYS.has(key)) extraFields[key] = value;
-  }
+  const extraFields = otherEntries(settings.serviceOptions, ADAPTER_KEYS);
   if (options.speed !== undefined) {
     const generationConfig = isRecord(extraFields.generation_config) ? extraFields.generation_config : {};
     extraFields.generation_config = { ...generationConfig, speed: options.speed };
@@ -71,18 +64,9 @@ export function createCartesiaTts(settings: ProviderSettings): CartesiaTts {
     modelId: options.model ?? DEFAULT_CARTESIA_MODEL,
     language: options.language ?? DEFAULT_CARTESIA_LANGUAGE,
     extraFields,
-    timeoutMs: service.timeout_ms ?? DEFAULT_TTS_TIMEOUT_MS,
+    timeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS,
     idleCloseMs: IDLE_CLOSE_MS,
   });
-}
-
-function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
-    throw new ProviderError('cartesia', `${what}: ${issues}`);
-  }
-  return parsed.data;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {

@@ -63,4 +63,7 @@ export type WarningMessage = z.infer<typeof warningMessage>;
 export const speakServerMessage = z.discriminatedUnion('type', [speakMetadataMessage, flushedMessage, clearedMessage, warningMessage]);
 export type SpeakServerMessage = z.infer<typeof speakServerMessage>;
 
+/** Just the discriminator, to tell an unknown message type from a malformed known one. */
+export const messageEnvelope = z.looseObject({ type: z.string() });
+
 export const SPEAK_SERVER_MESSAGE_TYPES: ReadonlySet<string> = new Set(['Metadata', 'Flushed', 'Cleared', 'Warning']);

@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import type { EndpointGuard } from '../../endpoint.js';
 import WebSocket from 'ws';
-import { messageEnvelope } from '../../stt/deepgram/deepgram-messages.js';
-import { type DeepgramSocket, connectDeepgram } from '../../stt/deepgram/deepgram-stt.js';
+import { type DeepgramSocket, connectDeepgram } from '../../deepgram-socket.js';
 import { type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
 import { type AudioFormat, MULAW_8K } from '../../../audio/audio-format.js';
 import {
@@ -12,6 +11,7 @@ import {
   FLUSH_FRAME,
   SPEAK_SERVER_MESSAGE_TYPES,
   type SpeakClientMessage,
+  messageEnvelope,
   speakServerMessage,
 } from './aura-messages.js';
 

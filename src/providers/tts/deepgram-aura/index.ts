@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
-import { DEEPGRAM_ORIGIN } from '../../stt/deepgram/index.js';
+import { DEFAULT_VENDOR_TIMEOUT_MS, baseServiceOptionsSchema, parseOptions } from '../../vendor-options.js';
+import { DEEPGRAM_ORIGIN } from '../../deepgram-socket.js';
 import { ProviderError } from '../../types.js';
 import { DEFAULT_AURA_FLUSH_LIMIT, DeepgramAuraTts, type DeepgramAuraConfig } from './aura-tts.js';
 
@@ -9,8 +10,6 @@ export { DeepgramAuraTts, type DeepgramAuraConfig } from './aura-tts.js';
 
 export const DEEPGRAM_SPEAK_PATH = '/v1/speak';
 export const DEFAULT_AURA_MODEL = 'aura-2-thalia-en';
-/** Vendor silence allowed while audio is due, and the handshake bound (service_options.deepgram_tts.timeout_ms). */
-export const DEFAULT_TTS_TIMEOUT_MS = 10_000;
 const CLOSE_WAIT_MS = 1000;
 
 /**
@@ -28,10 +27,7 @@ export const deepgramAuraOptionsSchema = z.looseObject({
  * `service_options.deepgram_tts` keys the adapter reads. Any other key is added to the query as it
  * is (e.g. `mip_opt_out: true`), except the audio format, which the adapter fixes.
  */
-const serviceOptionsSchema = z.looseObject({
-  base_url: z.string().optional(),
-  timeout_ms: z.coerce.number().int().min(1).max(600_000).optional(),
-});
+const serviceOptionsSchema = baseServiceOptionsSchema;
 const ADAPTER_KEYS = new Set(Object.keys(serviceOptionsSchema.shape));
 const FIXED_PARAMS = new Set(['encoding', 'sample_rate', 'container', 'model']);
 
@@ -41,8 +37,8 @@ const FIXED_PARAMS = new Set(['encoding', 'sample_rate', 'container', 'model']);
  * appended); the key is api_keys.deepgram_tts or DEEPGRAM_API_KEY.
  */
 export function deepgramAuraConfig(settings: ProviderSettings): DeepgramAuraConfig {
-  const options = parse(deepgramAuraOptionsSchema, settings.options, 'invalid tts options');
-  const service = parse(serviceOptionsSchema, settings.serviceOptions, 'invalid service_options.deepgram_tts');
+  const options = parseOptions('deepgram_tts', 'invalid tts options', deepgramAuraOptionsSchema, settings.options);
+  const service = parseOptions('deepgram_tts', 'invalid service_options.deepgram_tts', serviceOptionsSchema, settings.serviceOptions);
   const apiKey = requireApiKey(settings, 'deepgram_tts');
   const { baseUrl: base, guard } = vendorEndpoint(settings, 'deepgram', DEEPGRAM_ORIGIN);
 
@@ -67,7 +63,7 @@ export function deepgramAuraConfig(settings: ProviderSettings): DeepgramAuraConf
     guard,
     url: `${toWebSocketUrl(base)}${DEEPGRAM_SPEAK_PATH}?${query.toString()}`,
     apiKey,
-    timeoutMs: service.timeout_ms ?? DEFAULT_TTS_TIMEOUT_MS,
+    timeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS,
     closeWaitMs: CLOSE_WAIT_MS,
     flushLimit: DEFAULT_AURA_FLUSH_LIMIT,
   };
@@ -76,13 +72,4 @@ export function deepgramAuraConfig(settings: ProviderSettings): DeepgramAuraConf
 /** Builds the `deepgram_tts` TTS (registered as `registry.registerTts('deepgram_tts', createDeepgramAuraTts)`). */
 export function createDeepgramAuraTts(settings: ProviderSettings): DeepgramAuraTts {
   return new DeepgramAuraTts(deepgramAuraConfig(settings));
-}
-
-function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
-    throw new ProviderError('deepgram_tts', `${what}: ${issues}`);
-  }
-  return parsed.data;
 }

@@ -156,7 +156,7 @@ describe('ElevenLabs TTS against the emulator', () => {
     const tts = createElevenLabsTts(settings({ apiKey: 'xi_wrong_key_999' }));
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.retryable).toBe(false);
-    expect(err.message).toBe('elevenlabs: handshake failed: HTTP 401: Invalid API key');
+    expect(err.message).toBe('elevenlabs: handshake refused: HTTP 401: Invalid API key');
     expect(err.message).not.toContain('xi_wrong_key_999');
   });
 

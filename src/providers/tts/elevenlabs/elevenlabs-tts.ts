@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { EndpointGuard } from '../../endpoint.js';
 import { type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
 import { type AudioFormat, MULAW_8K } from '../../../audio/audio-format.js';
-import { type ParsedFrame, SocketReply, TtsSocket, isRetryableCloseCode, oneLine } from '../tts-socket.js';
+import { type ParsedFrame, SocketReply, TtsSocket } from '../tts-socket.js';
+import { isRetryableCloseCode, oneLine } from '../../vendor-errors.js';
 import { type Alignment, type ElevenLabsServerMessage, serverMessage } from './elevenlabs-messages.js';
 
 const PROVIDER = 'elevenlabs';

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
+import { DEFAULT_VENDOR_TIMEOUT_MS, baseServiceOptionsSchema, parseOptions } from '../../vendor-options.js';
 import { ProviderError } from '../../types.js';
 import { ULAW_8000, generationConfig, pronunciationDictionaryLocator, voiceSettings } from './elevenlabs-messages.js';
 import { ElevenLabsTts } from './elevenlabs-tts.js';
@@ -13,8 +14,6 @@ export const DEFAULT_ELEVENLABS_VOICE_ID = 'JBFqnCBsd6RMkjVDRZzb';
 export const DEFAULT_ELEVENLABS_MODEL = 'eleven_flash_v2_5';
 /** Models that take `language_code` (others ignore the language option), as pipecat and ElevenLabs' docs list them. */
 export const ELEVENLABS_LANGUAGE_MODELS: ReadonlySet<string> = new Set(['eleven_flash_v2_5', 'eleven_turbo_v2_5']);
-/** Vendor silence allowed while audio is due (service_options.elevenlabs.timeout_ms). */
-export const DEFAULT_TTS_TIMEOUT_MS = 10_000;
 /** The call's socket closes after this long without a reply. */
 const IDLE_CLOSE_MS = 30_000;
 /**
@@ -42,9 +41,7 @@ export const elevenLabsOptionsSchema = z.looseObject({
  * any other key must be a string, number or boolean and becomes a query parameter (auto_mode,
  * apply_text_normalization, enable_logging, enable_ssml_parsing, inactivity_timeout, seed, ...).
  */
-const serviceOptionsSchema = z.looseObject({
-  base_url: z.string().optional(),
-  timeout_ms: z.coerce.number().int().min(1).max(600_000).optional(),
+const serviceOptionsSchema = baseServiceOptionsSchema.extend({
   voice_settings: voiceSettings.optional(),
   generation_config: generationConfig.optional(),
   pronunciation_dictionary_locators: z.array(pronunciationDictionaryLocator).optional(),
@@ -60,8 +57,8 @@ const FIXED_QUERY_KEYS = new Set(['model_id', 'output_format']);
  * api_keys.elevenlabs or ELEVENLABS_API_KEY.
  */
 export function createElevenLabsTts(settings: ProviderSettings): ElevenLabsTts {
-  const options = parse(elevenLabsOptionsSchema, settings.options, 'invalid tts options');
-  const service = parse(serviceOptionsSchema, settings.serviceOptions, 'invalid service_options.elevenlabs');
+  const options = parseOptions('elevenlabs', 'invalid tts options', elevenLabsOptionsSchema, settings.options);
+  const service = parseOptions('elevenlabs', 'invalid service_options.elevenlabs', serviceOptionsSchema, settings.serviceOptions);
   const apiKey = requireApiKey(settings, 'elevenlabs');
   const endpoint = vendorEndpoint(settings, 'elevenlabs', ELEVENLABS_ORIGIN);
   const base = endpoint.baseUrl.replace(/\/v1$/, '');
@@ -90,16 +87,7 @@ export function createElevenLabsTts(settings: ProviderSettings): ElevenLabsTts {
     url: `${toWebSocketUrl(base)}/v1/text-to-speech/${encodeURIComponent(voice)}/multi-stream-input?${query}`,
     apiKey,
     initFields,
-    timeoutMs: service.timeout_ms ?? DEFAULT_TTS_TIMEOUT_MS,
+    timeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS,
     idleCloseMs: IDLE_CLOSE_MS,
   });
-}
-
-function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
-    throw new ProviderError('elevenlabs', `${what}: ${issues}`);
-  }
-  return parsed.data;
 }

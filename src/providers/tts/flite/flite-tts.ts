@@ -1,4 +1,3 @@
-import type { ProviderSettings } from '../../registry.js';
 import type { ProviderContext, TtsOutput, TtsProvider } from '../../types.js';
 import type { AudioFormat } from '../../../audio/audio-format.js';
 import { synthesizeFliteInWorker } from './flite-worker-client.js';
@@ -32,9 +31,4 @@ export class FliteTts implements TtsProvider {
       yield { type: 'spoken', text: piece };
     }
   }
-}
-
-export function createFliteTts(settings: ProviderSettings): FliteTts {
-  const voice = typeof settings.options.voice === 'string' ? settings.options.voice : DEFAULT_FLITE_VOICE;
-  return new FliteTts(voice);
 }

@@ -1,17 +1,15 @@
 import { z } from 'zod';
 import { requireApiKey, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
-import { ProviderError } from '../../types.js';
+import { DEFAULT_VENDOR_TIMEOUT_MS, baseServiceOptionsSchema, otherEntries, parseOptions } from '../../vendor-options.js';
 import { OpenAiTts } from './openai-tts.js';
+import { SPEECH_PATH } from './openai-tts-messages.js';
 
 export { OPENAI_PCM_FORMAT, OpenAiTts, type OpenAiTtsConfig } from './openai-tts.js';
 
 export const OPENAI_ORIGIN = 'https://api.openai.com';
-export const SPEECH_PATH = '/v1/audio/speech';
 export const DEFAULT_OPENAI_TTS_MODEL = 'gpt-4o-mini-tts';
 export const DEFAULT_OPENAI_TTS_VOICE = 'alloy';
-/** Silence allowed per request (service_options.openai_tts.timeout_ms). */
-export const DEFAULT_TTS_TIMEOUT_MS = 10_000;
 
 /**
  * `config` options: voice, model, speed (0.25-4, sent as `speed`). OpenAI's speech endpoint has
@@ -25,10 +23,7 @@ export const openAiTtsOptionsSchema = z.looseObject({
 });
 
 /** `service_options.openai_tts` keys the adapter reads; any other (e.g. `instructions`) goes into the request body. */
-const serviceOptionsSchema = z.looseObject({
-  base_url: z.string().optional(),
-  timeout_ms: z.coerce.number().int().min(1).max(600_000).optional(),
-});
+const serviceOptionsSchema = baseServiceOptionsSchema;
 const ADAPTER_KEYS = new Set(Object.keys(serviceOptionsSchema.shape));
 
 /**
@@ -37,15 +32,12 @@ const ADAPTER_KEYS = new Set(Object.keys(serviceOptionsSchema.shape));
  * (/v1/audio/speech appended, once); the key is api_keys.openai_tts or OPENAI_API_KEY.
  */
 export function createOpenAiTts(settings: ProviderSettings): OpenAiTts {
-  const options = parse(openAiTtsOptionsSchema, settings.options, 'invalid tts options');
-  const service = parse(serviceOptionsSchema, settings.serviceOptions, 'invalid service_options.openai_tts');
+  const options = parseOptions('openai_tts', 'invalid tts options', openAiTtsOptionsSchema, settings.options);
+  const service = parseOptions('openai_tts', 'invalid service_options.openai_tts', serviceOptionsSchema, settings.serviceOptions);
   const apiKey = requireApiKey(settings, 'openai_tts');
   const endpoint = vendorEndpoint(settings, 'openai', OPENAI_ORIGIN);
   const base = endpoint.baseUrl.replace(/\/v1$/, '');
-  const extraBody: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(settings.serviceOptions)) {
-    if (!ADAPTER_KEYS.has(key)) extraBody[key] = value;
-  }
+  const extraBody = otherEntries(settings.serviceOptions, ADAPTER_KEYS);
   return new OpenAiTts({
     guard: endpoint.guard,
     url: base + SPEECH_PATH,
@@ -54,15 +46,6 @@ export function createOpenAiTts(settings: ProviderSettings): OpenAiTts {
     voice: options.voice ?? DEFAULT_OPENAI_TTS_VOICE,
     speed: options.speed,
     extraBody,
-    timeoutMs: service.timeout_ms ?? DEFAULT_TTS_TIMEOUT_MS,
+    timeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS,
   });
-}
-
-function parse<S extends z.ZodType>(schema: S, value: unknown, what: string): z.infer<S> {
-  const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const issues = parsed.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ');
-    throw new ProviderError('openai_tts', `${what}: ${issues}`);
-  }
-  return parsed.data;
 }

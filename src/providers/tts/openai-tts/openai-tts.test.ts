@@ -126,7 +126,7 @@ describe('OpenAI TTS against the emulator', () => {
     const tts = createOpenAiTts(settings({ apiKey: 'sk-wrong-key-999' }));
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.retryable).toBe(false);
-    expect(err.message).toBe('openai_tts: HTTP 401: Incorrect API key provided.');
+    expect(err.message).toBe('openai_tts: HTTP 401: invalid_request_error: Incorrect API key provided.');
   });
 
   it('makes 500 and 429 retryable, and a bad request not', async () => {
@@ -134,7 +134,7 @@ describe('OpenAI TTS against the emulator', () => {
     emulator.errorNext = true;
     const server500 = await failure(collect(tts, pieces('Hello.')));
     expect(server500.retryable).toBe(true);
-    expect(server500.message).toBe('openai_tts: HTTP 500: The server had an error while processing your request.');
+    expect(server500.message).toBe('openai_tts: HTTP 500: server_error: The server had an error while processing your request.');
 
     emulator.rejectNextRequest = 429;
     expect((await failure(collect(tts, pieces('Hello.')))).retryable).toBe(true);
@@ -142,7 +142,7 @@ describe('OpenAI TTS against the emulator', () => {
     const bad = createOpenAiTts(settings({ serviceOptions: { base_url: server.url, instructions: 5 } }));
     const err = await failure(collect(bad, pieces('Hello.')));
     expect(err.retryable).toBe(false);
-    expect(err.message).toMatch(/^openai_tts: HTTP 400: instructions/);
+    expect(err.message).toMatch(/^openai_tts: HTTP 400: invalid_request_error: instructions/);
   });
 
   it('times out when the vendor does not answer', async () => {

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { EndpointGuard } from '../../endpoint.js';
-import { endpointFetch } from '../../endpoint-fetch.js';
+import { TimedFetch } from '../../timed-fetch.js';
 import { type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
-import { type AudioFormat } from '../../../audio/audio-format.js';
-import { OutputQueue, isRetryableStatus, oneLine, redact, vendorErrorText } from '../tts-socket.js';
-import { networkErrorText } from '../../network-error.js';
-import { isAddressRefusal } from '../../../security/address-policy.js';
+import type { AudioFormat } from '../../../audio/audio-format.js';
+import { isRetryableStatus, redact, vendorErrorText } from '../../vendor-errors.js';
+import { OutputQueue } from '../tts-socket.js';
+import type { SpeechRequest } from './openai-tts-messages.js';
 
 const PROVIDER = 'openai_tts';
 
@@ -130,67 +130,37 @@ class PieceRequest {
 
   private async fetch(): Promise<void> {
     const config = this.config;
-    const local = new AbortController();
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const arm = () => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        timedOut = true;
-        local.abort();
-      }, config.timeoutMs);
-    };
-    const fail = (message: string, retryable: boolean, cause?: unknown) => {
-      this.chunks.fail(new ProviderError(PROVIDER, message, retryable, cause === undefined ? undefined : { cause }));
-    };
+    const post = new TimedFetch(
+      {
+        provider: PROVIDER,
+        url: config.url,
+        guard: config.guard,
+        headers: { authorization: `Bearer ${config.apiKey}`, 'content-type': 'application/json' },
+        body: JSON.stringify(this.body()),
+        timeoutMs: config.timeoutMs,
+        secrets: [config.apiKey],
+      },
+      this.signal,
+    );
     const startedMs = performance.now();
     let bytes = 0;
     try {
-      arm();
-      let response: Response;
-      try {
-        response = await endpointFetch(
-          config.url,
-          {
-            method: 'POST',
-            headers: { authorization: `Bearer ${config.apiKey}`, 'content-type': 'application/json' },
-            body: JSON.stringify(this.body()),
-            signal: AbortSignal.any([this.signal, local.signal]),
-          },
-          config.guard,
-        );
-      } catch (err) {
-        if (this.signal.aborted) return this.chunks.end();
-        if (timedOut) return fail(`no response within ${config.timeoutMs} ms`, true);
-        return fail(`request failed: ${redact(networkErrorText(err), config.apiKey)}`, !isAddressRefusal(err), err);
-      }
+      const response = await post.response();
+      if (!response) return this.chunks.end();
       this.log.debug({ provider: PROVIDER, status: response.status, headersMs: Math.round(performance.now() - startedMs) }, 'tts response started');
 
       if (!response.ok) {
-        let body = '';
-        try {
-          body = await response.text();
-        } catch {
-          if (this.signal.aborted) return this.chunks.end();
-        }
+        const body = await post.errorBody(response);
+        if (body === undefined) return this.chunks.end();
         const text = redact(vendorErrorText(body), config.apiKey) || response.statusText;
-        return fail(`HTTP ${response.status}: ${oneLine(text)}`, isRetryableStatus(response.status));
+        throw new ProviderError(PROVIDER, `HTTP ${response.status}: ${text}`, isRetryableStatus(response.status));
       }
-      if (!response.body) return fail('the response has no body', true);
 
-      const reader = response.body.getReader();
       // A 16-bit sample split across network chunks waits for its second byte.
       let oddByte: number | undefined;
       for (;;) {
-        let chunk: Awaited<ReturnType<typeof reader.read>>;
-        arm();
-        try {
-          chunk = await reader.read();
-        } catch (err) {
-          if (this.signal.aborted) return this.chunks.end();
-          if (timedOut) return fail(bytes === 0 ? `no audio within ${config.timeoutMs} ms` : `audio stalled for ${config.timeoutMs} ms`, true);
-          return fail(`stream interrupted: ${networkErrorText(err)}`, true, err);
-        }
+        const chunk = await post.read(response, () => (bytes === 0 ? 'no audio within' : 'audio stalled for'));
+        if (!chunk) return this.chunks.end();
         if (chunk.done) break;
         let data: Uint8Array = chunk.value;
         if (oddByte !== undefined) {
@@ -210,9 +180,10 @@ class PieceRequest {
         }
       }
       this.chunks.end();
+    } catch (err) {
+      this.chunks.fail(err);
     } finally {
-      clearTimeout(timer);
-      local.abort();
+      post.close();
       this.log.debug({ provider: PROVIDER, bytes, elapsedMs: Math.round(performance.now() - startedMs) }, 'tts request closed');
     }
   }
@@ -224,8 +195,7 @@ class PieceRequest {
     // Vendor extras may override the options above, never what makes this raw streamed PCM.
     Object.assign(body, config.extraBody);
     delete body.stream_format;
-    body.input = this.text;
-    body.response_format = 'pcm';
-    return body;
+    const fixed = { input: this.text, response_format: 'pcm' } satisfies Partial<SpeechRequest>;
+    return Object.assign(body, fixed);
   }
 }

@@ -1,9 +1,17 @@
 import type { TelephonyConfigBody } from '../bots/bot-config-schema.js';
-import { isSpeechToSpeech } from '../bots/profiles.js';
+import { type BotProfile, isSpeechToSpeech } from '../bots/profiles.js';
 import type { AppConfig } from '../config/env.js';
-import { botSettings } from '../pipeline/bot-settings.js';
-import { createS2sProvider } from './s2s/index.js';
-import { type ProviderRegistry, type ProviderSettings, envKeyName, vendorOf } from './registry.js';
+import { type ProviderRegistry, type ProviderSettings, envKeyName, vendorOf } from '../providers/registry.js';
+import { createGeminiLive, createOpenAiRealtime } from '../providers/s2s/index.js';
+import type { S2sProvider } from '../providers/s2s/types.js';
+import { ProviderError } from '../providers/types.js';
+import { botSettings } from './bot-settings.js';
+
+/**
+ * The product's side of the providers: what a bot configuration (its `config` options, api_keys,
+ * service_options, profile) gives each adapter. The adapters take these plain settings and know
+ * nothing of configurations.
+ */
 
 type ConfigBody = Pick<TelephonyConfigBody, 'api_keys' | 'service_options' | 'config' | 'max_duration' | 'services' | 'bot_profile'>;
 
@@ -65,4 +73,20 @@ export function providerSetupIssues(body: ConfigBody, registry: ProviderRegistry
     }
   }
   return issues;
+}
+
+/** Which `services.llm` names each speech-to-speech profile takes, and the adapter it runs on. */
+const S2S_PROFILES: Partial<Record<BotProfile, { llmNames: readonly string[]; create: (settings: ProviderSettings) => S2sProvider }>> = {
+  openai_realtime_beta_2024_10: { llmNames: ['openai', 'openai_realtime'], create: createOpenAiRealtime },
+  gemini_multimodal_live_2024_12: { llmNames: ['gemini'], create: createGeminiLive },
+};
+
+/** The speech-to-speech provider of a profile; throws a ProviderError naming what is wrong. */
+export function createS2sProvider(profile: BotProfile, llmName: string, settings: ProviderSettings): S2sProvider {
+  const entry = S2S_PROFILES[profile];
+  if (!entry) throw new ProviderError(llmName, `profile ${profile} is not a speech-to-speech profile`);
+  if (!entry.llmNames.includes(llmName)) {
+    throw new ProviderError(llmName, `profile ${profile} runs on services.llm ${entry.llmNames.map((n) => `"${n}"`).join(' or ')}, not "${llmName}"`);
+  }
+  return entry.create(settings);
 }

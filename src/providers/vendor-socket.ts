@@ -1,0 +1,30 @@
+import type { LookupFunction } from 'node:net';
+import WebSocket, { type RawData } from 'ws';
+
+export interface VendorSocketOptions {
+  headers?: Record<string, string>;
+  /** Bounds the handshake (ws fails it with "Opening handshake has timed out"). */
+  timeoutMs: number;
+  /** Resolves the host when set (a bot's own base_url), refusing forbidden addresses. */
+  lookup?: LookupFunction;
+}
+
+/**
+ * A websocket to a vendor, opened the same way by every adapter: no compression (audio and
+ * small JSON frames gain nothing from it, and it costs CPU per frame), the handshake bounded.
+ * Pair with handshakeRefusal and handshakeError (vendor-errors.ts) for its failures.
+ */
+export function openVendorSocket(url: string, options: VendorSocketOptions): WebSocket {
+  return new WebSocket(url, { headers: options.headers, handshakeTimeout: options.timeoutMs, perMessageDeflate: false, lookup: options.lookup });
+}
+
+/** A frame as text (vendors send JSON in text frames, and some in binary ones). */
+export function frameText(data: RawData): string {
+  return frameBytes(data).toString('utf8');
+}
+
+export function frameBytes(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
