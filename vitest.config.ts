@@ -3,10 +3,10 @@ import { findPostgres } from './test/helpers/postgres-server.js';
 import { findRedis } from './test/helpers/redis-server.js';
 
 /**
- * Store tests run twice: on the embedded SQLite store (the `default` project, with everything
- * else) and on a real PostgreSQL (the `postgres` project, one throwaway cluster per run). Tests
- * only about PostgreSQL live in test/postgres. Without PostgreSQL binaries the second project is
- * left out, and the run says so.
+ * Store tests run twice: on the embedded SQLite store (the `default` and `processes` projects,
+ * with everything else) and on a real PostgreSQL (the `postgres` project, one throwaway cluster
+ * per run). Tests only about PostgreSQL live in test/postgres. Without PostgreSQL binaries the
+ * `postgres` project is left out, and the run says so.
  */
 const STORE_TESTS = [
   'test/integration/bot-configs-api.test.ts',
@@ -17,6 +17,28 @@ const STORE_TESTS = [
   'test/integration/persistence.test.ts',
   'test/integration/store-repositories.test.ts',
   'test/postgres/**/*.test.ts',
+];
+
+/**
+ * Tests that start processes of their own (the CLI through tsx, servers, Chromium, load-test
+ * workers) spend CPU, where call tests spend real time that must stay real time: a call's audio is
+ * paced at 20 ms a frame and barge-in is measured in tens of ms. They run as a second group, after
+ * the calls, so the two never compete for a small machine's cores.
+ */
+const PROCESS_TESTS = [
+  'src/security/service-keys.test.ts',
+  'test/browser/*.test.ts',
+  'test/integration/cli-db.test.ts',
+  'test/integration/cli-keys.test.ts',
+  'test/integration/cli-usage.test.ts',
+  'test/integration/file-modes.test.ts',
+  'test/integration/loadtest.test.ts',
+  'test/integration/node-lts.test.ts',
+  'test/integration/offline-demo.test.ts',
+  'test/integration/persistence.test.ts',
+  'test/integration/readme-walkthroughs.test.ts',
+  'test/integration/recordings-api.test.ts',
+  'test/integration/shutdown-drain.test.ts',
 ];
 
 const postgres = findPostgres();
@@ -30,11 +52,21 @@ export default defineConfig({
     hookTimeout: 30_000,
     // Integration tests open real sockets and SQLite files; forks keep native addons isolated.
     pool: 'forks',
+    // Most files are whole calls that spend their time waiting for audio played in real time,
+    // not on the CPU, so several run at once even on two cores (vitest's default is one fewer
+    // than the cores: one at a time there). Each file has its own servers on free ports, data
+    // dirs and env; `--maxWorkers` overrides.
+    maxWorkers: 4,
     projects: [
       {
         extends: true,
-        test: { name: 'default', include: ['src/**/*.test.ts', 'test/**/*.test.ts'], exclude: ['test/postgres/**', 'test/cluster/**', '**/node_modules/**'] },
+        test: {
+          name: 'default',
+          include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+          exclude: ['test/postgres/**', 'test/cluster/**', '**/node_modules/**', ...PROCESS_TESTS],
+        },
       },
+      { extends: true, test: { name: 'processes', include: PROCESS_TESTS, sequence: { groupOrder: 1 } } },
       ...(postgres.ok
         ? [
             {
@@ -43,6 +75,8 @@ export default defineConfig({
                 name: 'postgres',
                 include: STORE_TESTS,
                 env: { SWITCHBOARD_TEST_STORE: 'postgres' },
+                // Its CLI and multi-node tests start processes (see PROCESS_TESTS).
+                sequence: { groupOrder: 1 },
                 globalSetup: ['test/helpers/postgres-global-setup.ts'],
               },
             },
@@ -53,6 +87,8 @@ export default defineConfig({
                 name: 'cluster',
                 include: ['test/cluster/**/*.test.ts'],
                 env: { SWITCHBOARD_TEST_STORE: 'postgres' },
+                // Server processes, like PROCESS_TESTS.
+                sequence: { groupOrder: 1 },
                 globalSetup: ['test/helpers/postgres-global-setup.ts'],
               },
             },

@@ -27,15 +27,15 @@ describe('GET /metrics', () => {
       scenario: { steps: [{ do: 'dtmf', digits: '1#' }, { do: 'wait-bot-silence', ms: 300 }] },
     });
     expect(report.outcome).toBe('completed');
-    // The server sees the hang-up a moment after the simulator reports it.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-
     const refused = await fetch(`${server.baseUrl}/metrics`);
     expect(refused.status).toBe(401);
-    const res = await fetch(`${server.baseUrl}/metrics`, { headers: { authorization: 'Bearer scrape-me' } });
+    const scrape = () => fetch(`${server!.baseUrl}/metrics`, { headers: { authorization: 'Bearer scrape-me' } });
+    const res = await scrape();
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/plain');
-    const text = await res.text();
+    // The server sees the hang-up a moment after the simulator reports it: scrape until it has.
+    let text = await res.text();
+    while (!/^switchboard_calls_active 0$/m.test(text)) text = await (await scrape()).text();
     expect(text).toMatch(/^switchboard_calls_active 0$/m);
     expect(text).toMatch(/^switchboard_calls_ended_total\{reason="[^"]+"\} 1$/m);
     expect(text).toMatch(/^switchboard_turn_latency_seconds_count\{kind="dtmf",stage="first_frame_sent"\} 1$/m);

@@ -327,9 +327,9 @@ describe('provider failures inside a call', () => {
   it('opens the voice with the call and closes it when the call ends', async () => {
     const bot = await startBot({ llm: { replies: ['Hello.'] }, runOnConfig: true });
     await runPhoneCall({ target: { wssUrl: bot.wssUrl }, scenario: { steps: [{ do: 'wait-bot-silence', ms: 300 }] } });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The server sees the hang-up a moment after the simulator reports it.
+    await expect.poll(() => bot.tts.closes, { timeout: 10_000 }).toBe(1);
     expect(bot.tts.warmUps).toBe(1);
-    expect(bot.tts.closes).toBe(1);
   });
 });
 

@@ -41,7 +41,6 @@ const DIAL_OUT = 'Dial-out';
 const LOADTEST = 'Load testing and the benchmark';
 
 const dirs: string[] = [];
-let cwd: string;
 
 /** `npm start` runs the built server: build it when the sources are newer than dist/. */
 function ensureBuilt(): void {
@@ -60,11 +59,7 @@ function newestMtimeMs(dir: string): number {
   return newest;
 }
 
-beforeAll(() => {
-  ensureBuilt();
-  cwd = checkoutLookalike(ROOT);
-  dirs.push(cwd);
-}, 180_000);
+beforeAll(() => ensureBuilt(), 180_000);
 
 afterAll(() => {
   for (const dir of dirs.splice(0)) removeDir(dir);
@@ -72,6 +67,9 @@ afterAll(() => {
 
 /** Runs README blocks in one shell, as one reader following them in order on a fresh machine. */
 async function follow(parts: string[], awaitOutput?: RegExp) {
+  // A checkout of its own: the walk-throughs run at the same time and write files (bot.wav) there.
+  const cwd = checkoutLookalike(ROOT);
+  dirs.push(cwd);
   const ports = { 8080: await freePort(), 9090: await freePort(), 3000: await freePort() };
   const dataDir = tempDataDir();
   dirs.push(dataDir);
@@ -89,7 +87,7 @@ async function follow(parts: string[], awaitOutput?: RegExp) {
       SWITCHBOARD_API_KEY: TEST_KEY,
     },
   });
-  return { ...run, ports, script };
+  return { ...run, ports, script, cwd };
 }
 
 /**
@@ -122,7 +120,8 @@ function explain(run: { code: number | null; output: string; script: string }): 
   return `script:\n${run.script}\n\nexit ${run.code}, output:\n${run.output}`;
 }
 
-describe('the README, executed', () => {
+// The walk-throughs are independent readers on machines of their own (own ports, data, checkout).
+describe.concurrent('the README, executed', () => {
   it('every sh block belongs to a walk-through this file runs, and CI runs the quick start test command', () => {
     const covered = new Set([QUICK_START, OFFLINE, ROOMS, RECORDINGS, DIAL_IN, DIAL_OUT, LOADTEST]);
     const uncovered = BLOCKS.filter((b) => !covered.has(b.section)).map((b) => `line ${b.line} (${b.section})`);
@@ -154,10 +153,10 @@ describe('the README, executed', () => {
     expect(run.output.split(created![0]).length, context).toBeGreaterThanOrEqual(3);
     // The offline call: greeting, the fixture, and an answer to it, written to bot.wav.
     expect(run.output, context).toMatch(/utterance 1 "A06_birch_canoe.8k": .*reply latency \d+ ms/);
-    expect(isWav(join(cwd, 'bot.wav')), context).toBe(true);
+    expect(isWav(join(run.cwd, 'bot.wav')), context).toBe(true);
     expect(run.output, context).toMatch(/"room_url":"http:\/\/localhost:\d+\/rooms\/[\w-]+","token":"v1\./);
     // The recording of that call, downloaded through its access link.
-    expect(isWav(join(cwd, 'call.wav')), context).toBe(true);
+    expect(isWav(join(run.cwd, 'call.wav')), context).toBe(true);
     // The load test's calls were answered.
     expect(run.output, context).toMatch(/calls: 5, ok 5, failed 0/);
     expect(run.output, context).toMatch(/reply latency:\s+p50 \d+/);

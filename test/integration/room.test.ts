@@ -252,14 +252,14 @@ describe('a bot in a room', () => {
     await alice.until('bot-ready', () => alice.of('bot-ready').length === 1);
     alice.sendJson({ label: 'rtvi-ai', type: 'disconnect-bot' });
     expect(await alice.untilClosed()).toEqual({ code: 1000, reason: 'participant left' });
-    await new Promise((r) => setTimeout(r, 100));
+    // The room closes just after the last one left; its page says so once it has.
+    const page = () => fetch(`${server!.baseUrl}/rooms/${room.name}`);
+    await expect.poll(async () => (await page()).status, { timeout: 10_000 }).toBe(404);
+    expect(await (await page()).text()).toContain('This room does not exist or has ended.');
     const late = await bot.join(room.token, room.wsUrl);
     expect(await late.untilClosed()).toEqual({ code: 4404, reason: 'room not found or has closed' });
-    expect(bot.stt.closed).toBe(1);
-    expect(bot.tts.closes).toBe(1);
-    const page = await fetch(`${server!.baseUrl}/rooms/${room.name}`);
-    expect(page.status).toBe(404);
-    expect(await page.text()).toContain('This room does not exist or has ended.');
+    await expect.poll(() => bot.stt.closed, { timeout: 10_000 }).toBe(1);
+    await expect.poll(() => bot.tts.closes, { timeout: 10_000 }).toBe(1);
   });
 
   it('natural_conversation: "mm-hmm" while the bot talks neither cuts it off nor starts a reply', async () => {

@@ -160,10 +160,14 @@ describe('a phone call on the OpenAI Realtime profile', () => {
 
   it('apologises and hangs up when the vendor drops the connection mid-call', async () => {
     const { realtime, wssUrl } = await startOpenAi();
-    const call = runPhoneCall({ target: { wssUrl }, scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 } });
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    realtime.dropAll();
-    const report = await call;
+    // The vendor drops while the greeting plays.
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 },
+      onEvent: (event) => {
+        if (event.kind === 'bot-audio-start') realtime.dropAll();
+      },
+    });
     expect(report.outcome).toBe('server-closed');
     expect(report.close).toMatchObject({ code: 1000, by: 'server' });
     // The greeting was cut, then the offline voice apologised before the close.
