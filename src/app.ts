@@ -2,7 +2,7 @@ import websocket from '@fastify/websocket';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { BotConfigService } from './bots/bot-config-service.js';
 import type { AppConfig } from './config/env.js';
-import { errorHandler, sendError } from './http/errors.js';
+import { errorHandler, sendError, toApiError } from './http/errors.js';
 import { ApiError } from './shared/api-error.js';
 import { registerRoutes } from './http/routes.js';
 import { zodSerializerCompiler, zodValidatorCompiler } from './http/zod-compilers.js';
@@ -58,6 +58,9 @@ export interface AppDeps {
   cluster?: Coordinator;
 }
 
+/** Longest path parameter the router passes to a route; longer ones are a 400. */
+const MAX_PATH_PARAM_CHARS = 256;
+
 /** Largest websocket message accepted; a 20 ms media frame is about 300 bytes of JSON. */
 const MAX_WEBSOCKET_MESSAGE_BYTES = 64 * 1024;
 
@@ -76,6 +79,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     loggerInstance: deps.logger as FastifyBaseLogger,
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: true,
+    // Ids longer than this never reach a route's schema (which allows 128); the router refuses them.
+    maxParamLength: MAX_PATH_PARAM_CHARS,
+    // Errors the router raises before any route runs (a malformed URL, an over-long path parameter)
+    // get the same envelope as every other error.
+    frameworkErrors: (error, _request, reply) => sendError(reply, toApiError(error)),
   });
 
   // The deployment's keys: every node on one PostgreSQL store loads the same ones.

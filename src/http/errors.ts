@@ -25,6 +25,10 @@ export function toApiError(error: FastifyError | Error, bodyLimitBytes?: number)
       return new ApiError('unsupported-media-type', 'send the body as application/json');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return new ApiError('invalid-request-error', 'the Content-Length header does not match the body');
+    case 'FST_ERR_BAD_URL':
+      return new ApiError('invalid-request-error', 'the request URL is malformed');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new ApiError('invalid-request-error', 'a path parameter is longer than the server accepts');
     case 'FST_ERR_VALIDATION':
       return new ApiError('invalid-request-error', error.message);
   }

@@ -63,6 +63,25 @@ describe('documented truths', () => {
     for (const [type, status] of rows) expect(ERROR_TYPES[type as keyof typeof ERROR_TYPES], type).toBe(status);
   });
 
+  it('an over-long or malformed id is a 400 invalid-request-error in the usual envelope, not the router\'s own body', async () => {
+    await start();
+    const get = async (path: string) => {
+      const res = await fetch(`${server!.baseUrl}${path}`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
+      return { status: res.status, json: (await res.json()) as { error?: string; info?: string } };
+    };
+    // Longer than the schema allows (128) but within the router's limit: the schema names the field.
+    const schemaLong = await get(`/v1/bots/twilio-config/${'a'.repeat(200)}`);
+    expect(schemaLong.status).toBe(400);
+    expect(schemaLong.json.error).toBe('invalid-request-error');
+    expect(schemaLong.json.info).toMatch(/id/);
+    // Longer than the router passes on (once a raw 414 with Fastify's own error body).
+    const routerLong = await get(`/v1/bots/twilio-config/${'a'.repeat(1000)}`);
+    expect(routerLong).toEqual({ status: 400, json: { error: 'invalid-request-error', info: 'a path parameter is longer than the server accepts' } });
+    const malformed = await get('/v1/bots/twilio-config/%E0%A4%A');
+    expect(malformed).toEqual({ status: 400, json: { error: 'invalid-request-error', info: 'the request URL is malformed' } });
+    expect((await fetch(`${server!.baseUrl}/healthz`)).status).toBe(200);
+  });
+
   it('a media message over 64 KiB closes the stream with 1009, which the README documents, and the server carries on', async () => {
     await start();
     const { wssUrl } = await server!.createConfig({ services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' } });
