@@ -57,6 +57,9 @@ export interface AppDeps {
   liveCalls?: LiveCalls;
 }
 
+/** Requests that never lead to a call: health checks, metrics scrapes, the API's documentation. */
+const MONITORING_PATH = /^\/(healthz|metrics|openapi\.json|docs)(?:[/?]|$)/;
+
 /** Constant-time check of `Bearer <token>`. */
 function bearerMatches(header: string | undefined, token: string): boolean {
   const presented = Buffer.from(header ?? '');
@@ -82,7 +85,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const secrets = new SecretBox(keys.secret);
   const accounts = new AccountsRepo(database.db);
   const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
-  const botConfigs = new BotConfigService(new BotConfigsRepo(database.db), secrets, config.publicUrl);
+  const botConfigsRepo = new BotConfigsRepo(database.db);
+  const botConfigs = new BotConfigService(botConfigsRepo, secrets, config.publicUrl);
+  // What calls need (the VAD model, the offline voice) loads in the background once calls may
+  // come: now if a configuration is stored, else on the first request that is not monitoring.
+  const warmCallParts = () => runtime.warm?.(deps.logger as Logger);
+  if (await botConfigsRepo.hasAny()) warmCallParts();
+  else app.addHook('onRequest', async (request) => void (MONITORING_PATH.test(request.url) || warmCallParts()));
   const phoneNumbersRepo = new PhoneNumbersRepo(database.db);
   const pinless = new PinlessConfigService(
     new DialinConfigsRepo(database.db),
@@ -92,7 +101,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     webhookAddressPolicy(config.webhookAllowLinkLocal),
     deps.logger as Logger,
   );
-  const carrier = createCarrier(config, phoneNumbersRepo, deps.logger as Logger);
+  const carrier = await createCarrier(config, phoneNumbersRepo, deps.logger as Logger);
   const phoneNumbers = new PhoneNumberService(phoneNumbersRepo, carrier, `${config.publicUrl}/twilio/voice`);
   const dialout = new DialoutService({
     carrier,
