@@ -91,7 +91,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // come: now if a configuration is stored, else on the first request that is not monitoring.
   const warmCallParts = () => runtime.warm?.(deps.logger as Logger);
   if (await botConfigsRepo.hasAny()) warmCallParts();
-  else app.addHook('onRequest', async (request) => void (MONITORING_PATH.test(request.url) || warmCallParts()));
+  else {
+    app.addHook('onRequest', async (request) => {
+      if (!MONITORING_PATH.test(request.url)) warmCallParts();
+    });
+  }
   const phoneNumbersRepo = new PhoneNumbersRepo(database.db);
   const pinless = new PinlessConfigService(
     new DialinConfigsRepo(database.db),
