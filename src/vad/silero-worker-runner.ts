@@ -94,9 +94,9 @@ export class SileroWorkerRunner implements SileroBatchRunner {
 
 /**
  * How long the first window of a batch waits for other calls' windows before it goes to the
- * worker. At 50 talking calls (1,560 windows/s) about six windows share a run instead of one or
- * two, which cuts the messages to the worker and back and the model's cost per window (see
- * SileroBatcher); a speech start or stop is reported at most this much later.
+ * worker. At 50 talking calls (1,560 windows/s) about 7.5 windows share a run instead of 3.3,
+ * which halves the messages to the worker and back and its wake-ups (docs/cost-per-call.md); a
+ * speech start or stop is reported at most this much later.
  */
 export const WORKER_GATHER_MS = 4;
 
