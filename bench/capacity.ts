@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { pinnedCommand } from './cpu-pinning.js';
 import { scrapeMetrics } from './server-process.js';
 
 /**
@@ -28,6 +29,8 @@ export interface CapacityPoint {
   /** Server resident memory above idle, per call. */
   memoryPerCallMb: number;
   failedCalls: number;
+  /** Calls by how they ended, as the generators saw them (e.g. completed, timeout). */
+  outcomes: Record<string, number>;
   underruns: number;
   violations: number;
   replyLatencyP50Ms: number | null;
@@ -38,14 +41,16 @@ export interface CapacityPoint {
 interface GeneratorSummary {
   calls: number;
   failed: number;
+  outcomes: Record<string, number>;
   replyLatenciesMs: number[];
   underruns: number;
   violations: number;
   generatorClockMaxLagMs: number;
 }
 
-function startGenerator(wssUrl: string, calls: number, durationMs: number, fixturesDir: string): { child: ChildProcess; result: Promise<GeneratorSummary> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', GENERATOR, wssUrl, String(calls), String(durationMs), fixturesDir], {
+function startGenerator(wssUrl: string, calls: number, durationMs: number, fixturesDir: string, cpus: string | undefined): { child: ChildProcess; result: Promise<GeneratorSummary> } {
+  const [command, args] = pinnedCommand(cpus, ['--import', 'tsx', GENERATOR, wssUrl, String(calls), String(durationMs), fixturesDir]);
+  const child = spawn(command, args, {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -65,10 +70,12 @@ export async function measureCapacity(options: {
   warmUpMs: number;
   fixturesDir: string;
   idleRssBytes: number;
+  /** taskset's CPU list for the generators (cpu-pinning.ts). */
+  loadCpus?: string;
 }): Promise<CapacityPoint> {
   const generators: Array<ReturnType<typeof startGenerator>> = [];
   for (let left = options.calls; left > 0; left -= CALLS_PER_GENERATOR) {
-    generators.push(startGenerator(options.wssUrl, Math.min(CALLS_PER_GENERATOR, left), options.durationMs, options.fixturesDir));
+    generators.push(startGenerator(options.wssUrl, Math.min(CALLS_PER_GENERATOR, left), options.durationMs, options.fixturesDir, options.loadCpus));
   }
   await sleep(options.warmUpMs);
   // This scrape also restarts the event-loop histogram, so the next one covers the window only.
@@ -90,9 +97,14 @@ export async function measureCapacity(options: {
     eventLoopMaxMs: round(Math.max(0, (after.get('nodejs_eventloop_lag_max_seconds') ?? 0) * 1000 - EVENT_LOOP_SAMPLING_MS)),
     lateTicks: ticks - onTime,
     ticks,
-    cpuPerCallPct: round((delta('process_cpu_seconds_total') / windowSecs / options.calls) * 100),
+    // Two decimals: an A/B of two builds (cost-ab.ts) differs in tenths of a percent.
+    cpuPerCallPct: Math.round((delta('process_cpu_seconds_total') / windowSecs / options.calls) * 10_000) / 100,
     memoryPerCallMb: round(((after.get('process_resident_memory_bytes') ?? 0) - options.idleRssBytes) / options.calls / 1024 / 1024),
     failedCalls: summaries.reduce((n, s) => n + s.failed, 0),
+    outcomes: summaries.reduce<Record<string, number>>((acc, s) => {
+      for (const [outcome, n] of Object.entries(s.outcomes ?? {})) acc[outcome] = (acc[outcome] ?? 0) + n;
+      return acc;
+    }, {}),
     underruns: summaries.reduce((n, s) => n + s.underruns, 0),
     violations: summaries.reduce((n, s) => n + s.violations, 0),
     replyLatencyP50Ms: replies.length > 0 ? replies[Math.floor((replies.length - 1) / 2)]! : null,
@@ -108,8 +120,9 @@ function round(value: number): number {
 }
 
 /** Starts `switchboard emulate` (built) in its own process and resolves with its URL. */
-export async function startEmulateProcess(args: string[]): Promise<{ url: string; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [`${ROOT}/dist/cli/main.js`, 'emulate', '--port', '0', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startEmulateProcess(args: string[], cpus?: string): Promise<{ url: string; stop(): Promise<void> }> {
+  const [command, commandArgs] = pinnedCommand(cpus, [`${ROOT}/dist/cli/main.js`, 'emulate', '--port', '0', ...args]);
+  const child = spawn(command, commandArgs, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => {

@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { measureCapacity, startEmulateProcess } from './capacity.js';
+import { cpuPinning } from './cpu-pinning.js';
 import { BENCH_REPLY } from './latency.js';
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 
@@ -34,15 +35,17 @@ async function main(): Promise<void> {
   }
   const dir = resolve(args.dir);
   mkdirSync(dir, { recursive: true });
+  const pinning = cpuPinning();
+  process.stdout.write(`${pinning.describe}\n`);
   const emulators = await startEmulateProcess([
     '--stt-final-delay-ms', '150', '--llm-first-token-ms', '200', '--llm-tokens-per-sec', '50',
     '--tts-first-byte-ms', '100', '--tts-real-time-factor', '2', '--transcript', 'do you have a table', '--reply', BENCH_REPLY,
-  ]);
+  ], pinning.load);
   const server = await startServerProcess({
     SWITCHBOARD_DEEPGRAM_URL: emulators.url,
     SWITCHBOARD_OPENAI_URL: emulators.url,
     SWITCHBOARD_CARTESIA_URL: emulators.url,
-  }, ['--cpu-prof', `--cpu-prof-dir=${dir}`]);
+  }, ['--cpu-prof', `--cpu-prof-dir=${dir}`], pinning.server);
   try {
     const id = await createBotConfig(server.baseUrl, {
       bot_profile: 'telephony_ws_voice_2024_09',
@@ -50,14 +53,15 @@ async function main(): Promise<void> {
       config: [{ service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] }, { name: 'run_on_config', value: true }] }],
       api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
     });
-    // Idle: listening, the VAD model and the offline voice loaded, no call yet.
-    await new Promise((r) => setTimeout(r, 5000));
+    // Idle: listening, the VAD model and the offline voice loaded (the configuration readies them), no call yet.
+    await server.logged('voice activity model ready');
+    await new Promise((r) => setTimeout(r, 3000));
     const idle = await scrapeMetrics(server.baseUrl);
     const idleRssBytes = idle.get('process_resident_memory_bytes') ?? 0;
     const wssUrl = `${server.baseUrl.replace(/^http/, 'ws')}/ws/twilio/${id}`;
     const calls = Number(args.calls);
     const durationMs = Number(args['duration-s']) * 1000;
-    const point = await measureCapacity({ baseUrl: server.baseUrl, wssUrl, calls, durationMs, warmUpMs: 8000, fixturesDir: FIXTURES, idleRssBytes });
+    const point = await measureCapacity({ baseUrl: server.baseUrl, wssUrl, calls, durationMs, warmUpMs: 8000, fixturesDir: FIXTURES, idleRssBytes, loadCpus: pinning.load });
     process.stdout.write(`idle RSS ${(idleRssBytes / 2 ** 20).toFixed(1)} MB\n${JSON.stringify(point)}\n`);
   } finally {
     await server.stop();

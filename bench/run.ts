@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { EmulatorLatencies } from '../src/tools/emulators/types.js';
 import { type CapacityPoint, measureCapacity, startEmulateProcess } from './capacity.js';
+import { cpuPinning } from './cpu-pinning.js';
 import { BENCH_REPLY, runLatencyPhase } from './latency.js';
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 import { type BudgetRow, formatTable, percentile } from './report.js';
@@ -21,8 +22,27 @@ const { values: args } = parseArgs({
     out: { type: 'string', default: 'bench-report.json' },
     sweep: { type: 'string', default: '25,50,100,150,200,300' },
     'sweep-duration-s': { type: 'string', default: '20' },
+    /** Talking calls on the speech-to-speech profile for its CPU per call; 0 skips it. */
+    's2s-calls': { type: 'string', default: '50' },
   },
 });
+
+/** The step of the sweep whose CPU and memory per call are compared with the goals (issue 19's figure). */
+const COST_CALLS = 50;
+const MB = 2 ** 20;
+
+/**
+ * The figures before the cost work (docs/cost-per-call.md, "before"): same machine, 50 talking
+ * calls, server not pinned. Printed beside this run's.
+ */
+const PREVIOUS = {
+  cpuPerCallPct: '1.1 %',
+  s2sCpuPerCallPct: '0.55 %',
+  idleRssMb: '253 MB',
+  readyRssMb: '253 MB',
+  memoryPerCallMb: '1.7 MB',
+  carried: '100 (150 borderline)',
+};
 
 const LATENCIES: EmulatorLatencies = {
   sttFinalDelayMs: 150,
@@ -35,6 +55,8 @@ const START_SECS = 0.2;
 const FIXTURES = fileURLToPath(new URL('../fixtures/audio', import.meta.url));
 
 async function main(): Promise<void> {
+  const pinning = cpuPinning();
+  process.stdout.write(`${pinning.describe}\n`);
   const emulators = await startEmulateProcess([
     '--stt-final-delay-ms', String(LATENCIES.sttFinalDelayMs),
     '--llm-first-token-ms', String(LATENCIES.llmFirstTokenMs),
@@ -43,14 +65,17 @@ async function main(): Promise<void> {
     '--tts-real-time-factor', String(LATENCIES.ttsRealTimeFactor),
     '--transcript', 'do you have a table',
     '--reply', BENCH_REPLY,
-  ]);
+  ], pinning.load);
   const vendors = emulators.url;
   const server = await startServerProcess({
     SWITCHBOARD_DEEPGRAM_URL: vendors,
     SWITCHBOARD_OPENAI_URL: vendors,
     SWITCHBOARD_CARTESIA_URL: vendors,
-  });
+  }, [], pinning.server);
   try {
+    // Idle with nothing configured: the heavy parts (VAD model, offline voice) are not loaded yet.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const idleRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
     const id = await createBotConfig(server.baseUrl, {
       bot_profile: 'telephony_ws_voice_2024_09',
       services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
@@ -60,6 +85,10 @@ async function main(): Promise<void> {
       ],
       api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
     });
+    // Ready for calls: a configuration exists, so the server has loaded what calls need.
+    await server.logged('voice activity model ready');
+    await server.logged('offline voice ready');
+    const readyRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
     const wssUrl = `${server.baseUrl.replace(/^http/, 'ws')}/ws/twilio/${id}`;
     process.stdout.write(`latency phase: ${args.calls} calls, ${args.concurrency} at a time, emulated providers at LLM first token ${LATENCIES.llmFirstTokenMs} ms, TTS first byte ${LATENCIES.ttsFirstByteMs} ms\n`);
     const latency = await runLatencyPhase({
@@ -83,40 +112,67 @@ async function main(): Promise<void> {
     ];
     process.stdout.write(`\n${formatTable(rows)}\n`);
 
-    // Capacity: the idle footprint first, then each step of the sweep.
-    const idle = await scrapeMetrics(server.baseUrl);
-    const idleRssBytes = idle.get('process_resident_memory_bytes') ?? 0;
+    // Capacity: each step of the sweep; memory per call is counted above the server ready for calls.
     const sweep: CapacityPoint[] = [];
     const durationMs = Number(args['sweep-duration-s']) * 1000;
     for (const calls of args.sweep.split(',').map(Number).filter((n) => n > 0)) {
       process.stdout.write(`\ncapacity: ${calls} simultaneous calls for ${durationMs / 1000} s ... `);
-      const point = await measureCapacity({ baseUrl: server.baseUrl, wssUrl, calls, durationMs, warmUpMs: Math.min(6000, durationMs / 3), fixturesDir: FIXTURES, idleRssBytes });
+      const point = await measureCapacity({ baseUrl: server.baseUrl, wssUrl, calls, durationMs, warmUpMs: Math.min(6000, durationMs / 3), fixturesDir: FIXTURES, idleRssBytes: readyRssBytes, loadCpus: pinning.load });
       sweep.push(point);
       process.stdout.write(
         `event loop p99 ${point.eventLoopP99Ms} ms (max ${point.eventLoopMaxMs}), playout ticks late >20 ms: ${point.lateTicks}/${point.ticks}, ` +
           `CPU ${point.cpuPerCallPct}% of a core per call, ${point.memoryPerCallMb} MB per call, failed ${point.failedCalls}, ` +
           `underruns ${point.underruns}, reply p50 ${point.replyLatencyP50Ms} ms, generator lag ${point.generatorClockMaxLagMs} ms: ${point.withinBudget ? 'within budget' : 'OVER BUDGET'}\n`,
       );
-      // Far past the budget, larger steps only take longer to say the same.
-      if (point.eventLoopP99Ms > 200 || point.failedCalls > calls / 2) break;
+      // Far past the budget, larger steps only take longer to say the same (once the step whose
+      // CPU per call is compared with the goal has run).
+      if ((point.eventLoopP99Ms > 200 || point.failedCalls > calls / 2) && calls >= COST_CALLS) break;
       await new Promise((resolve) => setTimeout(resolve, 3000));
     }
     const carried = sweep.filter((p) => p.withinBudget).reduce((n, p) => Math.max(n, p.calls), 0);
+    const costPoint = sweep.find((p) => p.calls === COST_CALLS);
+    const s2sPoint = await measureSpeechToSpeech(server.baseUrl, readyRssBytes, pinning.load, durationMs);
     const capacityRows: BudgetRow[] = [
-      { figure: 'simultaneous calls carried with event-loop p99 < 20 ms and no frame late > 20 ms', unit: 'calls', measured: carried, budget: '>= 300', ok: (v) => v >= 300, samples: sweep.length },
+      { figure: `server CPU per talking call, pipeline, at ${COST_CALLS} calls`, unit: '% of a core', measured: costPoint?.cpuPerCallPct ?? null, budget: '<= 0.45', ok: (v) => v <= 0.45, samples: costPoint ? 1 : 0, previous: PREVIOUS.cpuPerCallPct },
+      { figure: `server CPU per talking call, speech-to-speech, at ${s2sPoint?.calls ?? 0} calls`, unit: '% of a core', measured: s2sPoint?.cpuPerCallPct ?? null, budget: '<= 0.45', ok: (v) => v <= 0.45, samples: s2sPoint ? 1 : 0, previous: PREVIOUS.s2sCpuPerCallPct },
+      { figure: 'server RSS idle, nothing configured', unit: 'MB', measured: idleRssBytes / MB, budget: '<= 100', ok: (v) => v <= 100, samples: 1, previous: PREVIOUS.idleRssMb },
+      { figure: 'server RSS idle, ready for calls (VAD model and offline voice loaded)', unit: 'MB', measured: readyRssBytes / MB, budget: 'report', samples: 1, previous: PREVIOUS.readyRssMb },
+      { figure: `server memory per call above ready, at ${COST_CALLS} calls`, unit: 'MB', measured: costPoint?.memoryPerCallMb ?? null, budget: '<= 1', ok: (v) => v <= 1, samples: costPoint ? 1 : 0, previous: PREVIOUS.memoryPerCallMb },
+      { figure: 'simultaneous calls carried with event-loop p99 < 20 ms and no frame late > 20 ms', unit: 'calls', measured: carried, budget: '>= 300', ok: (v) => v >= 300, samples: sweep.length, previous: PREVIOUS.carried },
       { figure: 'server CPU per call (at the largest step carried)', unit: '% of a core', measured: sweep.find((p) => p.calls === carried)?.cpuPerCallPct ?? null, budget: 'report', samples: 1 },
       { figure: 'server memory per call (at the largest step carried)', unit: 'MB', measured: sweep.find((p) => p.calls === carried)?.memoryPerCallMb ?? null, budget: 'report', samples: 1 },
     ];
+    process.stdout.write(`\n${pinning.describe}; CPU is the server process's CPU time (all its threads) over the steady window\n`);
     process.stdout.write(`\n${formatTable([...rows, ...capacityRows])}\n`);
     writeFileSync(
       args.out,
-      `${JSON.stringify({ machine: machineInfo(), latencies: LATENCIES, startSecs: START_SECS, figures: [...rows, ...capacityRows].map(({ ok, ...row }) => ({ ...row, withinBudget: ok && row.measured !== null ? ok(row.measured) : null })), sweep, samples: latency }, null, 2)}\n`,
+      `${JSON.stringify({ machine: machineInfo(), pinning: pinning.describe, s2s: s2sPoint, latencies: LATENCIES, startSecs: START_SECS, figures: [...rows, ...capacityRows].map(({ ok, ...row }) => ({ ...row, withinBudget: ok && row.measured !== null ? ok(row.measured) : null })), sweep, samples: latency }, null, 2)}\n`,
     );
     process.stdout.write(`\nwrote ${args.out}\n`);
   } finally {
     await server.stop();
     await emulators.stop();
   }
+}
+
+/**
+ * CPU per call on the speech-to-speech profile (OpenAI Realtime against the emulator): the same
+ * talking calls as the sweep, on a configuration of its own.
+ */
+async function measureSpeechToSpeech(baseUrl: string, readyRssBytes: number, loadCpus: string | undefined, durationMs: number): Promise<CapacityPoint | undefined> {
+  const calls = Number(args['s2s-calls']);
+  if (!(calls > 0)) return undefined;
+  const id = await createBotConfig(baseUrl, {
+    bot_profile: 'openai_realtime_beta_2024_10',
+    services: { llm: 'openai_realtime' },
+    config: [{ service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] }, { name: 'run_on_config', value: true }] }],
+    api_keys: { openai: 'bench' },
+  });
+  process.stdout.write(`\nspeech-to-speech: ${calls} simultaneous calls for ${durationMs / 1000} s ... `);
+  const wssUrl = `${baseUrl.replace(/^http/, 'ws')}/ws/twilio/${id}`;
+  const point = await measureCapacity({ baseUrl, wssUrl, calls, durationMs, warmUpMs: Math.min(6000, durationMs / 3), fixturesDir: FIXTURES, idleRssBytes: readyRssBytes, loadCpus });
+  process.stdout.write(`CPU ${point.cpuPerCallPct}% of a core per call, event loop p99 ${point.eventLoopP99Ms} ms, failed ${point.failedCalls}\n`);
+  return point;
 }
 
 function machineInfo(): Record<string, unknown> {

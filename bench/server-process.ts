@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CallSummary } from '../src/pipeline/call-metrics.js';
+import { pinnedCommand } from './cpu-pinning.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const BENCH_API_KEY = 'sb_bench_key_0123456789abcdef';
@@ -17,6 +18,8 @@ export interface ServerProcess {
   child: ChildProcess;
   /** Every `call ended` log line so far. */
   readonly calls: CallSummary[];
+  /** Resolves once the server has logged a line whose message is `msg` (e.g. 'voice activity model ready'). */
+  logged(msg: string, timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -28,12 +31,17 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** `nodeArgs`: options for node itself, e.g. `--cpu-prof` (bench/profile.ts). */
-export async function startServerProcess(env: Record<string, string>, nodeArgs: string[] = []): Promise<ServerProcess> {
+/**
+ * `nodeArgs`: options for node itself, e.g. `--cpu-prof` (bench/profile.ts); `cpus`: taskset's CPU
+ * list to run the server on (cpu-pinning.ts); `root`: the checkout whose build runs (bench/cost-ab.ts
+ * compares two).
+ */
+export async function startServerProcess(env: Record<string, string>, nodeArgs: string[] = [], cpus?: string, root = ROOT): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
-  const child = spawn(process.execPath, [...nodeArgs, join(ROOT, 'dist/cli/main.js'), 'serve'], {
-    cwd: ROOT,
+  const [command, args] = pinnedCommand(cpus, [...nodeArgs, join(root, 'dist/cli/main.js'), 'serve']);
+  const child = spawn(command, args, {
+    cwd: root,
     env: {
       PATH: process.env.PATH ?? '',
       PORT: String(port),
@@ -47,6 +55,8 @@ export async function startServerProcess(env: Record<string, string>, nodeArgs: 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const calls: CallSummary[] = [];
+  const messages = new Set<string>();
+  const messageWaiters: Array<{ msg: string; resolve: () => void }> = [];
   let pending = '';
   let output = '';
   const listening = new Promise<void>((resolve, reject) => {
@@ -62,6 +72,11 @@ export async function startServerProcess(env: Record<string, string>, nodeArgs: 
         if (line.includes('"switchboard listening"')) {
           clearTimeout(timer);
           resolve();
+        }
+        const msg = /"msg":"([^"]*)"/.exec(line)?.[1];
+        if (msg !== undefined && !messages.has(msg)) {
+          messages.add(msg);
+          for (const waiter of messageWaiters.filter((w) => w.msg === msg)) waiter.resolve();
         }
         if (line.includes('"call ended"')) {
           try {
@@ -83,6 +98,13 @@ export async function startServerProcess(env: Record<string, string>, nodeArgs: 
     baseUrl: `http://127.0.0.1:${port}`,
     child,
     calls,
+    logged(msg, timeoutMs = 30_000) {
+      if (messages.has(msg)) return Promise.resolve();
+      return new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`the server did not log "${msg}" within ${timeoutMs} ms`)), timeoutMs);
+        messageWaiters.push({ msg, resolve: () => (clearTimeout(timer), resolve()) });
+      });
+    },
     async stop() {
       if (child.exitCode === null) {
         child.kill('SIGTERM');

@@ -41,7 +41,7 @@ const clip = decodeMulaw(readFileSync(fileURLToPath(new URL('../fixtures/audio/A
 async function measure(session: ort.InferenceSession, batch: number, durationMs: number) {
   const input = new Float32Array(batch * ROW);
   let state: Float32Array = new Float32Array(2 * batch * SILERO_STATE_WIDTH);
-  const sr = sampleRateTensor(8000);
+  const sr = sampleRateTensor(ort, 8000);
   let offset = 0;
   const fill = () => {
     for (let row = 0; row < batch; row++) {

@@ -64,6 +64,9 @@ const MAX_PATH_PARAM_CHARS = 256;
 /** Largest websocket message accepted; a 20 ms media frame is about 300 bytes of JSON. */
 const MAX_WEBSOCKET_MESSAGE_BYTES = 64 * 1024;
 
+/** Requests that never lead to a call: health checks, metrics scrapes, the API's documentation. */
+const MONITORING_PATH = /^\/(healthz|metrics|openapi\.json|docs)(?:[/?]|$)/;
+
 /** Builds the whole HTTP surface. Never listens: the CLI does, and tests inject or listen on port 0. */
 export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { config, database } = deps;
@@ -91,7 +94,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const secrets = new SecretBox(keys.secret);
   const accounts = new AccountsRepo(database.db);
   const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
-  const botConfigs = new BotConfigService(new BotConfigsRepo(database.db), secrets, config.publicUrl, buildStreamTwiml);
+  const botConfigsRepo = new BotConfigsRepo(database.db);
+  const botConfigs = new BotConfigService(botConfigsRepo, secrets, config.publicUrl, buildStreamTwiml);
+  // What calls need (the VAD model, the offline voice) loads in the background once calls may
+  // come: now if a configuration is stored, else on the first request that is not monitoring.
+  const warmCallParts = () => runtime.warm?.(deps.logger as Logger);
+  if (await botConfigsRepo.hasAny()) warmCallParts();
+  else {
+    app.addHook('onRequest', async (request) => {
+      if (!MONITORING_PATH.test(request.url)) warmCallParts();
+    });
+  }
   const phoneNumbersRepo = new PhoneNumbersRepo(database.db);
   const pinless = new PinlessConfigService(
     new DialinConfigsRepo(database.db),
@@ -101,7 +114,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     webhookAddressPolicy(config.webhookAllowLinkLocal),
     deps.logger as Logger,
   );
-  const carrier = createCarrier(config, phoneNumbersRepo, deps.logger as Logger, deps.sandboxCallee);
+  const carrier = await createCarrier(config, phoneNumbersRepo, deps.logger as Logger, deps.sandboxCallee);
   const phoneNumbers = new PhoneNumberService(phoneNumbersRepo, carrier, `${config.publicUrl}/twilio/voice`);
   const dialout = new DialoutService({
     carrier,

@@ -1,3 +1,5 @@
+import { warmCallParts } from './call-parts-warm-up.js';
+import type { Logger } from './observability/logger.js';
 import type { CallVadFactory } from './vad/call-vad.js';
 import { PlayoutClock } from './pipeline/playout.js';
 import { createAnthropicLlm } from './providers/llm/anthropic/index.js';
@@ -20,6 +22,8 @@ export interface CallRuntime {
   createVad: CallVadFactory;
   fallbackTts: () => TtsProvider;
   clock: PlayoutClock;
+  /** Readies what the calls need ahead of the first one, in the background (call-parts-warm-up.ts). */
+  warm?: (log: Logger) => void;
 }
 
 /**
@@ -47,5 +51,6 @@ export function defaultRuntime(registry: ProviderRegistry = builtinRegistry()): 
     createVad: createSileroCallVad,
     fallbackTts: () => new FliteTts(),
     clock: new PlayoutClock(),
+    warm: warmCallParts,
   };
 }

@@ -5,8 +5,6 @@ import { createCoordinator } from './cluster/create-coordinator.js';
 import type { AppConfig } from './config/env.js';
 import { LiveCalls } from './lifecycle/live-calls.js';
 import type { SandboxCallee } from './telephony/carrier/sandbox-call.js';
-import { warmFliteWorker } from './providers/tts/flite/flite-worker-client.js';
-import { warmSileroWorker } from './vad/silero-worker-runner.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
 import { type OpenedDatabase, openDatabase } from './store/database.js';
@@ -59,16 +57,6 @@ export async function startServer(
     logger.info(
       { address, publicUrl: config.publicUrl, dataDir: config.dataDir, store: database.engine, nodeId: cluster.nodeId, coordination: cluster.clustered ? 'redis' : 'in-process' },
       'switchboard listening',
-    );
-    // The first call should not wait for the VAD model to load; calls that come sooner share the load.
-    warmSileroWorker().then(
-      (loadMs) => logger.info({ loadMs: Math.round(loadMs) }, 'voice activity model ready'),
-      (err: unknown) => logger.error({ err }, 'voice activity model failed to load'),
-    );
-    // Likewise the offline voice that apologises when a vendor fails.
-    warmFliteWorker().then(
-      (loadMs) => logger.info({ loadMs: Math.round(loadMs) }, 'offline voice ready'),
-      (err: unknown) => logger.error({ err }, 'offline voice failed to load'),
     );
     let closing: Promise<void> | undefined;
     return {

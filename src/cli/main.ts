@@ -1,9 +1,6 @@
 #!/usr/bin/env node
 import { EnvError, loadConfig } from '../config/env.js';
 import { StoreError } from '../store/store-error.js';
-import { runDb } from './db.js';
-import { runKeys } from './keys.js';
-import { runServeCommand } from './serve-command.js';
 import { USAGE_EXIT } from './usage.js';
 
 const USAGE = `usage: switchboard <command> [options]
@@ -42,11 +39,13 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  // Each command loads only its own modules: a server does not carry the load tester's or the
+  // emulators' code in its memory, nor the load tester the server's.
   switch (command) {
     case 'serve':
-      return runServeCommand(rest);
+      return (await import('./serve-command.js')).runServeCommand(rest);
     case 'keys':
-      return runKeys(rest, () => loadConfig());
+      return (await import('./keys.js')).runKeys(rest, () => loadConfig());
     // A phone call, a load test and the emulators work from the outside: no server configuration.
     // They are development tools, loaded only when asked for, so `serve` never loads them.
     case 'call':
@@ -57,7 +56,7 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./loadtest.js')).runLoadtestCli(rest);
     // Its stores are named on the command line, not by the server's environment.
     case 'db':
-      return runDb(rest);
+      return (await import('./db.js')).runDb(rest);
     default: {
       const what = command.startsWith('-') ? `unknown option "${command}"` : `unknown command "${command}"`;
       process.stderr.write(`switchboard: ${what} (switchboard --help lists the commands)\n`);

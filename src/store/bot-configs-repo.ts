@@ -74,6 +74,11 @@ export class BotConfigsRepo {
     return r ? toRow(r) : undefined;
   }
 
+  /** Whether any account has a configuration (the server then readies what calls need at start). */
+  async hasAny(): Promise<boolean> {
+    return (await this.db.selectFrom('bot_configs').select('seq').limit(1).executeTakeFirst()) !== undefined;
+  }
+
   async seqOf(accountId: string, id: string): Promise<number | undefined> {
     const r = await this.db
       .selectFrom('bot_configs')

@@ -5,7 +5,6 @@ import { Kysely, SqliteDialect } from 'kysely';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../shared/private-files.js';
 import { keptStatements } from './kept-statements.js';
 import { migrateToLatest } from './migrations.js';
-import { openPostgres } from './postgres.js';
 import type { Database } from './schema.js';
 import { StoreError } from './store-error.js';
 
@@ -44,7 +43,8 @@ function makePrivate(path: string): void {
  * owner-only).
  */
 export async function openDatabase(dataDir: string, databaseUrl?: string): Promise<OpenedDatabase> {
-  if (databaseUrl) return openPostgres(databaseUrl);
+  // The PostgreSQL driver loads only for a deployment that names it.
+  if (databaseUrl) return (await import('./postgres.js')).openPostgres(databaseUrl);
   mkdirSync(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const path = join(dataDir, SQLITE_FILE_NAME);
   makePrivate(path);

@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decodeMulaw } from '../audio/mulaw.js';
 import { SileroVad } from './silero.js';
-import { sileroBatcher } from './silero-batcher.js';
+import { SileroBatcher, type SileroBatchRunner, sileroBatcher } from './silero-batcher.js';
 import { getSileroSession } from './silero-model.js';
 
 const CLIPS = ['A01_jfk', 'A04_cheetah_platforms', 'A06_birch_canoe', 'A07_go_forward', 'A10_noise_dishes'];
@@ -55,5 +55,42 @@ describe('batched Silero inference', () => {
     const bad = batcher.infer(new Float32Array(7), new Float32Array(256));
     await expect(bad).rejects.toThrow();
     await expect(batcher.infer(good, state)).resolves.toBeTypeOf('number');
+  });
+});
+
+describe('gathering windows into batches', () => {
+  afterEach(() => vi.useRealTimers());
+
+  /** Stands in for the model: records each run's batch size, answers 0.5 per row. */
+  function countingRunner(): SileroBatchRunner & { sizes: number[] } {
+    const sizes: number[] = [];
+    return {
+      sizes,
+      async run(_input, state, batchSize) {
+        sizes.push(batchSize);
+        return { output: new Float32Array(batchSize).fill(0.5), stateN: state.slice() };
+      },
+    };
+  }
+
+  it('runs the windows of calls arriving within gatherMs of the first as one batch', async () => {
+    vi.useFakeTimers();
+    const runner = countingRunner();
+    const batcher = new SileroBatcher(runner, 4);
+    // Three calls' windows, each in its own event-loop turn, 1 ms apart: as calls' frames arrive.
+    const results: Array<Promise<number>> = [];
+    for (let call = 0; call < 3; call++) {
+      results.push(batcher.infer(new Float32Array(288), new Float32Array(256)));
+      await vi.advanceTimersByTimeAsync(1);
+    }
+    expect(runner.sizes).toEqual([]);
+    await vi.advanceTimersByTimeAsync(4);
+    expect(await Promise.all(results)).toEqual([0.5, 0.5, 0.5]);
+    expect(runner.sizes).toEqual([3]);
+    // The next window starts a new batch, after its own wait.
+    const next = batcher.infer(new Float32Array(288), new Float32Array(256));
+    await vi.advanceTimersByTimeAsync(4);
+    expect(await next).toBe(0.5);
+    expect(runner.sizes).toEqual([3, 1]);
   });
 });

@@ -1,5 +1,14 @@
-import * as ort from 'onnxruntime-node';
-import { SILERO_INPUT, SILERO_OUTPUT, SILERO_SAMPLE_RATE, SILERO_STATE, SILERO_STATE_OUT, type SileroSampleRateHz, sampleRateTensor } from './silero-model.js';
+import type * as Ort from 'onnxruntime-node';
+import {
+  loadOnnxRuntime,
+  SILERO_INPUT,
+  SILERO_OUTPUT,
+  SILERO_SAMPLE_RATE,
+  SILERO_STATE,
+  SILERO_STATE_OUT,
+  type SileroSampleRateHz,
+  sampleRateTensor,
+} from './silero-model.js';
 
 /** Recurrent state per stream: two layers of 128. */
 const STATE_WIDTH = 128;
@@ -23,13 +32,15 @@ export interface SileroBatchResult {
 }
 
 /** Runs batches on a session in this thread. onnxruntime-node's run is synchronous under its promise. */
-export function sessionRunner(session: ort.InferenceSession, sampleRateHz: SileroSampleRateHz): SileroBatchRunner {
+export function sessionRunner(session: Ort.InferenceSession, sampleRateHz: SileroSampleRateHz): SileroBatchRunner {
   return {
     async run(input, state, batchSize, rowSamples) {
+      // Already loaded: the session came from it.
+      const ort = await loadOnnxRuntime();
       const results = await session.run({
         [SILERO_INPUT]: new ort.Tensor('float32', input, [batchSize, rowSamples]),
         [SILERO_STATE]: new ort.Tensor('float32', state, [2, batchSize, STATE_WIDTH]),
-        [SILERO_SAMPLE_RATE]: sampleRateTensor(sampleRateHz),
+        [SILERO_SAMPLE_RATE]: sampleRateTensor(ort, sampleRateHz),
       });
       const output = results[SILERO_OUTPUT]?.data as Float32Array | undefined;
       const stateN = results[SILERO_STATE_OUT]?.data as Float32Array | undefined;
@@ -54,10 +65,15 @@ interface Pending {
  * turn of the event loop, go into the next run: under load, batches grow by themselves; a quiet
  * server runs them one by one, with no added wait.
  *
- * Added latency, which counts against barge-in (start_secs + 40 ms): a window waits at most for
- * the run in flight plus its own run. Measured by bench/vad-throughput.ts, a full batch of 300
- * calls takes about 8 ms on one core of the 2-core reference box, so a window is reported within
- * about 20 ms of its last sample arriving even at 300 calls; there is no timer to wait out.
+ * With `gatherMs` (the worker's batcher), the first window of a batch also waits that long for
+ * other calls' windows: calls' frames arrive at their own phases, so without it most runs hold one
+ * window, and each run costs a message to the worker and back plus the model's fixed cost per run
+ * (bench/vad-throughput.ts: 0.14 ms for one window, 0.26 ms for four).
+ *
+ * Added latency, which counts against barge-in (start_secs + 40 ms): a window waits at most
+ * `gatherMs`, then for the run in flight plus its own run. Measured by bench/vad-throughput.ts, a
+ * full batch of 300 calls takes about 8 ms on one core of the 2-core reference box, so a window is
+ * reported within about 20 ms of its last sample arriving even at 300 calls.
  */
 export class SileroBatcher {
   private queue: Pending[] = [];
@@ -67,7 +83,18 @@ export class SileroBatcher {
   /** Largest batch run so far (for benchmarks and tests). */
   maxBatchSeen = 0;
 
-  constructor(private readonly runner: SileroBatchRunner) {}
+  /** Runs and batch sizes so far (for benchmarks and tests). */
+  runs = 0;
+  windows = 0;
+
+  /**
+   * @param gatherMs how long the first window of a batch waits for others; 0 waits only for the
+   *   rest of the current event-loop turn.
+   */
+  constructor(
+    private readonly runner: SileroBatchRunner,
+    private readonly gatherMs = 0,
+  ) {}
 
   /** One window (context + samples, scaled to -1..1) of one stream; `state` is updated in place. */
   infer(input: Float32Array, state: Float32Array): Promise<number> {
@@ -75,8 +102,9 @@ export class SileroBatcher {
       this.queue.push({ input, state, resolve, reject });
       if (!this.busy) {
         this.busy = true;
-        // Let the rest of this event-loop turn add its windows to the batch.
-        setImmediate(() => void this.runBatches());
+        // Let other windows join the batch: those of this event-loop turn, or of the next gatherMs.
+        if (this.gatherMs > 0) setTimeout(() => void this.runBatches(), this.gatherMs);
+        else setImmediate(() => void this.runBatches());
       }
     });
   }
@@ -107,6 +135,8 @@ export class SileroBatcher {
       state.set(item.state.subarray(STATE_WIDTH, 2 * STATE_WIDTH), (size + i) * STATE_WIDTH);
     }
     this.maxBatchSeen = Math.max(this.maxBatchSeen, size);
+    this.runs++;
+    this.windows += size;
     const { output, stateN: nextState } = await this.runner.run(input, state, size, samples);
     if (output.length < size || nextState.length < 2 * size * STATE_WIDTH) {
       throw new Error(`Silero VAD batch of ${size} returned ${output.length} outputs`);
@@ -120,10 +150,10 @@ export class SileroBatcher {
   }
 }
 
-const batchers = new WeakMap<ort.InferenceSession, Map<number, SileroBatcher>>();
+const batchers = new WeakMap<Ort.InferenceSession, Map<number, SileroBatcher>>();
 
 /** The batcher of a session at a sample rate: every stream on that session shares it. */
-export function sileroBatcher(session: ort.InferenceSession, sampleRateHz: SileroSampleRateHz): SileroBatcher {
+export function sileroBatcher(session: Ort.InferenceSession, sampleRateHz: SileroSampleRateHz): SileroBatcher {
   let byRate = batchers.get(session);
   if (!byRate) {
     byRate = new Map();

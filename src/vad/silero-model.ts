@@ -10,7 +10,7 @@
 
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import * as ort from 'onnxruntime-node';
+import type * as Ort from 'onnxruntime-node';
 
 /** Model input/output names, as declared in silero_vad.onnx (v6). */
 export const SILERO_INPUT = 'input';
@@ -42,17 +42,31 @@ export function sileroModelPath(): string {
   return join(dirname(entry), 'weights', 'silero_vad.onnx');
 }
 
-let sessionPromise: Promise<ort.InferenceSession> | null = null;
+let ortModule: typeof Ort | undefined;
+
+/**
+ * onnxruntime, loaded on first use: its native library and the model take tens of MB, which a
+ * process that never runs the VAD in this thread (the server's main thread: inference runs in
+ * the Silero worker) should not pay for.
+ */
+export async function loadOnnxRuntime(): Promise<typeof Ort> {
+  ortModule ??= await import('onnxruntime-node');
+  return ortModule;
+}
+
+let sessionPromise: Promise<Ort.InferenceSession> | null = null;
 
 /** The shared session, created on first use. A failed load is not cached, so a later call retries. */
-export function getSileroSession(): Promise<ort.InferenceSession> {
+export function getSileroSession(): Promise<Ort.InferenceSession> {
   if (!sessionPromise) {
-    const creating = ort.InferenceSession.create(sileroModelPath(), {
-      intraOpNumThreads: 1,
-      interOpNumThreads: 1,
-      executionMode: 'sequential',
-      graphOptimizationLevel: 'all',
-    });
+    const creating = loadOnnxRuntime().then((ort) =>
+      ort.InferenceSession.create(sileroModelPath(), {
+        intraOpNumThreads: 1,
+        interOpNumThreads: 1,
+        executionMode: 'sequential',
+        graphOptimizationLevel: 'all',
+      }),
+    );
     sessionPromise = creating;
     creating.catch(() => {
       if (sessionPromise === creating) sessionPromise = null;
@@ -71,10 +85,10 @@ export async function releaseSileroSession(): Promise<void> {
   }
 }
 
-const sampleRateTensors = new Map<number, ort.Tensor>();
+const sampleRateTensors = new Map<number, Ort.Tensor>();
 
 /** The constant `sr` input; an int64 scalar tensor that every run can share. */
-export function sampleRateTensor(sampleRateHz: SileroSampleRateHz): ort.Tensor {
+export function sampleRateTensor(ort: typeof Ort, sampleRateHz: SileroSampleRateHz): Ort.Tensor {
   let tensor = sampleRateTensors.get(sampleRateHz);
   if (!tensor) {
     tensor = new ort.Tensor('int64', BigInt64Array.from([BigInt(sampleRateHz)]), []);

@@ -14,7 +14,7 @@
  * together.
  */
 
-import * as ort from 'onnxruntime-node';
+import type { InferenceSession } from 'onnxruntime-node';
 import { type SileroBatcher, sileroBatcher } from './silero-batcher.js';
 import {
   getSileroSession,
@@ -36,7 +36,7 @@ export interface SileroVadOptions {
   sampleRateHz?: SileroSampleRateHz;
   onWindow?: SileroWindowListener;
   /** The model session; defaults to the process-wide shared one (loaded on first use). */
-  session?: ort.InferenceSession | Promise<ort.InferenceSession>;
+  session?: InferenceSession | Promise<InferenceSession>;
   /**
    * Where windows are run instead of `session`: e.g. workerSileroBatcher(), which runs them in a
    * worker thread. Defaults to the batcher of `session`.

@@ -91,7 +91,7 @@ describe('an offline call through the CLI', () => {
     // The summary names the outcome and the latency the caller experienced.
     expect(call.stdout).toMatch(/completed/);
     expect(call.stdout).toMatch(/reply latency/i);
-    // The VAD model was loaded at start-up, not by the first call.
+    // The VAD model was readied when the configuration was created, not by the first call.
     expect(server.output()).toMatch(/"loadMs":\d+,"msg":"voice activity model ready"/);
 
     expect(existsSync(out)).toBe(true);

@@ -4,14 +4,15 @@ import type { PhoneNumbersRepo } from '../../store/phone-numbers-repo.js';
 import type { Carrier } from './carrier.js';
 import type { SandboxCallee } from './sandbox-call.js';
 import { SandboxCarrier } from './sandbox-carrier.js';
-import { TwilioCarrier } from './twilio-carrier.js';
 
 /**
  * The carrier SWITCHBOARD_CARRIER names; env validation has already required Twilio's credentials.
  * `sandboxCallee` answers the sandbox's outbound calls (without one the sandbox refuses to dial).
+ * Twilio's SDK (about 25 MB, 0.3 s to load) is loaded only for the Twilio carrier, at start-up.
  */
-export function createCarrier(config: AppConfig, repo: PhoneNumbersRepo, log: Logger, sandboxCallee?: SandboxCallee): Carrier {
+export async function createCarrier(config: AppConfig, repo: PhoneNumbersRepo, log: Logger, sandboxCallee?: SandboxCallee): Promise<Carrier> {
   if (config.carrier === 'twilio') {
+    const { TwilioCarrier } = await import('./twilio-carrier.js');
     return new TwilioCarrier({
       accountSid: config.twilio.accountSid!,
       authToken: config.twilio.authToken!,

