@@ -83,7 +83,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: config.bodyLimitBytes,
     return503OnClosing: true,
     // Ids longer than this never reach a route's schema (which allows 128); the router refuses them.
-    maxParamLength: MAX_PATH_PARAM_CHARS,
+    routerOptions: { maxParamLength: MAX_PATH_PARAM_CHARS },
     // Errors the router raises before any route runs (a malformed URL, an over-long path parameter)
     // get the same envelope as every other error.
     frameworkErrors: (error, _request, reply) => sendError(reply, toApiError(error)),
