@@ -19,8 +19,11 @@ const STORE_TESTS = [
   'test/postgres/**/*.test.ts',
 ];
 
+/** Compiles dist/ once per run for the projects whose tests start the built CLI. */
+const BUILD = 'test/helpers/built-cli.ts';
+
 /**
- * Tests that start processes of their own (the CLI through tsx, servers, Chromium, load-test
+ * Tests that start processes of their own (the built CLI, servers, Chromium, load-test
  * workers) spend CPU, where call tests spend real time that must stay real time: a call's audio is
  * paced at 20 ms a frame and barge-in is measured in tens of ms. They run as a second group, after
  * the calls, so the two never compete for a small machine's cores.
@@ -66,7 +69,7 @@ export default defineConfig({
           exclude: ['test/postgres/**', 'test/cluster/**', '**/node_modules/**', ...PROCESS_TESTS],
         },
       },
-      { extends: true, test: { name: 'processes', include: PROCESS_TESTS, sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: 'processes', include: PROCESS_TESTS, sequence: { groupOrder: 1 }, globalSetup: [BUILD] } },
       ...(postgres.ok
         ? [
             {
@@ -77,7 +80,7 @@ export default defineConfig({
                 env: { SWITCHBOARD_TEST_STORE: 'postgres' },
                 // Its CLI and multi-node tests start processes (see PROCESS_TESTS).
                 sequence: { groupOrder: 1 },
-                globalSetup: ['test/helpers/postgres-global-setup.ts'],
+                globalSetup: ['test/helpers/postgres-global-setup.ts', BUILD],
               },
             },
             // Several `switchboard serve` processes on one PostgreSQL and one Redis (test/cluster).
@@ -89,7 +92,7 @@ export default defineConfig({
                 env: { SWITCHBOARD_TEST_STORE: 'postgres' },
                 // Server processes, like PROCESS_TESTS.
                 sequence: { groupOrder: 1 },
-                globalSetup: ['test/helpers/postgres-global-setup.ts'],
+                globalSetup: ['test/helpers/postgres-global-setup.ts', BUILD],
               },
             },
           ]

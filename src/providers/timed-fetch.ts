@@ -1,3 +1,4 @@
+import type { ReadableStreamReadResult } from 'node:stream/web';
 import type { EndpointGuard } from './endpoint.js';
 import { endpointFetch } from './endpoint-fetch.js';
 import { ProviderError } from './types.js';

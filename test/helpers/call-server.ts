@@ -38,16 +38,6 @@ export async function startCallServer(
   options: { captureLogs?: boolean; liveCalls?: LiveCalls; publicHost?: string } = {},
 ): Promise<CallServer> {
   const dataDir = tempDataDir();
-  // A known port, so the TwiML's stream URLs (built from the public URL) reach this server.
-  const port = await freePort();
-  const config = loadConfig({
-    SWITCHBOARD_DATA_DIR: dataDir,
-    SWITCHBOARD_API_KEY: TEST_KEY,
-    LOG_LEVEL: 'silent',
-    PORT: String(port),
-    SWITCHBOARD_PUBLIC_URL: `http://${options.publicHost ?? '127.0.0.1'}:${port}`,
-    ...env,
-  });
   const database: OpenedDatabase = await openDatabase(dataDir);
   const registry = builtinRegistry();
   register(registry);
@@ -55,9 +45,25 @@ export async function startCallServer(
   const logger = options.captureLogs
     ? createLogger('info', { write: (line: string) => void logs.push(JSON.parse(line) as CallServer['logs'][number]) })
     : createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');
-  // The sandbox carrier's callee, as `switchboard serve` plugs it in.
-  const app = await buildApp({ config, database, logger, runtime: defaultRuntime(registry), liveCalls: options.liveCalls, sandboxCallee: simulatedCallee });
-  const baseUrl = await app.listen({ port, host: '127.0.0.1' });
+  // A known port, so the TwiML's stream URLs (built from the public URL) reach this server.
+  const { app, baseUrl } = await onFreePort(async (port) => {
+    const config = loadConfig({
+      SWITCHBOARD_DATA_DIR: dataDir,
+      SWITCHBOARD_API_KEY: TEST_KEY,
+      LOG_LEVEL: 'silent',
+      PORT: String(port),
+      SWITCHBOARD_PUBLIC_URL: `http://${options.publicHost ?? '127.0.0.1'}:${port}`,
+      ...env,
+    });
+    // The sandbox carrier's callee, as `switchboard serve` plugs it in.
+    const built = await buildApp({ config, database, logger, runtime: defaultRuntime(registry), liveCalls: options.liveCalls, sandboxCallee: simulatedCallee });
+    try {
+      return { app: built, baseUrl: await built.listen({ port, host: '127.0.0.1' }) };
+    } catch (error) {
+      await built.close();
+      throw error;
+    }
+  });
   return {
     app,
     baseUrl,
@@ -91,6 +97,21 @@ export async function startCallServer(
       removeDir(dataDir);
     },
   };
+}
+
+/**
+ * Starts something on a port nothing listens on. freePort() can only say the port was free a
+ * moment ago: another test file running alongside may take it before `start` binds it, so an
+ * EADDRINUSE from `start` means trying again on another port.
+ */
+export async function onFreePort<T>(start: (port: number) => Promise<T>, attempts = 5): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start(await freePort());
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= attempts) throw error;
+    }
+  }
 }
 
 /** A port nothing listens on right now. */

@@ -1,13 +1,20 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { BUILT_CLI, isBuilt } from './built-cli.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
-/** Runs the CLI from source (through tsx), as an operator would run the built one. */
+let checkedBuild = false;
+
+/** Runs the built CLI (dist/, compiled once per run by built-cli.ts), as an operator runs it. */
 export function spawnCli(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+  if (!checkedBuild) {
+    // An older dist/ would test old code and pass: say so instead.
+    if (!isBuilt()) throw new Error('dist/ is missing or older than src/: add test/helpers/built-cli.ts to this project\'s globalSetup in vitest.config.ts');
+    checkedBuild = true;
+  }
+  return spawn(process.execPath, [BUILT_CLI, ...args], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

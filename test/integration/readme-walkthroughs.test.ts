@@ -1,8 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ensureBuilt } from '../helpers/built-cli.js';
 import { freePort } from '../helpers/call-server.js';
 import { type ShellBlock, checkoutLookalike, runScript, shellBlocks, substitute } from '../helpers/readme-blocks.js';
 import { TEST_KEY, removeDir, tempDataDir } from '../helpers/test-app.js';
@@ -42,23 +42,7 @@ const LOADTEST = 'Load testing and the benchmark';
 
 const dirs: string[] = [];
 
-/** `npm start` runs the built server: build it when the sources are newer than dist/. */
-function ensureBuilt(): void {
-  const built = join(ROOT, 'dist/cli/main.js');
-  const newestSourceMs = newestMtimeMs(join(ROOT, 'src'));
-  if (existsSync(built) && statSync(built).mtimeMs >= newestSourceMs) return;
-  execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: ROOT, stdio: 'inherit' });
-}
-
-function newestMtimeMs(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestMtimeMs(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
+// `npm start` runs the built server: dist/ is built once per run (test/helpers/built-cli.ts).
 beforeAll(() => ensureBuilt(), 180_000);
 
 afterAll(() => {

@@ -115,8 +115,8 @@ describe('a bot in a room', () => {
     expect(alice.of('user-transcription').find((m) => m.data!.final)?.data).toMatchObject({ text: HEARD, final: true });
     expect(alice.of('bot-transcription').at(-1)!.data!.text).toBe(ANSWER);
     const latency = alice.of('metrics')[0]!.data!.turnLatencyMs as number;
+    // How long is the benchmark's business (bench/latency.ts); here, that it is measured.
     expect(latency).toBeGreaterThan(0);
-    expect(latency).toBeLessThan(3000);
     // The LLM got the heard words as the user's turn, after the greeting.
     expect(bot.llm.requests[1]!.messages.slice(-2)).toEqual([
       { role: 'assistant', content: GREETING },

@@ -214,12 +214,11 @@ describe('PhoneCall against a fake bot', () => {
       stop: { accountSid: call.accountSid, callSid: call.callSid },
     });
 
-    // Real-time pacing: ~50 frames in the second, spread evenly rather than bursted.
+    // Real-time pacing: at least the second's 50 frames, and never faster than one per 20 ms (a
+    // busy machine may deliver them late, so there is no upper bound here).
     expect(media.length).toBeGreaterThanOrEqual(48);
-    expect(media.length).toBeLessThanOrEqual(53);
     const spanMs = media[media.length - 1]!.atMs - media[0]!.atMs;
     expect(spanMs).toBeGreaterThan((media.length - 1) * 20 - 40);
-    expect(spanMs).toBeLessThan((media.length - 1) * 20 + 100);
 
     expect(closed.code).toBe(1000);
     expect(report).toMatchObject({ outcome: 'completed', endReason: 'end of script', close: { code: 1000, by: 'caller' } });
@@ -243,14 +242,17 @@ describe('PhoneCall against a fake bot', () => {
     const marks = leg.events('mark').map((r) => markMessage.parse(r.json));
     expect(marks.map((m) => m.mark.name)).toEqual(['idle', 'after-300']);
     expect(marks.every((m) => m.streamSid === leg.streamSid && /^\d+$/.test(m.sequenceNumber!))).toBe(true);
-    const idleEcho = await leg.markEcho('idle');
+    await leg.markEcho('idle');
     const playedEcho = await leg.markEcho('after-300');
-    expect(idleEcho - sentAt).toBeLessThan(50);
+    // Idle: echoed before the tone sent after it starts playing. Queued: not before the tone played.
+    // (How soon is the benchmark's business: bench/latency.ts.)
+    const at = (kind: string, detail?: string) => report.timeline.find((e) => e.kind === kind && (detail === undefined || e.detail === detail))!.atMs;
+    expect(at('mark-echoed', 'idle')).toBeLessThanOrEqual(at('bot-audio-start'));
+    expect(at('mark-echoed', 'after-300')).toBeGreaterThanOrEqual(at('bot-audio-end'));
     expect(playedEcho - sentAt).toBeGreaterThanOrEqual(290);
-    expect(playedEcho - sentAt).toBeLessThan(450);
     expect(report.metrics.marks).toEqual({ received: 2, echoed: 2 });
     expect(report.metrics.bot).toMatchObject({ segments: 1, receivedAudioMs: 300, playedAudioMs: 300, underruns: 0 });
-    expect(report.metrics.firstBotAudioMs).toBeLessThan(100);
+    expect(report.metrics.firstBotAudioMs).toBe(at('bot-audio-start'));
   });
 
   it('clear drops queued audio, echoes pending marks at once, and audio after it is reported late', async () => {
@@ -271,23 +273,32 @@ describe('PhoneCall against a fake bot', () => {
     const report = await call.run();
     const leg = bot.legs[0]!;
     const [a, b] = [await leg.markEcho('a'), await leg.markEcho('b')];
-    expect(a - clearAt).toBeLessThan(50);
-    expect(b - clearAt).toBeLessThan(50);
+    expect(a).toBeGreaterThanOrEqual(clearAt);
+    expect(b).toBeGreaterThanOrEqual(clearAt);
+    // At once: on the clear itself, before the audio sent after it starts playing (not after the
+    // 2 s the queue held).
+    const clearedAt = report.timeline.find((e) => e.kind === 'clear-received')!.atMs;
+    const echoes = report.timeline.filter((e) => e.kind === 'mark-echoed');
+    const lateStart = report.timeline.filter((e) => e.kind === 'bot-audio-start')[1]!.atMs;
+    expect(echoes.map((e) => e.detail)).toEqual(['a', 'b']);
+    for (const echo of echoes) {
+      expect(echo.atMs).toBeGreaterThanOrEqual(clearedAt);
+      expect(echo.atMs).toBeLessThanOrEqual(lateStart);
+    }
 
     const [clear] = report.metrics.clears;
     expect(report.metrics.clears).toHaveLength(1);
-    expect(clear!.droppedAudioMs).toBeGreaterThan(1500);
+    expect(clear!.droppedAudioMs).toBeGreaterThan(0);
     expect(clear!.lateAudioMs).toBe(200);
     expect(clear!.lastLateAudioAfterMs).toBeGreaterThanOrEqual(90);
-    expect(clear!.lastLateAudioAfterMs).toBeLessThan(250);
-    // ~300 ms before the clear plus the 200 ms that came after it.
+    // Every millisecond sent either played or was dropped by the clear: no gaps, no repeats. The
+    // 20 ms frame playing when the clear came counts in both (it started, and was cut).
+    expect(report.metrics.bot.playedAudioMs + clear!.droppedAudioMs).toBe(2200 + 20);
     expect(report.metrics.bot.playedAudioMs).toBeGreaterThan(400);
-    expect(report.metrics.bot.playedAudioMs).toBeLessThan(620);
     expect(report.metrics.bot.segments).toBe(2);
-    expect(report.timeline.some((e) => e.kind === 'clear-received')).toBe(true);
 
-    // The recording holds only what played: the dropped 1.7 s never reaches the WAV.
-    expect(loudMs(decodeMulaw(call.recording!.botMulaw()))).toBeLessThan(620);
+    // The recording holds only what played: the dropped audio never reaches the WAV.
+    expect(loudMs(decodeMulaw(call.recording!.botMulaw()))).toBe(report.metrics.bot.playedAudioMs);
   });
 
   it('barges in relative to the start of bot audio, and measures barge-in and reply latency', async () => {
@@ -313,21 +324,21 @@ describe('PhoneCall against a fake bot', () => {
     const leg = bot.legs[0]!;
     const bargeInAfterMs = leg.voiceStartMs! - greetingAt;
     expect(bargeInAfterMs).toBeGreaterThanOrEqual(380);
-    expect(bargeInAfterMs).toBeLessThan(520);
 
     expect(report.outcome).toBe('completed');
     const [u] = report.metrics.utterances;
     expect(u).toMatchObject({ clip: 'interrupt', bargeIn: true });
-    expect(u!.bargeInLatencyMs).toBeGreaterThanOrEqual(0);
-    expect(u!.bargeInLatencyMs).toBeLessThan(100);
+    // The bot clears on the caller's first voiced frame: the latency is measured from there to the
+    // clear, which comes while the caller is still speaking.
+    const at = (kind: string) => report.timeline.find((e) => e.kind === kind)!.atMs;
+    expect(u!.bargeInLatencyMs).toBe(at('clear-received') - u!.firstVoicedMs!);
+    expect(at('clear-received')).toBeGreaterThanOrEqual(at('caller-voice-start'));
+    expect(at('clear-received')).toBeLessThanOrEqual(at('caller-voice-end'));
     expect(u!.replyLatencyMs).toBeGreaterThanOrEqual(150);
-    expect(u!.replyLatencyMs).toBeLessThan(350);
     expect(report.metrics.replyLatenciesMs).toEqual([u!.replyLatencyMs]);
     expect(u!.lastVoicedMs! - u!.firstVoicedMs!).toBeGreaterThan(360);
-    expect(u!.lastVoicedMs! - u!.firstVoicedMs!).toBeLessThan(420);
     const kinds = report.timeline.map((e) => e.kind);
     expect(kinds.indexOf('caller-voice-start')).toBeGreaterThan(kinds.indexOf('bot-audio-start'));
-    expect(kinds).toContain('clear-received');
   });
 
   it('waits for the greeting to end before speaking, and sends DTMF in the carrier shape', async () => {
@@ -349,7 +360,6 @@ describe('PhoneCall against a fake bot', () => {
     const greetingEnd = report.timeline.find((e) => e.kind === 'bot-audio-end')!.atMs;
     const dtmfAt = report.timeline.find((e) => e.kind === 'dtmf-sent')!.atMs;
     expect(dtmfAt - greetingEnd).toBeGreaterThanOrEqual(300);
-    expect(dtmfAt - greetingEnd).toBeLessThan(380);
     expect(report.metrics.caller.dtmfSent).toBe(2);
   });
 
@@ -364,14 +374,12 @@ describe('PhoneCall against a fake bot', () => {
     const report = await call.run();
     expect(report.metrics.bot).toMatchObject({ segments: 1, underruns: 1, playedAudioMs: 400 });
     expect(report.metrics.bot.longestUnderrunMs).toBeGreaterThanOrEqual(160);
-    expect(report.metrics.bot.longestUnderrunMs).toBeLessThanOrEqual(260);
 
     const wav = parseWav(call.recording!.botWav());
     expect(wav).toMatchObject({ sampleRateHz: 8000, channels: 1 });
     // One 20 ms frame per tick: the WAV lasts as long as the caller streamed.
     expect(wav.samples.length).toBe(report.metrics.caller.framesSent * 160);
     expect(wav.samples.length / 8).toBeGreaterThanOrEqual(980);
-    expect(wav.samples.length / 8).toBeLessThanOrEqual(1060);
     expect(loudMs(wav.samples)).toBe(400);
     const stereo = parseWav(call.recording!.stereoWav());
     expect(stereo).toMatchObject({ sampleRateHz: 8000, channels: 2 });
@@ -415,7 +423,9 @@ describe('PhoneCall against a fake bot', () => {
       outcome: 'server-closed',
       close: { code: 4404, reason: 'unknown bot configuration', by: 'server' },
     });
-    expect(report.durationMs).toBeLessThan(1000);
+    // Ended by the server's close, not by the script's 5 s wait.
+    expect(report.endReason).not.toBe('end of script');
+    expect(report.durationMs).toBeLessThan(5000);
     expect(callSucceeded(report)).toBe(false);
   });
 

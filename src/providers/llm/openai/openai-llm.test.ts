@@ -175,11 +175,10 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   it('a server that never answers times out with a retryable error', async () => {
     emulator.hangNext = true;
     const llm = createOpenAiCompatibleLlm('openai', settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
-    const startedMs = performance.now();
+    // The server never answers, so only the 150 ms timeout can end the request.
     const err = await failure(collect(llm));
     expect(err.retryable).toBe(true);
     expect(err.message).toMatch(/no response within 150 ms/);
-    expect(performance.now() - startedMs).toBeLessThan(5000);
     await vi.waitFor(() => expect(emulator.stats.abortedByClient).toBe(1));
   });
 

@@ -136,12 +136,13 @@ describe('Deepgram STT against the emulator', () => {
     const stream = await createDeepgramStt(settings()).open(context(), events.push);
     feed(stream, BIRCH);
     await events.waitFor((e) => e.type === 'interim');
-    const startedMs = performance.now();
     stream.finalize();
 
+    // No silence follows the speech, so the vendor's endpointing cannot end the utterance: the
+    // final is the answer to Finalize.
     const final = await events.waitFor((e) => e.type === 'final');
     expect(final).toMatchObject({ type: 'final', text: SENTENCE });
-    expect(performance.now() - startedMs).toBeLessThan(2000);
+    expect(emulator.log[0]!.finals).toEqual([{ transcript: SENTENCE, fromFinalize: true, speechFinal: expect.any(Boolean) }]);
     expect(emulator.log[0]!.finalizes).toBe(1);
     expect(emulator.log[0]!.messages).toContainEqual({ type: 'Finalize' });
     await stream.close();
@@ -302,11 +303,10 @@ describe('Deepgram STT against the emulator', () => {
   it('rejects open() with a retryable ProviderError when the handshake hangs', async () => {
     emulator.hangNextHandshake();
     const stt = createDeepgramStt(settings({ serviceOptions: { base_url: server.url, timeout_ms: 300 } }));
-    const startedMs = performance.now();
+    // The handshake never completes, so only the 300 ms timeout can end open().
     const error = await rejection(stt.open(context(), () => undefined));
     expect(error.retryable).toBe(true);
     expect(error.message).toMatch(/no answer to the handshake within 300 ms/);
-    expect(performance.now() - startedMs).toBeLessThan(5000);
   });
 
   it('rejects open() with a retryable ProviderError when nothing listens', async () => {
@@ -369,11 +369,10 @@ describe('Deepgram STT against the emulator', () => {
 
   it('close() sends CloseStream, delivers the last final and waits for the server to close', async () => {
     const events = new Events();
-    const stream = await createDeepgramStt(settings()).open(context(), events.push);
+    // A close wait longer than the test's timeout: close() resolves only on the server's close.
+    const stream = await quickStt({ closeWaitMs: 600_000 }).open(context(), events.push);
     feed(stream, BIRCH);
-    const startedMs = performance.now();
     await stream.close();
-    expect(performance.now() - startedMs).toBeLessThan(900);
     expect(events.list.find((e) => e.type === 'final')).toMatchObject({ text: SENTENCE });
     await until(() => emulator.log[0]!.closeCode !== undefined);
     expect(emulator.log[0]).toMatchObject({ closeStreams: 1, closeCode: 1000 });

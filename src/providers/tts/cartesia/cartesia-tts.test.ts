@@ -227,11 +227,10 @@ describe('Cartesia TTS against the emulator', () => {
   it('times out when the vendor goes silent', async () => {
     emulator.hangNext = true;
     const tts = createCartesiaTts(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
-    const startedMs = performance.now();
+    // The vendor never answers, so only the 150 ms timeout can end the reply.
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.retryable).toBe(true);
     expect(err.message).toBe('cartesia: no audio within 150 ms');
-    expect(performance.now() - startedMs).toBeLessThan(5000);
     // The silent socket was dropped; the next reply reconnects.
     expect(audioBytes(await collect(tts, pieces('Hi.')))).toBe(3 * BYTES_PER_CHAR);
     expect(emulator.connections).toHaveLength(2);

@@ -168,12 +168,11 @@ describe('Deepgram Aura TTS against the emulator', () => {
   it('fails with a retryable ProviderError when no audio comes within the timeout', async () => {
     emulator.stallNextConnection({ path: 'speak' });
     const tts = createDeepgramAuraTts(settings({ serviceOptions: { base_url: server.url, timeout_ms: 300 } }));
-    const startedMs = performance.now();
+    // The stalled connection never sends audio, so only the 300 ms timeout can end the reply.
     const err = (await failure(collect(tts, pieces('Hello.')))) as ProviderError;
     expect(err).toBeInstanceOf(ProviderError);
     expect(err.retryable).toBe(true);
     expect(err.message).toBe('deepgram_tts: no audio within 300 ms');
-    expect(performance.now() - startedMs).toBeLessThan(5000);
   });
 
   it('fails with a retryable ProviderError when the socket drops mid-reply', async () => {
