@@ -31,7 +31,6 @@ import { LiveCalls } from './lifecycle/live-calls.js';
 import type { OpenedDatabase } from './store/database.js';
 import { type CallRuntime, defaultRuntime } from './runtime.js';
 import { mediaStreamRoutes } from './telephony/media-stream-route.js';
-import { hangupCall } from './telephony/twilio-rest.js';
 import { recordingDownloadRoutes, recordingRoutes } from './http/recording-routes.js';
 import { BucketStorage } from './recordings/bucket-storage.js';
 import { RecordingsService } from './recordings/recordings-service.js';
@@ -205,8 +204,6 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   await app.register(recordingDownloadRoutes, { service: recordings });
 
-  const { accountSid, authToken } = config.twilio;
-  const twilioUrl = config.env.SWITCHBOARD_TWILIO_URL;
   // mediaStreamRoutes registers the websocket plugin in the context it is given; the room routes
   // join that context, so one upgrade handler serves both kinds of socket.
   await app.register(async (sockets) => {
@@ -218,14 +215,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       liveCalls,
       service: botConfigs,
       publicUrl: config.publicUrl,
-      authToken,
+      authToken: config.twilio.authToken,
       session: {
         ...runtime,
         env: config.env,
         observer: metrics,
         turnDeadlineMs: config.turnDeadlineSecs * 1000,
-        hangup:
-          accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
+        // A call our side ends is ended at the carrier too (a live call: 'answered').
+        hangUp: (callSid) => carrier.hangUp(callSid, 'answered'),
       },
     });
     await sockets.register(roomRoutes, { rooms, liveCalls });

@@ -5,7 +5,8 @@ import { createS2sProvider } from '../providers/s2s/index.js';
 import type { S2sEvents, S2sSession } from '../providers/s2s/types.js';
 import { type ProviderError, isAbortError } from '../providers/types.js';
 import { botSettings } from './bot-settings.js';
-import { CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
+import { CallLifecycle, HeldFrames } from './call-lifecycle.js';
+import { type CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
 import { type CallSessionDeps, PHRASES } from './call-session.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
 import { Conversation } from './conversation.js';
@@ -13,8 +14,6 @@ import { DtmfGatherer } from './dtmf-gatherer.js';
 import { speakFixedPhrase } from './fixed-phrase.js';
 import { Playout } from './playout.js';
 
-/** The goodbye or apology may take this long before the stream is closed anyway. */
-const GOODBYE_CAP_MS = 15_000;
 /** Caller frames held while the vendor's session opens (2 s). */
 const MAX_PENDING_FRAMES = 100;
 
@@ -35,50 +34,50 @@ interface BotItem {
  * heard (never more than was received, counted per item, so the first turn is right too).
  */
 export class S2sCallSession implements CallTransportHandler {
-  private readonly callAbort = new AbortController();
-  private readonly metrics = new CallMetrics();
+  private readonly call: CallLifecycle;
+  private readonly metrics: CallMetrics;
   private readonly playout: Playout;
-  private log: Logger;
   private session: S2sSession | undefined;
-  private pendingFrames: Uint8Array[] = [];
+  private readonly heldFrames = new HeldFrames(MAX_PENDING_FRAMES);
   private item: BotItem | undefined;
   /** Items the caller interrupted: late audio of theirs is dropped. */
   private readonly cancelled = new Set<string>();
   private readonly dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits));
-  private maxDurationTimer: NodeJS.Timeout | undefined;
-  private goodbyeTimer: NodeJS.Timeout | undefined;
   /** A fixed phrase (goodbye, apology) is playing; the call ends when it has. */
   private closingGeneration: number | undefined;
-  private ending = false;
-  /** Why the call is ending, once it is, and the websocket close code it ends with. */
-  private endReason = 'error';
-  private closeCode = 1000;
-  private ended = false;
-  private started = false;
   private userSpokeAtMs = performance.now();
 
   constructor(
-    private readonly transport: CallTransport,
+    transport: CallTransport,
     private readonly config: BotConfigForCall,
     private readonly deps: CallSessionDeps,
   ) {
-    this.log = deps.log;
     this.playout = new Playout(transport, { onReplyPlayed: (generation) => this.onPlayed(generation) }, { leadMs: deps.leadMs });
+    this.call = new CallLifecycle(transport, config, this.playout, deps);
+    this.metrics = this.call.metrics;
+  }
+
+  private get log(): Logger {
+    return this.call.log;
+  }
+
+  private get ending(): boolean {
+    return this.call.ending;
+  }
+
+  private get ended(): boolean {
+    return this.call.ended;
   }
 
   onStart(start: CallStart): void {
-    this.log = this.log.child({ callSid: start.callSid, streamSid: start.streamSid });
-    this.deps.clock.add(this.playout);
-    this.started = true;
-    this.deps.observer?.callStarted();
-    this.log.info({ botConfigId: this.config.id, profile: this.config.body.bot_profile }, 'call started');
+    this.call.start(start);
     this.setUp().catch((err: unknown) => this.fail(err));
   }
 
   onAudio(mulaw: Uint8Array): void {
     if (this.ended || this.ending) return;
     if (this.session) this.session.sendAudio(mulaw);
-    else if (this.pendingFrames.length < MAX_PENDING_FRAMES) this.pendingFrames.push(mulaw.slice());
+    else this.heldFrames.hold(mulaw);
   }
 
   onDtmf(digit: string): void {
@@ -93,19 +92,11 @@ export class S2sCallSession implements CallTransportHandler {
   }
 
   onEnd(reason: string): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.callAbort.abort();
+    if (!this.call.finish(reason)) return;
     this.dtmf.dispose();
-    clearTimeout(this.maxDurationTimer);
-    clearTimeout(this.goodbyeTimer);
-    this.deps.clock.delete(this.playout);
     const session = this.session;
     this.session = undefined;
     session?.close().catch((err: unknown) => this.log.debug({ err }, 'speech-to-speech close failed'));
-    const summary = this.metrics.summary();
-    this.log.info({ reason, ...summary, transport: this.transport.stats }, 'call ended');
-    if (this.started) this.deps.observer?.callEnded(reason, summary);
   }
 
   // ---- set-up ----
@@ -122,15 +113,14 @@ export class S2sCallSession implements CallTransportHandler {
       model: typeof settings.llm.model === 'string' ? settings.llm.model : undefined,
       voice: typeof settings.llm.voice === 'string' ? settings.llm.voice : undefined,
     };
-    this.maxDurationTimer = setTimeout(() => this.sayGoodbye(), settings.maxDurationSecs * 1000);
-    const session = await provider.open({ signal: this.callAbort.signal, log: this.log }, options, this.vendorEvents());
+    this.call.armMaxDuration(settings.maxDurationSecs, () => this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye));
+    const session = await provider.open({ signal: this.call.abort.signal, log: this.log }, options, this.vendorEvents());
     if (this.ended) {
       await session.close();
       return;
     }
     this.session = session;
-    for (const frame of this.pendingFrames) session.sendAudio(frame);
-    this.pendingFrames = [];
+    this.heldFrames.release((frame) => session.sendAudio(frame));
   }
 
   private vendorEvents(): S2sEvents {
@@ -174,7 +164,7 @@ export class S2sCallSession implements CallTransportHandler {
 
   private onPlayed(generation: number): void {
     if (this.closingGeneration === generation) {
-      this.endCall(this.endReason);
+      this.call.endCall();
       return;
     }
     if (this.item?.generation === generation) {
@@ -206,28 +196,19 @@ export class S2sCallSession implements CallTransportHandler {
 
   // ---- ending ----
 
-  private sayGoodbye(): void {
-    if (this.ended || this.ending) return;
-    this.log.info('max duration reached');
-    this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye);
-  }
-
   /**
    * Ends the call the way max_duration does: the bot's current item is cut, the offline voice says
    * `text`, and the stream closes with `closeCode` and `reason`. A call not yet started closes at
    * once; one already ending ends as it was going to.
    */
   endWithGoodbye(reason: string, closeCode: number, text: string = PHRASES.goodbye): void {
-    if (this.ended || this.ending) return;
-    this.closeCode = closeCode;
-    if (!this.started) {
-      this.endCall(reason);
+    if (this.ending) return;
+    this.call.setCloseCode(closeCode);
+    if (!this.call.hasStarted) {
+      this.call.endCall(reason);
       return;
     }
-    this.ending = true;
-    this.endReason = reason;
-    if (this.item) this.interrupt('speech');
-    this.speakAndEnd(text);
+    this.call.endWith(reason, () => this.cutAndSay(text));
   }
 
   private onVendorLost(error: ProviderError): void {
@@ -235,36 +216,24 @@ export class S2sCallSession implements CallTransportHandler {
     this.metrics.providerErrors += 1;
     this.log.error({ provider: error.provider, error: error.message }, 'speech-to-speech session lost; ending the call');
     this.session = undefined;
-    if (this.ending) return;
-    this.ending = true;
-    if (this.item) this.interrupt('speech');
-    this.speakAndEnd(PHRASES.unavailable);
+    this.call.endWith('error', () => this.cutAndSay(PHRASES.unavailable));
   }
 
   private fail(err: unknown): void {
     if (this.ended || isAbortError(err)) return;
     this.metrics.providerErrors += 1;
     this.log.error({ err }, 'call set-up failed');
-    if (this.ending) return;
-    this.ending = true;
-    this.speakAndEnd(PHRASES.unavailable);
+    this.call.endWith('error', () => this.cutAndSay(PHRASES.unavailable));
   }
 
-  /** Says a fixed phrase with the offline voice, then ends the call once it has played. */
-  private speakAndEnd(text: string): void {
-    this.goodbyeTimer = setTimeout(() => this.endCall('timeout'), GOODBYE_CAP_MS);
+  /** Cuts the bot's item and says a closing phrase with the offline voice; its end ends the call. */
+  private cutAndSay(text: string): void {
+    if (this.item) this.interrupt('speech');
     const generation = this.playout.startReply();
     this.closingGeneration = generation;
-    speakFixedPhrase(this.playout, generation, this.deps.fallbackTts(), text, this.callAbort.signal, this.log).catch((err: unknown) => {
+    speakFixedPhrase(this.playout, generation, this.deps.fallbackTts(), text, this.call.abort.signal, this.log).catch((err: unknown) => {
       this.log.error({ err }, 'could not speak the closing phrase');
-      this.endCall('error');
+      this.call.endCall('error');
     });
-  }
-
-  private endCall(reason: string): void {
-    if (this.ended) return;
-    const callSid = this.transport.callSid;
-    this.transport.close(this.closeCode, reason);
-    if (callSid && this.deps.hangup) this.deps.hangup(callSid).catch((err: unknown) => this.log.warn({ err }, 'carrier hang-up failed'));
   }
 }
