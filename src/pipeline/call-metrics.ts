@@ -15,6 +15,9 @@ export interface CallSummary {
   turns: number;
   bargeIns: number;
   falseAlarms: number;
+  /** Replies paused on suspected speech, and those resumed because it was not an interruption. */
+  pauses: number;
+  resumes: number;
   providerErrors: number;
   dtmfDigits: number;
   perTurn: Array<Omit<TurnTimings, 'turn'>>;
@@ -25,6 +28,8 @@ export class CallMetrics {
   turns: TurnTimings[] = [];
   bargeIns = 0;
   falseAlarms = 0;
+  pauses = 0;
+  resumes = 0;
   providerErrors = 0;
   dtmfDigits = 0;
 
@@ -34,6 +39,8 @@ export class CallMetrics {
       turns: this.turns.length,
       bargeIns: this.bargeIns,
       falseAlarms: this.falseAlarms,
+      pauses: this.pauses,
+      resumes: this.resumes,
       providerErrors: this.providerErrors,
       dtmfDigits: this.dtmfDigits,
       perTurn: this.turns.map((t) => ({

@@ -17,7 +17,7 @@ import {
   type TtsProvider,
   isAbortError,
 } from '../providers/types.js';
-import { type BotSettings, botSettings } from './bot-settings.js';
+import { type BotSettings, type InterruptionSettings, botSettings } from './bot-settings.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
 import { CallLifecycle, type CallLifecycleDeps, HeldFrames } from './call-lifecycle.js';
 import { type CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
@@ -28,7 +28,8 @@ import { Playout } from './playout.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { SentenceSplitter } from './sentence-splitter.js';
 import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
-import { type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
+import { NATURAL_TURN_POLICY } from './natural-turn-policy.js';
+import { DEFAULT_TURN_POLICY, type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
 
 export interface CallSessionDeps extends CallLifecycleDeps {
   registry: ProviderRegistry;
@@ -71,6 +72,12 @@ export const PHRASES = {
 
 /** Frames held while the STT socket opens (2 s). */
 const MAX_PENDING_STT_FRAMES = 100;
+/**
+ * A reply paused on suspected speech resumes by itself after this long if nothing settled it
+ * (VAD neither confirmed nor dismissed, and no turn of the caller is open): a stuck VAD must not
+ * silence the bot for good.
+ */
+const MAX_PAUSE_MS = 2000;
 
 interface Reply {
   generation: number;
@@ -109,6 +116,9 @@ export class CallSession implements CallTransportHandler {
   private readonly dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits));
   /** Providers are created: the call hears the caller and can speak. */
   private ready = false;
+  private readonly interruptionMode: 'instant' | 'confirmed';
+  /** The reply was paused on suspected speech (see the barge-in section); its safety timer. */
+  private pauseTimer: NodeJS.Timeout | undefined;
 
   constructor(
     transport: CallTransport,
@@ -133,7 +143,9 @@ export class CallSession implements CallTransportHandler {
     );
     this.call = new CallLifecycle(transport, config, this.playout, deps);
     this.metrics = this.call.metrics;
-    this.turns = new TurnController((decision) => this.onTurnDecision(decision), deps.turnPolicy);
+    const interruption = botSettings(config.body).interruption;
+    this.interruptionMode = interruption.mode;
+    this.turns = new TurnController((decision) => this.onTurnDecision(decision), turnPolicyFor(interruption, deps.turnPolicy));
     this.deadline = new TurnDeadline(deps.turnDeadlineMs ?? DEFAULT_TURN_DEADLINE_MS, () => this.onTurnDeadline());
   }
 
@@ -181,6 +193,7 @@ export class CallSession implements CallTransportHandler {
   onEnd(reason: string): void {
     if (!this.call.finish(reason)) return;
     this.dtmf.dispose();
+    clearTimeout(this.pauseTimer);
     this.turns.dispose();
     this.deadline.dispose();
     this.vad?.dispose();
@@ -206,7 +219,16 @@ export class CallSession implements CallTransportHandler {
     // Provider sockets open with the call, so the first reply does not wait for a handshake.
     this.tts.warmUp?.(this.log);
     const stt = this.deps.registry.createStt(services.stt!, this.providerSettings(services.stt!, settings.stt));
-    this.vad = this.deps.createVad(settings.vad, { onSpeechStart: () => this.onCallerSpeechStart(), onSpeechStop: () => this.onCallerSpeechStop() }, this.log);
+    this.vad = this.deps.createVad(
+      settings.vad,
+      {
+        onSpeechSuspected: () => this.onCallerSpeechSuspected(),
+        onSpeechDismissed: () => this.onCallerSpeechDismissed(),
+        onSpeechStart: () => this.onCallerSpeechStart(),
+        onSpeechStop: () => this.onCallerSpeechStop(),
+      },
+      this.log,
+    );
     this.ready = true;
     this.call.armMaxDuration(settings.maxDurationSecs, () => this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye));
     if (settings.runOnConfig) this.answer('greeting');
@@ -242,11 +264,51 @@ export class CallSession implements CallTransportHandler {
   // ---- turn-taking and barge-in ----
   //
   // Barge-in, from ear to clear, all of it in this section:
-  //  1. Silero confirms start_secs of the caller's speech → onCallerSpeechStart.
-  //  2. The turn controller decides whether speech interrupts (min words from interims, never a
-  //     backchannel) and answers 'barge-in' → onTurnDecision.
-  //  3. interrupt(): the reply's abort stops the LLM, the TTS and any retry; Playout.clear() sends
-  //     `clear` through the transport (carrier or room) at once; the context keeps what was heard.
+  //  1. Silero suspects speech (its first window above confidence and min_volume while the bot
+  //     is audible) → onCallerSpeechSuspected. In `instant` mode the reply pauses: Playout.pause()
+  //     sends `clear` through the transport (carrier or room) at once; the LLM and TTS go on, and
+  //     their audio waits in Playout behind the part the caller has not heard.
+  //  2. Silero confirms start_secs of speech → onCallerSpeechStart. The turn controller decides
+  //     whether speech interrupts (min words from interims, never a backchannel) and answers
+  //     'barge-in' → onTurnDecision → interrupt(): the reply's abort stops the LLM, the TTS and any
+  //     retry, Playout.clear() drops the audio (and sends `clear` unless paused), and the context
+  //     keeps what was heard.
+  //  3. Not speech after all (dismissed: a cough, a clatter; or speech that did not interrupt: a
+  //     backchannel, a turn with no words) → resumeReply(): Playout.resume() sends the reply again
+  //     from the heard point, and the context records it as spoken when it ends.
+  // In `confirmed` mode step 1 does nothing: the bot talks on until step 2, as it always did.
+
+  private onCallerSpeechSuspected(): void {
+    if (this.interruptionMode !== 'instant' || !this.reply || this.ending || !this.playout.audible) return;
+    const heardMs = this.playout.pause();
+    if (heardMs === undefined) return;
+    this.metrics.pauses += 1;
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
+    this.log.debug({ heardMs }, 'speech suspected: bot paused');
+  }
+
+  private onCallerSpeechDismissed(): void {
+    // Only a suspicion nothing else took over: once VAD confirmed speech, the turn decides.
+    if (!this.turns.turnOpen) this.resumeReply('noise');
+  }
+
+  private onPauseTimeout(): void {
+    this.pauseTimer = undefined;
+    if (!this.playout.paused) return;
+    if (this.turns.turnOpen) this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
+    else this.resumeReply('timeout');
+  }
+
+  /** Step 3: the caller did not interrupt after all; play on from the first unheard word. */
+  private resumeReply(cause: 'noise' | 'backchannel' | 'timeout'): void {
+    if (!this.playout.paused || !this.reply || this.ended) return;
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = undefined;
+    this.playout.resume();
+    this.metrics.resumes += 1;
+    this.log.info({ cause, heardMs: this.playout.heardMs() }, 'not an interruption: bot resumed');
+  }
 
   private onCallerSpeechStart(): void {
     this.deps.events?.onUserSpeaking?.(true);
@@ -299,6 +361,7 @@ export class CallSession implements CallTransportHandler {
         return;
       case 'false-alarm':
         this.metrics.falseAlarms += 1;
+        this.resumeReply('backchannel');
         // Noise cut off a reply the caller had not heard yet: their turn is still owed an answer.
         if (this.deadline.owed && !this.reply && !this.ending) this.answer('answer');
         return;
@@ -328,6 +391,8 @@ export class CallSession implements CallTransportHandler {
     if (!reply) return;
     this.reply = undefined;
     reply.abort.abort();
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = undefined;
     const cleared = this.playout.clear();
     const heardText = this.conversation!.truncateReply(cleared.heardMs, reply.audioMs);
     reply.timings.interrupted = true;
@@ -572,6 +637,15 @@ export class CallSession implements CallTransportHandler {
     this.conversation ??= new Conversation([]);
     this.call.endWith('error', () => this.speakFixed('apology', PHRASES.unavailable, true, true));
   }
+}
+
+/**
+ * The turn policy of a call: the room's (chosen by its profile), else the configuration's
+ * `interruption.turn_policy`, with `interruption.min_words` over either when set.
+ */
+function turnPolicyFor(interruption: InterruptionSettings, roomPolicy: TurnPolicy | undefined): TurnPolicy {
+  const policy = roomPolicy ?? (interruption.turnPolicy === 'natural_conversation' ? NATURAL_TURN_POLICY : DEFAULT_TURN_POLICY);
+  return interruption.minWords === undefined ? policy : { ...policy, minInterruptionWords: interruption.minWords };
 }
 
 /** Marks an error as the LLM's, so the apology can still use the configured TTS. */
