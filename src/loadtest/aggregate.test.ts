@@ -28,7 +28,7 @@ function report(over: { outcome?: CallReport['outcome']; close?: CallReport['clo
       utterances: [],
       replyLatenciesMs: over.reply ?? [],
       bargeInLatenciesMs: over.bargeIn ?? [],
-      clears: (over.late ?? []).map((lateAudioMs) => ({ atMs: 1, droppedAudioMs: 0, lateAudioMs, lastLateAudioAfterMs: null })),
+      clears: (over.late ?? []).map((lateAudioMs) => ({ atMs: 1, droppedAudioMs: 0, lateAudioMs, lastLateAudioAfterMs: null, resumedAfterMs: null })),
       clearWindowMs: 500,
       bot: { segments: 1, receivedAudioMs: 800, playedAudioMs: 800, underruns: over.underruns ?? 0, underrunTotalMs: 0, longestUnderrunMs: over.longest ?? 0, shortFrames: 0 },
       marks: { received: 1, echoed: 1 },
