@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { decodeMulaw } from '../audio/mulaw.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { providerSettingsFor } from '../providers/provider-settings.js';
 import { createS2sProvider } from '../providers/s2s/index.js';
@@ -11,11 +12,14 @@ import { type CallSessionDeps, PHRASES } from './call-session.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
 import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
+import type { CallVad } from './call-vad.js';
 import { speakFixedPhrase } from './fixed-phrase.js';
 import { Playout } from './playout.js';
 
 /** Caller frames held while the vendor's session opens (2 s). */
 const MAX_PENDING_FRAMES = 100;
+/** A bot paused on suspected speech that the vendor never took as speech plays on after this long. */
+const MAX_PAUSE_MS = 2000;
 
 interface BotItem {
   id: string;
@@ -45,6 +49,15 @@ export class S2sCallSession implements CallTransportHandler {
   private readonly dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits));
   /** A fixed phrase (goodbye, apology) is playing; the call ends when it has. */
   private closingGeneration: number | undefined;
+  /**
+   * Local VAD, in interruption mode `instant` only: it pauses the bot at the first windows of
+   * plausible speech, before the vendor's own VAD says `speech_started` (which then cancels the
+   * item, as before), and resumes it when the sound was not speech. Barge-in stays the vendor's.
+   */
+  private vad: CallVad | undefined;
+  private pcm = new Int16Array(160);
+  private callerSpeaking = false;
+  private pauseTimer: NodeJS.Timeout | undefined;
   private userSpokeAtMs = performance.now();
 
   constructor(
@@ -78,6 +91,10 @@ export class S2sCallSession implements CallTransportHandler {
     if (this.ended || this.ending) return;
     if (this.session) this.session.sendAudio(mulaw);
     else this.heldFrames.hold(mulaw);
+    if (this.vad) {
+      if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
+      this.vad.push(decodeMulaw(mulaw, this.pcm));
+    }
   }
 
   onDtmf(digit: string): void {
@@ -94,6 +111,8 @@ export class S2sCallSession implements CallTransportHandler {
   onEnd(reason: string): void {
     if (!this.call.finish(reason)) return;
     this.dtmf.dispose();
+    this.vad?.dispose();
+    clearTimeout(this.pauseTimer);
     const session = this.session;
     this.session = undefined;
     session?.close().catch((err: unknown) => this.log.debug({ err }, 'speech-to-speech close failed'));
@@ -114,6 +133,24 @@ export class S2sCallSession implements CallTransportHandler {
       voice: typeof settings.llm.voice === 'string' ? settings.llm.voice : undefined,
     };
     this.call.armMaxDuration(settings.maxDurationSecs, () => this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye));
+    if (settings.interruption.mode === 'instant') {
+      this.vad = this.deps.createVad(
+        settings.vad,
+        {
+          onSpeechSuspected: () => this.onSpeechSuspected(),
+          onSpeechDismissed: () => {
+            if (!this.callerSpeaking) this.resume('noise');
+          },
+          onSpeechStart: () => {
+            this.callerSpeaking = true;
+          },
+          onSpeechStop: () => {
+            this.callerSpeaking = false;
+          },
+        },
+        this.log,
+      );
+    }
     const session = await provider.open({ signal: this.call.abort.signal, log: this.log }, options, this.vendorEvents());
     if (this.ended) {
       await session.close();
@@ -132,7 +169,7 @@ export class S2sCallSession implements CallTransportHandler {
       onSpeechStarted: () => {
         this.userSpokeAtMs = performance.now();
         this.deps.events?.onUserSpeaking?.(true);
-        if (this.item && this.playout.audible) this.interrupt('speech');
+        if (this.item && (this.playout.audible || this.playout.paused)) this.interrupt('speech');
       },
       onUserTranscript: (text) => {
         this.deps.events?.onUserSpeaking?.(false);
@@ -173,11 +210,38 @@ export class S2sCallSession implements CallTransportHandler {
     }
   }
 
+  /** Suspected speech over the bot (local VAD): the line is cleared at once, the item's audio waits. */
+  private onSpeechSuspected(): void {
+    if (!this.item || this.ending || !this.playout.audible) return;
+    if (this.playout.pause() === undefined) return;
+    this.metrics.pauses += 1;
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
+  }
+
+  private onPauseTimeout(): void {
+    this.pauseTimer = undefined;
+    if (this.callerSpeaking) this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
+    else this.resume('vendor did not take it as speech');
+  }
+
+  /** Not speech after all (or not to the vendor): the item plays on from the heard point. */
+  private resume(cause: string): void {
+    if (!this.playout.paused || !this.item || this.ended) return;
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = undefined;
+    this.playout.resume();
+    this.metrics.resumes += 1;
+    this.log.info({ cause, itemId: this.item.id }, 'not an interruption: bot resumed');
+  }
+
   /** Barge-in: clear the line, and make the vendor keep only what the caller heard of the item. */
   private interrupt(cause: 'speech' | 'dtmf'): void {
     const item = this.item;
     if (!item) return;
     this.item = undefined;
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = undefined;
     const cleared = this.playout.clear();
     const heardMs = Math.min(cleared.heardMs, item.receivedMs);
     item.timings.interrupted = true;
