@@ -1,3 +1,4 @@
+import type { CallSummary } from '../src/pipeline/call-metrics.js';
 import { readMulawFile } from '../src/simulator/clip-file.js';
 import type { CallReport } from '../src/simulator/call-report.js';
 import { runPhoneCall } from '../src/simulator/phone-call.js';
@@ -6,9 +7,11 @@ import { LATENCY_SCENARIO } from './latency.js';
 
 /**
  * The barge-in phase, run once per interruption mode (`instant`, the default, and `confirmed`,
- * the behaviour before it) on the same server: real speech over the answer (onset → `clear`), and
- * sounds that are not speech over the answer (false stops, how soon the reply resumes, and replies
- * cut off, each of which loses the words the caller had not heard).
+ * the behaviour before it) on the same server: real speech over the answer (onset → `clear`, from
+ * the simulator), and sounds that are not speech over the answer (from the server's `call ended`
+ * lines: false stops, each either resumed, with how long the bot was silent, or a reply cut off,
+ * which loses the words the caller had not heard). A cut can also come from the emulated STT
+ * transcribing the sound, as a real STT sometimes does with clatter.
  */
 
 /** A sound over the answer: `ms` of `file` from `fromMs`. */
@@ -42,53 +45,58 @@ export interface BargeInSamples {
   onsetToClearMs: number[];
   /** Minutes of non-speech played over the bot's answers. */
   noiseMinutes: number;
-  /** Clears during those sounds. */
+  /** Stops of the bot during those sounds: resumed ones plus cut replies. */
   falseStops: number;
-  /** Per false stop the bot recovered from: `clear` to its audio again. */
+  /** Per resumed stop: the bot's silence, pause (`clear`) to playing on (server). */
   resumeMs: number[];
-  /** False stops after which the reply never resumed: the rest of it was lost. */
+  /** Replies cancelled during those sounds: the rest of each was lost. */
   cutReplies: number;
   failedCalls: number;
 }
 
-export async function runBargeInPhase(options: { wssUrl: string; calls: number; concurrency: number; fixturesDir: string }): Promise<BargeInSamples> {
-  const fixture = (file: string) => readMulawFile(`${options.fixturesDir}/${file}`);
-  const question = { mulaw: await fixture('A06_birch_canoe.ulaw') };
-  const interruption = { mulaw: await fixture('A07_go_forward.ulaw') };
-  const jobs: Array<() => Promise<CallReport>> = [];
-  for (let i = 0; i < options.calls; i++) {
-    jobs.push(() => runPhoneCall({ target: { wssUrl: options.wssUrl }, scenario: LATENCY_SCENARIO, clips: { question, interruption } }));
-  }
-  let noiseMs = 0;
-  for (const clip of NOISE_CLIPS) {
-    const mulaw = (await fixture(clip.file)).slice(clip.fromMs * 8, (clip.fromMs + clip.ms) * 8);
-    for (let i = 0; i < Math.max(1, Math.round(options.calls / 2)); i++) {
-      noiseMs += mulaw.length / 8;
-      jobs.push(() => runPhoneCall({ target: { wssUrl: options.wssUrl }, scenario: noiseScenario, clips: { question, noise: { mulaw, voiced: null } } }));
-    }
-  }
+/** Runs `jobs`, `concurrency` at a time. */
+async function runAll(jobs: Array<() => Promise<CallReport>>, concurrency: number): Promise<CallReport[]> {
   const reports: CallReport[] = [];
   let next = 0;
   const worker = async (): Promise<void> => {
     while (next < jobs.length) reports.push(await jobs[next++]!());
   };
-  await Promise.all(Array.from({ length: options.concurrency }, worker));
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return reports;
+}
+
+export async function runBargeInPhase(options: { wssUrl: string; calls: number; concurrency: number; fixturesDir: string; serverCalls: CallSummary[] }): Promise<BargeInSamples> {
+  const fixture = (file: string) => readMulawFile(`${options.fixturesDir}/${file}`);
+  const question = { mulaw: await fixture('A06_birch_canoe.ulaw') };
+  const interruption = { mulaw: await fixture('A07_go_forward.ulaw') };
+  const speech = Array.from({ length: options.calls }, () => () => runPhoneCall({ target: { wssUrl: options.wssUrl }, scenario: LATENCY_SCENARIO, clips: { question, interruption } }));
+  const speechReports = await runAll(speech, options.concurrency);
+
+  const noise: Array<() => Promise<CallReport>> = [];
+  let noiseMs = 0;
+  for (const clip of NOISE_CLIPS) {
+    const mulaw = (await fixture(clip.file)).slice(clip.fromMs * 8, (clip.fromMs + clip.ms) * 8);
+    for (let i = 0; i < Math.max(1, Math.round(options.calls / 2)); i++) {
+      noiseMs += mulaw.length / 8;
+      noise.push(() => runPhoneCall({ target: { wssUrl: options.wssUrl }, scenario: noiseScenario, clips: { question, noise: { mulaw, voiced: null } } }));
+    }
+  }
+  const firstNoiseCall = options.serverCalls.length;
+  const noiseReports = await runAll(noise, options.concurrency);
+  // The server logs each call's end a moment after the caller hangs up.
+  const deadline = Date.now() + 5000;
+  while (options.serverCalls.length - firstNoiseCall < noise.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
 
   const samples: BargeInSamples = { onsetToClearMs: [], noiseMinutes: noiseMs / 60_000, falseStops: 0, resumeMs: [], cutReplies: 0, failedCalls: 0 };
-  for (const report of reports) {
-    if (report.outcome !== 'completed') samples.failedCalls += 1;
+  for (const report of [...speechReports, ...noiseReports]) if (report.outcome !== 'completed') samples.failedCalls += 1;
+  for (const report of speechReports) {
     const over = report.metrics.utterances[1];
-    if (!over) continue;
-    if (over.clip === 'interruption') {
-      if (over.bargeInLatencyMs != null) samples.onsetToClearMs.push(over.bargeInLatencyMs);
-      continue;
-    }
-    // Clears from the start of the sound to the end of the call: the caller said nothing else.
-    for (const clear of report.metrics.clears.filter((c) => c.atMs >= over.startMs)) {
-      samples.falseStops += 1;
-      if (clear.resumedAfterMs === null) samples.cutReplies += 1;
-      else samples.resumeMs.push(clear.resumedAfterMs);
-    }
+    if (over?.bargeInLatencyMs != null) samples.onsetToClearMs.push(over.bargeInLatencyMs);
+  }
+  for (const call of options.serverCalls.slice(firstNoiseCall)) {
+    samples.falseStops += call.resumes + call.bargeIns;
+    samples.cutReplies += call.bargeIns;
+    samples.resumeMs.push(...call.pausedMs);
   }
   return samples;
 }

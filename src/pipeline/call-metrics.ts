@@ -18,6 +18,8 @@ export interface CallSummary {
   /** Replies paused on suspected speech, and those resumed because it was not an interruption. */
   pauses: number;
   resumes: number;
+  /** Per resume: how long the bot was silent, from the pause (its `clear`) to playing on, ms. */
+  pausedMs: number[];
   providerErrors: number;
   dtmfDigits: number;
   perTurn: Array<Omit<TurnTimings, 'turn'>>;
@@ -30,6 +32,21 @@ export class CallMetrics {
   falseAlarms = 0;
   pauses = 0;
   resumes = 0;
+  pausedMs: number[] = [];
+  private pausedAtMs: number | undefined;
+
+  /** The bot paused on suspected speech. */
+  paused(): void {
+    this.pauses += 1;
+    this.pausedAtMs = performance.now();
+  }
+
+  /** The paused reply plays on. */
+  resumed(): void {
+    this.resumes += 1;
+    if (this.pausedAtMs !== undefined) this.pausedMs.push(elapsedSince(this.pausedAtMs));
+    this.pausedAtMs = undefined;
+  }
   providerErrors = 0;
   dtmfDigits = 0;
 
@@ -41,6 +58,7 @@ export class CallMetrics {
       falseAlarms: this.falseAlarms,
       pauses: this.pauses,
       resumes: this.resumes,
+      pausedMs: this.pausedMs,
       providerErrors: this.providerErrors,
       dtmfDigits: this.dtmfDigits,
       perTurn: this.turns.map((t) => ({

@@ -282,7 +282,7 @@ export class CallSession implements CallTransportHandler {
     if (this.interruptionMode !== 'instant' || !this.reply || this.ending || !this.playout.audible) return;
     const heardMs = this.playout.pause();
     if (heardMs === undefined) return;
-    this.metrics.pauses += 1;
+    this.metrics.paused();
     clearTimeout(this.pauseTimer);
     this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
     this.log.debug({ heardMs }, 'speech suspected: bot paused');
@@ -306,7 +306,7 @@ export class CallSession implements CallTransportHandler {
     clearTimeout(this.pauseTimer);
     this.pauseTimer = undefined;
     this.playout.resume();
-    this.metrics.resumes += 1;
+    this.metrics.resumed();
     this.log.info({ cause, heardMs: this.playout.heardMs() }, 'not an interruption: bot resumed');
   }
 

@@ -214,7 +214,7 @@ export class S2sCallSession implements CallTransportHandler {
   private onSpeechSuspected(): void {
     if (!this.item || this.ending || !this.playout.audible) return;
     if (this.playout.pause() === undefined) return;
-    this.metrics.pauses += 1;
+    this.metrics.paused();
     clearTimeout(this.pauseTimer);
     this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
   }
@@ -231,7 +231,7 @@ export class S2sCallSession implements CallTransportHandler {
     clearTimeout(this.pauseTimer);
     this.pauseTimer = undefined;
     this.playout.resume();
-    this.metrics.resumes += 1;
+    this.metrics.resumed();
     this.log.info({ cause, itemId: this.item.id }, 'not an interruption: bot resumed');
   }
 
