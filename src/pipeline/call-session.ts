@@ -301,13 +301,13 @@ export class CallSession implements CallTransportHandler {
   }
 
   /** Step 3: the caller did not interrupt after all; play on from the first unheard word. */
-  private resumeReply(cause: 'noise' | 'backchannel' | 'timeout'): void {
+  private resumeReply(cause: 'noise' | 'no-turn' | 'timeout'): void {
     if (!this.playout.paused || !this.reply || this.ended) return;
     clearTimeout(this.pauseTimer);
     this.pauseTimer = undefined;
     this.playout.resume();
     this.metrics.resumed();
-    this.log.info({ cause, heardMs: this.playout.heardMs() }, 'not an interruption: bot resumed');
+    this.log.debug({ cause, heardMs: this.playout.heardMs() }, 'not an interruption: bot resumed');
   }
 
   private onCallerSpeechStart(): void {
@@ -361,7 +361,7 @@ export class CallSession implements CallTransportHandler {
         return;
       case 'false-alarm':
         this.metrics.falseAlarms += 1;
-        this.resumeReply('backchannel');
+        this.resumeReply('no-turn');
         // Noise cut off a reply the caller had not heard yet: their turn is still owed an answer.
         if (this.deadline.owed && !this.reply && !this.ending) this.answer('answer');
         return;

@@ -232,7 +232,7 @@ export class S2sCallSession implements CallTransportHandler {
     this.pauseTimer = undefined;
     this.playout.resume();
     this.metrics.resumed();
-    this.log.info({ cause, itemId: this.item.id }, 'not an interruption: bot resumed');
+    this.log.debug({ cause, itemId: this.item.id }, 'not an interruption: bot resumed');
   }
 
   /** Barge-in: clear the line, and make the vendor keep only what the caller heard of the item. */
