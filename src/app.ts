@@ -28,7 +28,6 @@ import { LiveCalls } from './lifecycle/live-calls.js';
 import type { OpenedDatabase } from './store/database.js';
 import { type CallRuntime, defaultRuntime } from './runtime.js';
 import { mediaStreamRoutes } from './telephony/media-stream-route.js';
-import { hangupCall } from './telephony/twilio-rest.js';
 import { BucketStorage } from './recordings/bucket-storage.js';
 import { RecordingsService } from './recordings/recordings-service.js';
 import { UrlSigner } from './security/url-signer.js';
@@ -196,8 +195,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // One websocket plugin for the whole app: media streams and room sockets share its upgrade handler.
   await app.register(websocket, { options: { maxPayload: MAX_WEBSOCKET_MESSAGE_BYTES } });
 
-  const { accountSid, authToken } = config.twilio;
-  const twilioUrl = config.env.SWITCHBOARD_TWILIO_URL;
+  const { authToken } = config.twilio;
   await registerRoutes(app, {
     auth: { accounts, defaultAccount, envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)) },
     corsOrigins: config.corsOrigins,
@@ -233,8 +231,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           env: config.env,
           observer: metrics,
           turnDeadlineMs: config.turnDeadlineSecs * 1000,
-          hangup:
-            accountSid && authToken ? (callSid) => hangupCall({ accountSid, authToken, baseUrl: twilioUrl }, callSid) : undefined,
+          // A call our side ends is ended at the carrier too (a live call: 'answered').
+          hangUp: (callSid) => carrier.hangUp(callSid, 'answered'),
         },
       });
       await sockets.register(roomRoutes, { rooms, liveCalls, cluster });

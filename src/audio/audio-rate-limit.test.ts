@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AudioRateLimiter, MAX_AUDIO_MS_PER_MESSAGE } from './audio-rate-limit.js';
+import { AudioRateLimiter, MAX_AUDIO_MS_PER_MESSAGE, PeerBudget } from './audio-rate-limit.js';
 
 /** A limiter on a clock the test moves. */
 function limiterAt() {
@@ -55,5 +55,28 @@ describe('AudioRateLimiter', () => {
     const { limiter } = limiterAt();
     expect(limiter.admit(MAX_AUDIO_MS_PER_MESSAGE + 1)).toBe('too-long');
     expect(limiter.admit(MAX_AUDIO_MS_PER_MESSAGE)).toBe('ok');
+  });
+});
+
+describe('PeerBudget (the flood counter of every inbound socket)', () => {
+  const limits = { maxMessagesPerSec: 5, audio: { sustainedRealTimeFactor: 2, burstMs: 100 } };
+
+  it('refuses the message past the per-second budget as a flood, and admits again once time has passed', () => {
+    let nowMs = 0;
+    const budget = new PeerBudget(limits, () => nowMs);
+    for (let i = 0; i < 5; i++) expect(budget.message()).toBeUndefined();
+    expect(budget.message()).toEqual({ kind: 'flood', reason: 'more than 5 messages a second' });
+    nowMs += 1000;
+    expect(budget.message()).toBeUndefined();
+  });
+
+  it('refuses one over-long audio message as too big, and audio beyond real time as a flood', () => {
+    let nowMs = 0;
+    const budget = new PeerBudget(limits, () => nowMs);
+    expect(budget.audio(MAX_AUDIO_MS_PER_MESSAGE + 1)).toEqual({ kind: 'too-big', reason: `audio message over ${MAX_AUDIO_MS_PER_MESSAGE} ms` });
+    expect(budget.audio(100)).toBeUndefined();
+    expect(budget.audio(20)).toEqual({ kind: 'flood', reason: 'audio faster than real time' });
+    nowMs += 10;
+    expect(budget.audio(20)).toBeUndefined();
   });
 });

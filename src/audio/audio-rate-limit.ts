@@ -52,3 +52,51 @@ export class AudioRateLimiter {
     return this.bucket.take(audioMs) ? 'ok' : 'too-fast';
   }
 }
+
+/** What a peer may send: messages a second (with burst), and audio (see AudioRateLimits). */
+export interface PeerLimits {
+  maxMessagesPerSec: number;
+  audio: Readonly<AudioRateLimits>;
+}
+
+/** Why a peer is closed: `flood` (too many messages, audio too fast) or `too-big` (one message's audio), and the close reason. */
+export interface PeerRefusal {
+  kind: 'flood' | 'too-big';
+  reason: string;
+}
+
+/**
+ * The flood counter of one inbound socket (a carrier's media stream, a browser in a room): every
+ * message counts, and every message's audio counts against real time. Each transport closes a
+ * refused peer with its own table's code for the kind.
+ */
+export class PeerBudget {
+  private readonly messages: TokenBucket;
+  private readonly audioBudget: AudioRateLimiter;
+
+  constructor(
+    readonly limits: Readonly<PeerLimits>,
+    now?: () => number,
+  ) {
+    this.messages = new TokenBucket(limits.maxMessagesPerSec, limits.maxMessagesPerSec, now);
+    this.audioBudget = new AudioRateLimiter(limits.audio, now);
+  }
+
+  /** One message arrived (of any kind, well-formed or not). */
+  message(): PeerRefusal | undefined {
+    if (this.messages.take()) return undefined;
+    return { kind: 'flood', reason: `more than ${this.limits.maxMessagesPerSec} messages a second` };
+  }
+
+  /** A message carried `audioMs` of audio (counted whether or not it is used: the work of receiving it is done). */
+  audio(audioMs: number): PeerRefusal | undefined {
+    switch (this.audioBudget.admit(audioMs)) {
+      case 'ok':
+        return undefined;
+      case 'too-long':
+        return { kind: 'too-big', reason: `audio message over ${MAX_AUDIO_MS_PER_MESSAGE} ms` };
+      case 'too-fast':
+        return { kind: 'flood', reason: 'audio faster than real time' };
+    }
+  }
+}

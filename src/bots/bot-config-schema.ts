@@ -74,11 +74,17 @@ const OPTION_SCHEMAS: Record<string, Record<string, z.ZodType>> = {
     stop_secs: z.number().min(0).max(10),
     min_volume: unitInterval,
   },
+  // How the caller's speech over the bot stops it (README: Barge-in).
+  interruption: {
+    mode: z.enum(['instant', 'confirmed']),
+    min_words: z.number().int().min(0).max(10),
+    turn_policy: z.enum(['default', 'natural_conversation']),
+  },
 };
 
 const configEntry = z
   .object({
-    service: z.enum(['stt', 'llm', 'tts', 'vad']),
+    service: z.enum(['stt', 'llm', 'tts', 'vad', 'interruption']),
     options: z.array(z.object({ name: shortText, value: z.unknown() }).strict()).max(64),
   })
   .strict()

@@ -272,6 +272,7 @@ export async function runLoadtestCli(argv: string[], io: LoadtestIo = process): 
       `reply latency:    ${ms(a.replyLatencyMs)}`,
       `barge-in latency: ${ms(a.bargeInLatencyMs)}`,
       `audio after clear: ${ms(a.lateAudioMs)}`,
+      `bot stops: ${a.stops.resumed} resumed (nothing lost), ${a.stops.cut} cut off (over noise alone: words lost)`,
       `gaps in bot audio: ${a.underruns.total} in ${a.underruns.callsWithAny} calls, longest ${a.underruns.longestMs} ms`,
       `protocol violations: ${a.violations}`,
       `generator clock lag: max ${a.generatorClockMaxLagMs} ms`,

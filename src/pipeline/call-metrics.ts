@@ -15,6 +15,11 @@ export interface CallSummary {
   turns: number;
   bargeIns: number;
   falseAlarms: number;
+  /** Replies paused on suspected speech, and those resumed because it was not an interruption. */
+  pauses: number;
+  resumes: number;
+  /** Per resume: how long the bot was silent, from the pause (its `clear`) to playing on, ms. */
+  pausedMs: number[];
   providerErrors: number;
   dtmfDigits: number;
   perTurn: Array<Omit<TurnTimings, 'turn'>>;
@@ -25,6 +30,23 @@ export class CallMetrics {
   turns: TurnTimings[] = [];
   bargeIns = 0;
   falseAlarms = 0;
+  pauses = 0;
+  resumes = 0;
+  pausedMs: number[] = [];
+  private pausedAtMs: number | undefined;
+
+  /** The bot paused on suspected speech. */
+  paused(): void {
+    this.pauses += 1;
+    this.pausedAtMs = performance.now();
+  }
+
+  /** The paused reply plays on. */
+  resumed(): void {
+    this.resumes += 1;
+    if (this.pausedAtMs !== undefined) this.pausedMs.push(elapsedSince(this.pausedAtMs));
+    this.pausedAtMs = undefined;
+  }
   providerErrors = 0;
   dtmfDigits = 0;
 
@@ -34,6 +56,9 @@ export class CallMetrics {
       turns: this.turns.length,
       bargeIns: this.bargeIns,
       falseAlarms: this.falseAlarms,
+      pauses: this.pauses,
+      resumes: this.resumes,
+      pausedMs: this.pausedMs,
       providerErrors: this.providerErrors,
       dtmfDigits: this.dtmfDigits,
       perTurn: this.turns.map((t) => ({

@@ -17,30 +17,26 @@ import {
   type TtsProvider,
   isAbortError,
 } from '../providers/types.js';
-import { type BotSettings, botSettings } from './bot-settings.js';
+import { type BotSettings, type InterruptionSettings, botSettings } from './bot-settings.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
-import { CallMetrics, type CallSummary, type TurnTimings, elapsedSince } from './call-metrics.js';
+import { CallLifecycle, type CallLifecycleDeps, HeldFrames } from './call-lifecycle.js';
+import { type CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
 import type { CallVad, CallVadFactory } from '../vad/call-vad.js';
 import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
-import { Playout, type PlayoutClock } from './playout.js';
+import { Playout } from './playout.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { SentenceSplitter } from './sentence-splitter.js';
 import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
-import { type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
+import { NATURAL_TURN_POLICY } from './natural-turn-policy.js';
+import { DEFAULT_TURN_POLICY, type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
 
-export interface CallSessionDeps {
+export interface CallSessionDeps extends CallLifecycleDeps {
   registry: ProviderRegistry;
   createVad: CallVadFactory;
-  clock: PlayoutClock;
   env: AppConfig['env'];
-  log: Logger;
   /** Speaks apologies when the configured TTS cannot (an offline engine). */
   fallbackTts: () => TtsProvider;
-  /** Ends the call at the carrier (REST), when credentials allow. */
-  hangup?: (callSid: string) => Promise<void>;
-  /** Told when the call starts and ends (/metrics counts calls and turn latencies). */
-  observer?: { callStarted(): void; callEnded(reason: string, summary: CallSummary): void };
   leadMs?: number;
   turnPolicy?: TurnPolicy;
   /** Told what the call says and does as it happens (a room shows it to its participants). */
@@ -74,10 +70,14 @@ export const PHRASES = {
   unavailable: 'Sorry, this assistant is not available right now. Please try again later.',
 } as const;
 
-/** The goodbye may take this long to play before the stream is closed anyway. */
-const GOODBYE_CAP_MS = 15_000;
 /** Frames held while the STT socket opens (2 s). */
 const MAX_PENDING_STT_FRAMES = 100;
+/**
+ * A reply paused on suspected speech resumes by itself after this long if nothing settled it
+ * (VAD neither confirmed nor dismissed, and no turn of the caller is open): a stuck VAD must not
+ * silence the bot for good.
+ */
+const MAX_PAUSE_MS = 2000;
 
 interface Reply {
   generation: number;
@@ -96,17 +96,16 @@ interface Reply {
  * promise ends in a catch here; nothing a call does can crash the process.
  */
 export class CallSession implements CallTransportHandler {
-  private readonly callAbort = new AbortController();
-  private readonly metrics = new CallMetrics();
+  private readonly call: CallLifecycle;
+  private readonly metrics: CallMetrics;
   private readonly playout: Playout;
   private readonly turns: TurnController;
   private readonly deadline: TurnDeadline;
-  private log: Logger;
   private settings: BotSettings | undefined;
   private conversation: Conversation | undefined;
   private stt: SttStream | undefined;
   private sttConverter: AudioConverter | undefined;
-  private pendingSttFrames: Uint8Array[] = [];
+  private readonly heldSttFrames = new HeldFrames(MAX_PENDING_STT_FRAMES);
   private llm: LlmProvider | undefined;
   private tts: TtsProvider | undefined;
   private vad: CallVad | undefined;
@@ -115,23 +114,17 @@ export class CallSession implements CallTransportHandler {
   private turnCount = 0;
   private vadStopAtMs: number | undefined;
   private readonly dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits));
-  private maxDurationTimer: NodeJS.Timeout | undefined;
-  private goodbyeTimer: NodeJS.Timeout | undefined;
-  private ending = false;
-  /** Why the call is ending, once it is: the close reason the carrier sees. */
-  private endReason = 'max_duration';
-  /** The websocket close code the call ends with (1001 when the server shuts down). */
-  private closeCode = 1000;
-  private ended = false;
+  /** Providers are created: the call hears the caller and can speak. */
   private ready = false;
-  private started = false;
+  private readonly interruptionMode: 'instant' | 'confirmed';
+  /** The reply was paused on suspected speech (see the barge-in section); its safety timer. */
+  private pauseTimer: NodeJS.Timeout | undefined;
 
   constructor(
-    private readonly transport: CallTransport,
+    transport: CallTransport,
     private readonly config: BotConfigForCall,
     private readonly deps: CallSessionDeps,
   ) {
-    this.log = deps.log;
     this.playout = new Playout(
       transport,
       {
@@ -148,25 +141,37 @@ export class CallSession implements CallTransportHandler {
       },
       { leadMs: deps.leadMs },
     );
-    this.turns = new TurnController((decision) => this.onTurnDecision(decision), deps.turnPolicy);
+    this.call = new CallLifecycle(transport, config, this.playout, deps);
+    this.metrics = this.call.metrics;
+    const interruption = botSettings(config.body).interruption;
+    this.interruptionMode = interruption.mode;
+    this.turns = new TurnController((decision) => this.onTurnDecision(decision), turnPolicyFor(interruption, deps.turnPolicy));
     this.deadline = new TurnDeadline(deps.turnDeadlineMs ?? DEFAULT_TURN_DEADLINE_MS, () => this.onTurnDeadline());
   }
 
   // ---- transport events ----
 
+  private get log(): Logger {
+    return this.call.log;
+  }
+
+  private get ending(): boolean {
+    return this.call.ending;
+  }
+
+  private get ended(): boolean {
+    return this.call.ended;
+  }
+
   onStart(start: CallStart): void {
-    this.log = this.log.child({ callSid: start.callSid, streamSid: start.streamSid });
-    this.deps.clock.add(this.playout);
-    this.started = true;
-    this.deps.observer?.callStarted();
-    this.log.info({ botConfigId: this.config.id, profile: this.config.body.bot_profile }, 'call started');
+    this.call.start(start);
     this.setUp().catch((err: unknown) => this.fail(err, 'call set-up failed'));
   }
 
   onAudio(mulaw: Uint8Array): void {
     if (!this.ready || this.ended) return;
-    if (this.stt && this.sttConverter) this.stt.write(this.sttConverter.convert(mulaw));
-    else if (this.pendingSttFrames.length < MAX_PENDING_STT_FRAMES) this.pendingSttFrames.push(mulaw);
+    if (this.stt && this.sttConverter) this.stt.write(this.sttAudio(mulaw));
+    else this.heldSttFrames.hold(mulaw);
     if (this.vad) {
       if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
       this.vad.push(decodeMulaw(mulaw, this.pcm));
@@ -186,23 +191,16 @@ export class CallSession implements CallTransportHandler {
   }
 
   onEnd(reason: string): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.callAbort.abort();
+    if (!this.call.finish(reason)) return;
     this.dtmf.dispose();
-    clearTimeout(this.maxDurationTimer);
-    clearTimeout(this.goodbyeTimer);
+    clearTimeout(this.pauseTimer);
     this.turns.dispose();
     this.deadline.dispose();
     this.vad?.dispose();
-    this.deps.clock.delete(this.playout);
     const stt = this.stt;
     this.stt = undefined;
     stt?.close().catch((err: unknown) => this.log.debug({ err }, 'stt close failed'));
     this.tts?.close?.();
-    const summary = this.metrics.summary();
-    this.log.info({ reason, ...summary, transport: this.transport.stats }, 'call ended');
-    if (this.started) this.deps.observer?.callEnded(reason, summary);
   }
 
   // ---- set-up ----
@@ -221,33 +219,38 @@ export class CallSession implements CallTransportHandler {
     // Provider sockets open with the call, so the first reply does not wait for a handshake.
     this.tts.warmUp?.(this.log);
     const stt = this.deps.registry.createStt(services.stt!, this.providerSettings(services.stt!, settings.stt));
-    this.vad = this.deps.createVad(settings.vad, {
-      onSpeechStart: () => {
-        this.deps.events?.onUserSpeaking?.(true);
-        this.turns.onVadStart();
+    this.vad = this.deps.createVad(
+      settings.vad,
+      {
+        onSpeechSuspected: () => this.onCallerSpeechSuspected(),
+        onSpeechDismissed: () => this.onCallerSpeechDismissed(),
+        onSpeechStart: () => this.onCallerSpeechStart(),
+        onSpeechStop: () => this.onCallerSpeechStop(),
       },
-      onSpeechStop: () => {
-        this.vadStopAtMs = performance.now();
-        this.deps.events?.onUserSpeaking?.(false);
-        this.turns.onVadStop();
-      },
-    }, this.log);
+      this.log,
+    );
     this.ready = true;
-    this.maxDurationTimer = setTimeout(() => this.sayGoodbye(), settings.maxDurationSecs * 1000);
+    this.call.armMaxDuration(settings.maxDurationSecs, () => this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye));
     if (settings.runOnConfig) this.answer('greeting');
     await this.openStt(stt);
   }
 
   private async openStt(provider: SttProvider): Promise<void> {
-    const stream = await provider.open(this.context(this.callAbort.signal), (event) => this.onSttEvent(event));
+    const stream = await provider.open(this.context(this.call.abort.signal), (event) => this.onSttEvent(event));
     if (this.ended) {
       await stream.close();
       return;
     }
-    this.sttConverter = fromTelephony(provider.inputFormat);
+    const converter = fromTelephony(provider.inputFormat);
+    this.sttConverter = converter;
     this.stt = stream;
-    for (const frame of this.pendingSttFrames) stream.write(this.sttConverter.convert(frame));
-    this.pendingSttFrames = [];
+    this.heldSttFrames.release((frame) => stream.write(converter.convert(frame)));
+  }
+
+  /** The frame in the STT's format, as a buffer the STT may keep (a pass-through conversion is the lent frame). */
+  private sttAudio(mulaw: Uint8Array): Uint8Array {
+    const audio = this.sttConverter!.convert(mulaw);
+    return audio === mulaw ? mulaw.slice() : audio;
   }
 
   private providerSettings(name: string, options: Record<string, unknown>): ProviderSettings {
@@ -258,7 +261,65 @@ export class CallSession implements CallTransportHandler {
     return { signal, log: this.log };
   }
 
-  // ---- turn-taking ----
+  // ---- turn-taking and barge-in ----
+  //
+  // Barge-in, from ear to clear, all of it in this section:
+  //  1. Silero suspects speech (its first window above confidence and min_volume while the bot
+  //     is audible) → onCallerSpeechSuspected. In `instant` mode the reply pauses: Playout.pause()
+  //     sends `clear` through the transport (carrier or room) at once; the LLM and TTS go on, and
+  //     their audio waits in Playout behind the part the caller has not heard.
+  //  2. Silero confirms start_secs of speech → onCallerSpeechStart. The turn controller decides
+  //     whether speech interrupts (min words from interims, never a backchannel) and answers
+  //     'barge-in' → onTurnDecision → interrupt(): the reply's abort stops the LLM, the TTS and any
+  //     retry, Playout.clear() drops the audio (and sends `clear` unless paused), and the context
+  //     keeps what was heard.
+  //  3. Not speech after all (dismissed: a cough, a clatter; or speech that did not interrupt: a
+  //     backchannel, a turn with no words) → resumeReply(): Playout.resume() sends the reply again
+  //     from the heard point, and the context records it as spoken when it ends.
+  // In `confirmed` mode step 1 does nothing: the bot talks on until step 2, as it always did.
+
+  private onCallerSpeechSuspected(): void {
+    if (this.interruptionMode !== 'instant' || !this.reply || this.ending || !this.playout.audible) return;
+    const heardMs = this.playout.pause();
+    if (heardMs === undefined) return;
+    this.metrics.paused();
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
+    this.log.debug({ heardMs }, 'speech suspected: bot paused');
+  }
+
+  private onCallerSpeechDismissed(): void {
+    // Only a suspicion nothing else took over: once VAD confirmed speech, the turn decides.
+    if (!this.turns.turnOpen) this.resumeReply('noise');
+  }
+
+  private onPauseTimeout(): void {
+    this.pauseTimer = undefined;
+    if (!this.playout.paused) return;
+    if (this.turns.turnOpen) this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
+    else this.resumeReply('timeout');
+  }
+
+  /** Step 3: the caller did not interrupt after all; play on from the first unheard word. */
+  private resumeReply(cause: 'noise' | 'no-turn' | 'timeout'): void {
+    if (!this.playout.paused || !this.reply || this.ended) return;
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = undefined;
+    this.playout.resume();
+    this.metrics.resumed();
+    this.log.debug({ cause, heardMs: this.playout.heardMs() }, 'not an interruption: bot resumed');
+  }
+
+  private onCallerSpeechStart(): void {
+    this.deps.events?.onUserSpeaking?.(true);
+    this.turns.onVadStart();
+  }
+
+  private onCallerSpeechStop(): void {
+    this.vadStopAtMs = performance.now();
+    this.deps.events?.onUserSpeaking?.(false);
+    this.turns.onVadStop();
+  }
 
   private onSttEvent(event: SttEvent): void {
     if (this.ended) return;
@@ -275,12 +336,8 @@ export class CallSession implements CallTransportHandler {
         this.metrics.providerErrors += 1;
         this.log.error({ provider: event.error.provider, error: event.error.message }, 'speech-to-text failed for good; ending the call');
         this.stt = undefined;
-        if (this.ending) return;
         // Without ears the bot cannot hold a conversation: say so and hang up.
-        this.ending = true;
-        this.endReason = 'error';
-        this.speakFixed('apology', PHRASES.sttFailed, true, true);
-        this.goodbyeTimer = setTimeout(() => this.endCall('error'), GOODBYE_CAP_MS);
+        this.call.endWith('error', () => this.speakFixed('apology', PHRASES.sttFailed, true, true));
         return;
       default:
         return;
@@ -304,6 +361,7 @@ export class CallSession implements CallTransportHandler {
         return;
       case 'false-alarm':
         this.metrics.falseAlarms += 1;
+        this.resumeReply('no-turn');
         // Noise cut off a reply the caller had not heard yet: their turn is still owed an answer.
         if (this.deadline.owed && !this.reply && !this.ending) this.answer('answer');
         return;
@@ -327,12 +385,14 @@ export class CallSession implements CallTransportHandler {
     this.answer('dtmf');
   }
 
-  /** Barge-in: stop the reply everywhere, clear the carrier, keep in context only what was heard. */
+  /** Barge-in (step 3 above): stop the reply everywhere, clear the carrier, keep in context only what was heard. */
   private interrupt(cause: 'speech' | 'dtmf'): void {
     const reply = this.reply;
     if (!reply) return;
     this.reply = undefined;
     reply.abort.abort();
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = undefined;
     const cleared = this.playout.clear();
     const heardText = this.conversation!.truncateReply(cleared.heardMs, reply.audioMs);
     reply.timings.interrupted = true;
@@ -423,7 +483,7 @@ export class CallSession implements CallTransportHandler {
     if (kind === 'answer' || kind === 'dtmf' || kind === 'greeting') this.deadline.owe(originMs);
     this.metrics.turns.push(reply.timings);
     this.turns.setBotSpeaking(true);
-    const ctx = this.context(AbortSignal.any([this.callAbort.signal, reply.abort.signal]));
+    const ctx = this.context(AbortSignal.any([this.call.abort.signal, reply.abort.signal]));
     this.runReply(reply, tts, this.queuedPieces(reply, text(this, reply, ctx, history)), ctx).catch((err: unknown) => this.fail(err, 'reply failed'));
   }
 
@@ -495,14 +555,11 @@ export class CallSession implements CallTransportHandler {
     if (reply.timings.kind === 'apology' || reply.endsCall) {
       // Even the apology or goodbye could not be spoken: end the reply (and the call if due).
       this.playout.endReply(reply.generation);
-      if (reply.endsCall) this.endCall(this.endReason);
+      if (reply.endsCall) this.call.endCall();
       return;
     }
     if (fatal) {
-      this.ending = true;
-      this.endReason = 'error';
-      this.speakFixed('apology', PHRASES.unavailable, !llmFailed, true);
-      this.goodbyeTimer = setTimeout(() => this.endCall('error'), GOODBYE_CAP_MS);
+      this.call.endWith('error', () => this.speakFixed('apology', PHRASES.unavailable, !llmFailed, true));
       return;
     }
     this.speakFixed('apology', llmFailed ? PHRASES.llmFailed : PHRASES.ttsFailed, !llmFailed);
@@ -548,16 +605,10 @@ export class CallSession implements CallTransportHandler {
     this.conversation?.endReply();
     this.turns.setBotSpeaking(false);
     this.deps.events?.onBotSpeaking?.(false);
-    if (reply.endsCall) this.endCall(this.endReason);
+    if (reply.endsCall) this.call.endCall();
   }
 
   // ---- ending ----
-
-  private sayGoodbye(): void {
-    if (this.ended || this.ending) return;
-    this.log.info({ maxDurationSecs: this.settings?.maxDurationSecs }, 'max duration reached');
-    this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye);
-  }
 
   /**
    * Ends the call the way max_duration does: the bot stops what it is saying, says `text`, and
@@ -565,26 +616,13 @@ export class CallSession implements CallTransportHandler {
    * already ending (a goodbye or apology playing) ends as it was going to.
    */
   endWithGoodbye(reason: string, closeCode: number, text: string = PHRASES.goodbye): void {
-    if (this.ended || this.ending) return;
-    this.closeCode = closeCode;
+    if (this.ending) return;
+    this.call.setCloseCode(closeCode);
     if (!this.ready) {
-      this.endCall(reason);
+      this.call.endCall(reason);
       return;
     }
-    this.ending = true;
-    this.endReason = reason;
-    this.speakFixed('goodbye', text, false, true);
-    this.goodbyeTimer = setTimeout(() => this.endCall(reason), GOODBYE_CAP_MS);
-  }
-
-  /** Our side ends the call: close the stream and, with carrier credentials, hang up over REST. */
-  private endCall(reason: string): void {
-    if (this.ended) return;
-    const callSid = this.transport.callSid;
-    this.transport.close(this.closeCode, reason);
-    if (callSid && this.deps.hangup) {
-      this.deps.hangup(callSid).catch((err: unknown) => this.log.warn({ err }, 'carrier hang-up failed'));
-    }
+    this.call.endWith(reason, () => this.speakFixed('goodbye', text, false, true));
   }
 
   private fail(err: unknown, message: string): void {
@@ -592,16 +630,22 @@ export class CallSession implements CallTransportHandler {
     this.log.error({ err }, message);
     this.metrics.providerErrors += 1;
     if (this.ending) {
-      this.endCall('error');
+      this.call.endCall('error');
       return;
     }
-    this.ending = true;
-    this.endReason = 'error';
     this.ready = true;
     this.conversation ??= new Conversation([]);
-    this.speakFixed('apology', PHRASES.unavailable, true, true);
-    this.goodbyeTimer = setTimeout(() => this.endCall('error'), GOODBYE_CAP_MS);
+    this.call.endWith('error', () => this.speakFixed('apology', PHRASES.unavailable, true, true));
   }
+}
+
+/**
+ * The turn policy of a call: the room's (chosen by its profile), else the configuration's
+ * `interruption.turn_policy`, with `interruption.min_words` over either when set.
+ */
+function turnPolicyFor(interruption: InterruptionSettings, roomPolicy: TurnPolicy | undefined): TurnPolicy {
+  const policy = roomPolicy ?? (interruption.turnPolicy === 'natural_conversation' ? NATURAL_TURN_POLICY : DEFAULT_TURN_POLICY);
+  return interruption.minWords === undefined ? policy : { ...policy, minInterruptionWords: interruption.minWords };
 }
 
 /** Marks an error as the LLM's, so the apology can still use the configured TTS. */

@@ -3,6 +3,11 @@ import type { PlayoutSink } from './playout.js';
 /**
  * Where a call's audio comes from and goes to: a carrier's media stream, or a room. The call
  * session speaks only this; each transport turns it into its own wire protocol.
+ *
+ * Frame ownership, both ways: a frame handed across this interface (`onAudio` in, `sendMedia`
+ * out) is lent for the duration of that call only. The giver may reuse the buffer as soon as the
+ * call returns, so whoever keeps a frame longer (held frames, a recorder, an STT replay buffer)
+ * copies it. Transports and Playout then never allocate per frame just in case.
  */
 export interface CallTransport extends PlayoutSink {
   /** The carrier's id for the call, when there is one (hang-up over REST uses it). */
@@ -23,7 +28,7 @@ export interface CallStart {
 /** What a call gets from its transport, in order. */
 export interface CallTransportHandler {
   onStart(start: CallStart): void;
-  /** mu-law 8 kHz, 20 ms (160 bytes) per frame. The buffer is only valid during the call. */
+  /** mu-law 8 kHz, 20 ms (160 bytes) per frame; lent until this returns (see CallTransport). */
   onAudio(mulaw: Uint8Array): void;
   onDtmf(digit: string): void;
   onMark(name: string): void;

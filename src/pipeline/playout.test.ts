@@ -149,3 +149,73 @@ describe('Playout', () => {
     expect(sink.media()).toHaveLength(4); // a fresh 40 ms lead, not 500 ms of catch-up
   });
 });
+
+/** `frames` frames of audio, frame i filled with the byte i + 1, so a test can tell which frame went out. */
+const numbered = (frames: number) => {
+  const bytes = new Uint8Array(frames * FRAME_BYTES);
+  for (let i = 0; i < frames; i++) bytes.fill(i + 1, i * FRAME_BYTES, (i + 1) * FRAME_BYTES);
+  return bytes;
+};
+const frameIds = (sink: RecordingSink) => sink.media().map((m) => m.frame[0]!);
+
+describe('Playout pause and resume (speech suspected over the bot)', () => {
+  it('pause clears the carrier at once and sends nothing more, while the voice keeps adding audio', () => {
+    const { sink, playout, advance } = setup({ leadMs: 100, markEveryFrames: 1 });
+    const g = playout.startReply();
+    playout.enqueue(g, numbered(20));
+    advance(100);
+    const sentBefore = sink.media().length;
+    expect(playout.pause()).toBeDefined();
+    expect(sink.sent.at(-1)).toEqual({ kind: 'clear' });
+    playout.enqueue(g, numbered(5));
+    advance(500);
+    expect(sink.media()).toHaveLength(sentBefore);
+    expect(playout.paused).toBe(true);
+    expect(playout.active).toBe(true);
+  });
+
+  it('resume sends again from the first frame the caller had not heard, then the rest, with nothing lost', () => {
+    const { sink, playout, played, advance } = setup({ leadMs: 100, markEveryFrames: 1 });
+    const g = playout.startReply();
+    playout.enqueue(g, numbered(20));
+    advance(100);
+    // The carrier confirms the first three frames played; two more are in flight (the lead).
+    for (const name of sink.marks().slice(0, 3)) playout.onMarkEchoed(name);
+    const heardAtMs = playout.pause()!;
+    expect(heardAtMs).toBeGreaterThanOrEqual(60);
+    const heardFrames = heardAtMs / 20;
+    const sentBeforePause = frameIds(sink);
+    advance(300);
+    playout.resume();
+    playout.endReply(g);
+    for (let i = 0; i < 100 && played.length === 0; i++) {
+      advance(20);
+      for (const name of sink.marks()) playout.onMarkEchoed(name);
+    }
+    expect(played).toEqual([g]);
+    const afterPause = frameIds(sink).slice(sentBeforePause.length);
+    // What was heard, then everything from the first unheard frame: each frame of the reply once, in order.
+    expect([...sentBeforePause.slice(0, heardFrames), ...afterPause]).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+  });
+
+  it('a barge-in confirmed while paused reports the heard point and sends no second clear', () => {
+    const { sink, playout, advance } = setup({ leadMs: 100, markEveryFrames: 1 });
+    const g = playout.startReply();
+    playout.enqueue(g, numbered(20));
+    advance(60);
+    const heardAtMs = playout.pause()!;
+    advance(200);
+    const clearsBefore = sink.sent.filter((m) => m.kind === 'clear').length;
+    const result = playout.clear();
+    expect(result.heardMs).toBe(heardAtMs);
+    expect(result.cleared).toBe(false);
+    expect(sink.sent.filter((m) => m.kind === 'clear')).toHaveLength(clearsBefore);
+    expect(playout.paused).toBe(false);
+  });
+
+  it('pause with nothing playing does nothing', () => {
+    const { sink, playout } = setup();
+    expect(playout.pause()).toBeUndefined();
+    expect(sink.sent).toEqual([]);
+  });
+});

@@ -70,6 +70,15 @@ export class Playout {
   private lastEchoReplyMs = 0;
   private lastEchoAtMs = 0;
 
+  /**
+   * Frames sent and not yet proven heard (from the last echoed mark on, at reply time
+   * `sentBaseMs`): what a pause puts back in the queue to send again on resume.
+   */
+  private sentFrames: Uint8Array[] = [];
+  private sentBaseMs = 0;
+  /** Paused (speech suspected over the bot): the carrier was cleared, nothing is sent; the heard point. */
+  private pausedAtMs: number | undefined;
+
   /** Carrier-time model of the current continuous run of audio. */
   private runStartAtMs = 0;
   private runSentMs = 0;
@@ -99,6 +108,10 @@ export class Playout {
     return this.queuedFrames() > 0 || this.pendingMarks.length > 0;
   }
 
+  get paused(): boolean {
+    return this.pausedAtMs !== undefined;
+  }
+
   /** Starts a new reply and returns its generation; audio tagged with an older one is dropped. */
   startReply(): number {
     if (this.replyOpen) this.clear();
@@ -112,6 +125,9 @@ export class Playout {
     this.lastEchoAtMs = 0;
     this.replyMsBeforeRun = 0;
     this.runSentMs = 0;
+    this.sentFrames = [];
+    this.sentBaseMs = 0;
+    this.pausedAtMs = undefined;
     return this.generationValue;
   }
 
@@ -158,7 +174,7 @@ export class Playout {
 
   /** Sends what the lead allows. Called on enqueue and by the shared clock. */
   pump(): void {
-    if (!this.replyOpen) return;
+    if (!this.replyOpen || this.pausedAtMs !== undefined) return;
     const now = this.now();
     let carrierPlayedMs = now - this.runStartAtMs;
     if (this.queuedFrames() > 0 && this.runSentMs <= carrierPlayedMs) {
@@ -174,6 +190,7 @@ export class Playout {
       this.queue[this.queueHead] = EMPTY;
       this.queueHead += 1;
       if (this.replySentMs === 0) this.events.onFirstFrame?.(this.generationValue, now);
+      this.sentFrames.push(frame);
       this.sink.sendMedia(frame);
       this.runSentMs += FRAME_MS;
       this.replySentMs += FRAME_MS;
@@ -196,12 +213,17 @@ export class Playout {
     this.pendingMarks.splice(0, index + 1);
     this.lastEchoReplyMs = mark.replyMs;
     this.lastEchoAtMs = this.now();
+    // Heard for sure: no pause can need these frames again.
+    this.sentFrames.splice(0, (mark.replyMs - this.sentBaseMs) / FRAME_MS);
+    this.sentBaseMs = mark.replyMs;
+    if (this.pausedAtMs !== undefined) return;
     if (this.replyEnded && this.queuedFrames() === 0 && this.pendingMarks.length === 0) this.finishReply();
   }
 
   /** Milliseconds of the current reply the caller has heard by now. */
   heardMs(): number {
     if (!this.replyOpen) return 0;
+    if (this.pausedAtMs !== undefined) return this.pausedAtMs;
     const now = this.now();
     const estimate = this.replyMsBeforeRun + Math.min(this.runSentMs, Math.max(0, now - this.runStartAtMs));
     const sinceEcho = this.lastEchoAtMs > 0 ? this.lastEchoReplyMs + (now - this.lastEchoAtMs) : estimate;
@@ -216,17 +238,57 @@ export class Playout {
     const generation = this.generationValue;
     const heardMs = this.heardMs();
     const sentMs = this.replySentMs;
-    // Only audio we sent and the carrier has not confirmed playing can still be heard.
-    const cleared = this.replyOpen && this.replySentMs > this.lastEchoReplyMs;
+    // Only audio we sent and the carrier has not confirmed playing can still be heard (a paused
+    // reply's carrier was cleared already).
+    const cleared = this.replyOpen && this.pausedAtMs === undefined && this.replySentMs > this.lastEchoReplyMs;
     if (cleared) this.sink.sendClear();
     this.queue = [];
     this.queueHead = 0;
     this.partialBytes = 0;
     this.pendingMarks = [];
+    this.sentFrames = [];
+    this.pausedAtMs = undefined;
     this.replyOpen = false;
     this.replyEnded = false;
     this.generationValue += 1;
     return { generation, heardMs, sentMs, cleared };
+  }
+
+  /**
+   * The caller may be speaking over the bot: silence the reply at once without dropping it. The
+   * carrier is cleared, and the audio from the heard point on (to a whole frame) goes back to the
+   * front of the queue, with whatever the voice adds meanwhile queued behind it; nothing is sent
+   * until resume(). Returns the heard point (ms of the reply), or undefined when nothing was
+   * playing (no reply, or already paused).
+   */
+  pause(): number | undefined {
+    if (!this.replyOpen || this.pausedAtMs !== undefined) return undefined;
+    const heard = Math.max(this.sentBaseMs, this.heardMs());
+    const heardFrames = Math.min(this.sentFrames.length, Math.floor((heard - this.sentBaseMs) / FRAME_MS));
+    const heardAtMs = this.sentBaseMs + heardFrames * FRAME_MS;
+    const unheard = this.sentFrames.splice(heardFrames);
+    const outstanding = this.replySentMs > this.lastEchoReplyMs;
+    // Marks first: a room's transport echoes pending marks inside sendClear.
+    this.pendingMarks = [];
+    this.pausedAtMs = heardAtMs;
+    if (outstanding) this.sink.sendClear();
+    this.queue = [...unheard, ...this.queue.slice(this.queueHead)];
+    this.queueHead = 0;
+    this.replySentMs = heardAtMs;
+    this.replyMsBeforeRun = heardAtMs;
+    this.runSentMs = 0;
+    this.framesSinceMark = 0;
+    return heardAtMs;
+  }
+
+  /** It was not the caller speaking: play on from the heard point. */
+  resume(): void {
+    if (this.pausedAtMs === undefined) return;
+    this.pausedAtMs = undefined;
+    // A new run starts now: the carrier holds nothing of this reply after the clear.
+    this.runStartAtMs = this.now();
+    this.runSentMs = 0;
+    this.pump();
   }
 
   private sendMark(): void {

@@ -1,21 +1,24 @@
 import type { Logger } from 'pino';
+import { decodeMulaw } from '../audio/mulaw.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { createS2sProvider, providerSettingsFor } from './provider-settings.js';
 import type { S2sEvents, S2sSession } from '../providers/s2s/types.js';
 import { type ProviderError, isAbortError } from '../providers/types.js';
 import { botSettings } from './bot-settings.js';
-import { CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
+import { CallLifecycle, HeldFrames } from './call-lifecycle.js';
+import { type CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
 import { type CallSessionDeps, PHRASES } from './call-session.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
 import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
+import type { CallVad } from '../vad/call-vad.js';
 import { speakFixedPhrase } from './fixed-phrase.js';
 import { Playout } from './playout.js';
 
-/** The goodbye or apology may take this long before the stream is closed anyway. */
-const GOODBYE_CAP_MS = 15_000;
 /** Caller frames held while the vendor's session opens (2 s). */
 const MAX_PENDING_FRAMES = 100;
+/** A bot paused on suspected speech that the vendor never took as speech plays on after this long. */
+const MAX_PAUSE_MS = 2000;
 
 interface BotItem {
   id: string;
@@ -34,50 +37,63 @@ interface BotItem {
  * heard (never more than was received, counted per item, so the first turn is right too).
  */
 export class S2sCallSession implements CallTransportHandler {
-  private readonly callAbort = new AbortController();
-  private readonly metrics = new CallMetrics();
+  private readonly call: CallLifecycle;
+  private readonly metrics: CallMetrics;
   private readonly playout: Playout;
-  private log: Logger;
   private session: S2sSession | undefined;
-  private pendingFrames: Uint8Array[] = [];
+  private readonly heldFrames = new HeldFrames(MAX_PENDING_FRAMES);
   private item: BotItem | undefined;
   /** Items the caller interrupted: late audio of theirs is dropped. */
   private readonly cancelled = new Set<string>();
   private readonly dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits));
-  private maxDurationTimer: NodeJS.Timeout | undefined;
-  private goodbyeTimer: NodeJS.Timeout | undefined;
   /** A fixed phrase (goodbye, apology) is playing; the call ends when it has. */
   private closingGeneration: number | undefined;
-  private ending = false;
-  /** Why the call is ending, once it is, and the websocket close code it ends with. */
-  private endReason = 'error';
-  private closeCode = 1000;
-  private ended = false;
-  private started = false;
+  /**
+   * Local VAD, in interruption mode `instant` only: it pauses the bot at the first windows of
+   * plausible speech, before the vendor's own VAD says `speech_started` (which then cancels the
+   * item, as before), and resumes it when the sound was not speech. Barge-in stays the vendor's.
+   */
+  private vad: CallVad | undefined;
+  private pcm = new Int16Array(160);
+  private callerSpeaking = false;
+  private pauseTimer: NodeJS.Timeout | undefined;
   private userSpokeAtMs = performance.now();
 
   constructor(
-    private readonly transport: CallTransport,
+    transport: CallTransport,
     private readonly config: BotConfigForCall,
     private readonly deps: CallSessionDeps,
   ) {
-    this.log = deps.log;
     this.playout = new Playout(transport, { onReplyPlayed: (generation) => this.onPlayed(generation) }, { leadMs: deps.leadMs });
+    this.call = new CallLifecycle(transport, config, this.playout, deps);
+    this.metrics = this.call.metrics;
+  }
+
+  private get log(): Logger {
+    return this.call.log;
+  }
+
+  private get ending(): boolean {
+    return this.call.ending;
+  }
+
+  private get ended(): boolean {
+    return this.call.ended;
   }
 
   onStart(start: CallStart): void {
-    this.log = this.log.child({ callSid: start.callSid, streamSid: start.streamSid });
-    this.deps.clock.add(this.playout);
-    this.started = true;
-    this.deps.observer?.callStarted();
-    this.log.info({ botConfigId: this.config.id, profile: this.config.body.bot_profile }, 'call started');
+    this.call.start(start);
     this.setUp().catch((err: unknown) => this.fail(err));
   }
 
   onAudio(mulaw: Uint8Array): void {
     if (this.ended || this.ending) return;
     if (this.session) this.session.sendAudio(mulaw);
-    else if (this.pendingFrames.length < MAX_PENDING_FRAMES) this.pendingFrames.push(mulaw.slice());
+    else this.heldFrames.hold(mulaw);
+    if (this.vad) {
+      if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
+      this.vad.push(decodeMulaw(mulaw, this.pcm));
+    }
   }
 
   onDtmf(digit: string): void {
@@ -92,19 +108,13 @@ export class S2sCallSession implements CallTransportHandler {
   }
 
   onEnd(reason: string): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.callAbort.abort();
+    if (!this.call.finish(reason)) return;
     this.dtmf.dispose();
-    clearTimeout(this.maxDurationTimer);
-    clearTimeout(this.goodbyeTimer);
-    this.deps.clock.delete(this.playout);
+    this.vad?.dispose();
+    clearTimeout(this.pauseTimer);
     const session = this.session;
     this.session = undefined;
     session?.close().catch((err: unknown) => this.log.debug({ err }, 'speech-to-speech close failed'));
-    const summary = this.metrics.summary();
-    this.log.info({ reason, ...summary, transport: this.transport.stats }, 'call ended');
-    if (this.started) this.deps.observer?.callEnded(reason, summary);
   }
 
   // ---- set-up ----
@@ -121,15 +131,32 @@ export class S2sCallSession implements CallTransportHandler {
       model: typeof settings.llm.model === 'string' ? settings.llm.model : undefined,
       voice: typeof settings.llm.voice === 'string' ? settings.llm.voice : undefined,
     };
-    this.maxDurationTimer = setTimeout(() => this.sayGoodbye(), settings.maxDurationSecs * 1000);
-    const session = await provider.open({ signal: this.callAbort.signal, log: this.log }, options, this.vendorEvents());
+    this.call.armMaxDuration(settings.maxDurationSecs, () => this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye));
+    if (settings.interruption.mode === 'instant') {
+      this.vad = this.deps.createVad(
+        settings.vad,
+        {
+          onSpeechSuspected: () => this.onSpeechSuspected(),
+          onSpeechDismissed: () => {
+            if (!this.callerSpeaking) this.resume('noise');
+          },
+          onSpeechStart: () => {
+            this.callerSpeaking = true;
+          },
+          onSpeechStop: () => {
+            this.callerSpeaking = false;
+          },
+        },
+        this.log,
+      );
+    }
+    const session = await provider.open({ signal: this.call.abort.signal, log: this.log }, options, this.vendorEvents());
     if (this.ended) {
       await session.close();
       return;
     }
     this.session = session;
-    for (const frame of this.pendingFrames) session.sendAudio(frame);
-    this.pendingFrames = [];
+    this.heldFrames.release((frame) => session.sendAudio(frame));
   }
 
   private vendorEvents(): S2sEvents {
@@ -141,7 +168,7 @@ export class S2sCallSession implements CallTransportHandler {
       onSpeechStarted: () => {
         this.userSpokeAtMs = performance.now();
         this.deps.events?.onUserSpeaking?.(true);
-        if (this.item && this.playout.audible) this.interrupt('speech');
+        if (this.item && (this.playout.audible || this.playout.paused)) this.interrupt('speech');
       },
       onUserTranscript: (text) => {
         this.deps.events?.onUserSpeaking?.(false);
@@ -173,7 +200,7 @@ export class S2sCallSession implements CallTransportHandler {
 
   private onPlayed(generation: number): void {
     if (this.closingGeneration === generation) {
-      this.endCall(this.endReason);
+      this.call.endCall();
       return;
     }
     if (this.item?.generation === generation) {
@@ -182,11 +209,38 @@ export class S2sCallSession implements CallTransportHandler {
     }
   }
 
+  /** Suspected speech over the bot (local VAD): the line is cleared at once, the item's audio waits. */
+  private onSpeechSuspected(): void {
+    if (!this.item || this.ending || !this.playout.audible) return;
+    if (this.playout.pause() === undefined) return;
+    this.metrics.paused();
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
+  }
+
+  private onPauseTimeout(): void {
+    this.pauseTimer = undefined;
+    if (this.callerSpeaking) this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
+    else this.resume('vendor did not take it as speech');
+  }
+
+  /** Not speech after all (or not to the vendor): the item plays on from the heard point. */
+  private resume(cause: string): void {
+    if (!this.playout.paused || !this.item || this.ended) return;
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = undefined;
+    this.playout.resume();
+    this.metrics.resumed();
+    this.log.debug({ cause, itemId: this.item.id }, 'not an interruption: bot resumed');
+  }
+
   /** Barge-in: clear the line, and make the vendor keep only what the caller heard of the item. */
   private interrupt(cause: 'speech' | 'dtmf'): void {
     const item = this.item;
     if (!item) return;
     this.item = undefined;
+    clearTimeout(this.pauseTimer);
+    this.pauseTimer = undefined;
     const cleared = this.playout.clear();
     const heardMs = Math.min(cleared.heardMs, item.receivedMs);
     item.timings.interrupted = true;
@@ -205,28 +259,19 @@ export class S2sCallSession implements CallTransportHandler {
 
   // ---- ending ----
 
-  private sayGoodbye(): void {
-    if (this.ended || this.ending) return;
-    this.log.info('max duration reached');
-    this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye);
-  }
-
   /**
    * Ends the call the way max_duration does: the bot's current item is cut, the offline voice says
    * `text`, and the stream closes with `closeCode` and `reason`. A call not yet started closes at
    * once; one already ending ends as it was going to.
    */
   endWithGoodbye(reason: string, closeCode: number, text: string = PHRASES.goodbye): void {
-    if (this.ended || this.ending) return;
-    this.closeCode = closeCode;
-    if (!this.started) {
-      this.endCall(reason);
+    if (this.ending) return;
+    this.call.setCloseCode(closeCode);
+    if (!this.call.hasStarted) {
+      this.call.endCall(reason);
       return;
     }
-    this.ending = true;
-    this.endReason = reason;
-    if (this.item) this.interrupt('speech');
-    this.speakAndEnd(text);
+    this.call.endWith(reason, () => this.cutAndSay(text));
   }
 
   private onVendorLost(error: ProviderError): void {
@@ -234,36 +279,24 @@ export class S2sCallSession implements CallTransportHandler {
     this.metrics.providerErrors += 1;
     this.log.error({ provider: error.provider, error: error.message }, 'speech-to-speech session lost; ending the call');
     this.session = undefined;
-    if (this.ending) return;
-    this.ending = true;
-    if (this.item) this.interrupt('speech');
-    this.speakAndEnd(PHRASES.unavailable);
+    this.call.endWith('error', () => this.cutAndSay(PHRASES.unavailable));
   }
 
   private fail(err: unknown): void {
     if (this.ended || isAbortError(err)) return;
     this.metrics.providerErrors += 1;
     this.log.error({ err }, 'call set-up failed');
-    if (this.ending) return;
-    this.ending = true;
-    this.speakAndEnd(PHRASES.unavailable);
+    this.call.endWith('error', () => this.cutAndSay(PHRASES.unavailable));
   }
 
-  /** Says a fixed phrase with the offline voice, then ends the call once it has played. */
-  private speakAndEnd(text: string): void {
-    this.goodbyeTimer = setTimeout(() => this.endCall('timeout'), GOODBYE_CAP_MS);
+  /** Cuts the bot's item and says a closing phrase with the offline voice; its end ends the call. */
+  private cutAndSay(text: string): void {
+    if (this.item) this.interrupt('speech');
     const generation = this.playout.startReply();
     this.closingGeneration = generation;
-    speakFixedPhrase(this.playout, generation, this.deps.fallbackTts(), text, this.callAbort.signal, this.log).catch((err: unknown) => {
+    speakFixedPhrase(this.playout, generation, this.deps.fallbackTts(), text, this.call.abort.signal, this.log).catch((err: unknown) => {
       this.log.error({ err }, 'could not speak the closing phrase');
-      this.endCall('error');
+      this.call.endCall('error');
     });
-  }
-
-  private endCall(reason: string): void {
-    if (this.ended) return;
-    const callSid = this.transport.callSid;
-    this.transport.close(this.closeCode, reason);
-    if (callSid && this.deps.hangup) this.deps.hangup(callSid).catch((err: unknown) => this.log.warn({ err }, 'carrier hang-up failed'));
   }
 }

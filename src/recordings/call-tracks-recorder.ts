@@ -69,13 +69,14 @@ export class CallRecorder {
   /** One 20 ms mu-law frame from the caller. The buffer may be reused after the call returns. */
   callerFrame(mulaw: Uint8Array, atMs = this.elapsedMs()): void {
     if (this.finishing) return;
-    this.timeline.addCaller(mulaw, atMs);
+    // Transports lend their frames (see CallTransport): the timeline keeps a copy.
+    this.timeline.addCaller(mulaw.slice(), atMs);
   }
 
   /** One 20 ms mu-law frame of the bot, at the time it was sent. */
   botFrame(mulaw: Uint8Array, atMs = this.elapsedMs()): void {
     if (this.finishing) return;
-    this.timeline.addBot(mulaw, atMs);
+    this.timeline.addBot(mulaw.slice(), atMs);
   }
 
   /** The bot's queued audio was dropped (barge-in): what had not played is not in the recording. */

@@ -1,9 +1,8 @@
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
-import { type AudioRateLimits, AudioRateLimiter, DEFAULT_AUDIO_RATE_LIMITS, MAX_AUDIO_MS_PER_MESSAGE } from '../audio/audio-rate-limit.js';
+import { type AudioRateLimits, DEFAULT_AUDIO_RATE_LIMITS, PeerBudget, type PeerRefusal } from '../audio/audio-rate-limit.js';
 import { StreamingResampler } from '../audio/resample.js';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
-import { TokenBucket } from '../security/token-bucket.js';
 import { pipecatWire } from './pipecat-wire.js';
 import { type ClientMessage, ROOM_CLOSE, RTVI_LABEL, serverMessage } from './room-messages.js';
 import type { RoomInput, RoomListener } from './room-transport.js';
@@ -64,8 +63,7 @@ export class BrowserParticipant implements RoomListener {
   private input: RoomInput | undefined;
   private inResampler: StreamingResampler | undefined;
   private outResampler: StreamingResampler | undefined;
-  private readonly messageBudget: TokenBucket;
-  private readonly audioBudget: AudioRateLimiter;
+  private readonly budget: PeerBudget;
   private gone = false;
 
   constructor(
@@ -74,8 +72,7 @@ export class BrowserParticipant implements RoomListener {
     private readonly events: ParticipantEvents,
     private readonly limits: ParticipantLimits = DEFAULT_PARTICIPANT_LIMITS,
   ) {
-    this.messageBudget = new TokenBucket(limits.maxMessagesPerSec, limits.maxMessagesPerSec);
-    this.audioBudget = new AudioRateLimiter(limits.audio);
+    this.budget = new PeerBudget(limits);
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     socket.on('close', (code, reason) => this.finish(`socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`));
     socket.on('error', (err) => {
@@ -132,8 +129,9 @@ export class BrowserParticipant implements RoomListener {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.gone) return;
     this.stats.messagesIn += 1;
-    if (!this.messageBudget.take()) {
-      this.close(ROOM_CLOSE.flood, `more than ${this.limits.maxMessagesPerSec} messages a second`);
+    const flood = this.budget.message();
+    if (flood) {
+      this.refuse(flood);
       return;
     }
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
@@ -190,21 +188,20 @@ export class BrowserParticipant implements RoomListener {
       return;
     }
     // A microphone cannot produce audio faster than time passes; a little burst is network jitter.
-    switch (this.audioBudget.admit((pcm.length / rateHz) * 1000)) {
-      case 'too-long':
-        this.close(ROOM_CLOSE.messageTooBig, `audio message over ${MAX_AUDIO_MS_PER_MESSAGE} ms`);
-        return;
-      case 'too-fast':
-        this.log.warn({ limits: this.limits.audio }, 'room client sends audio faster than real time');
-        this.close(ROOM_CLOSE.flood, 'audio faster than real time');
-        return;
-      case 'ok':
-        break;
+    const refusal = this.budget.audio((pcm.length / rateHz) * 1000);
+    if (refusal) {
+      this.refuse(refusal);
+      return;
     }
     this.stats.audioIn += 1;
     // Pipecat frames declare their rate each time; a client that changes it gets a new resampler.
     if (this.inResampler?.inputRateHz !== rateHz) this.inResampler = new StreamingResampler(rateHz, TELEPHONY_SAMPLE_RATE_HZ);
     this.input?.push(this.inResampler.process(pcm));
+  }
+
+  private refuse(refusal: PeerRefusal): void {
+    this.log.warn({ limits: this.limits, why: refusal.reason }, 'room client exceeds its budget; closing');
+    this.close(refusal.kind === 'flood' ? ROOM_CLOSE.flood : ROOM_CLOSE.messageTooBig, refusal.reason);
   }
 
   private finish(reason: string): void {

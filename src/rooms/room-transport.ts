@@ -70,6 +70,7 @@ export class RoomTransport implements CallTransport {
   private readonly members = new Set<MemberInput>();
   private readonly mix = new Int32Array(SAMPLES_PER_FRAME_8K);
   private readonly mixPcm = new Int16Array(SAMPLES_PER_FRAME_8K);
+  private readonly mixMulaw = new Uint8Array(SAMPLES_PER_FRAME_8K);
   private readonly botPcm = new Int16Array(SAMPLES_PER_FRAME_8K);
   private timer: NodeJS.Timeout | undefined;
   private mixStartMs = 0;
@@ -169,8 +170,8 @@ export class RoomTransport implements CallTransport {
         this.mixPcm[i] = sample > 32767 ? 32767 : sample < -32768 ? -32768 : sample;
       }
       this.stats.framesMixed += 1;
-      // A fresh buffer per frame: the session may hold frames (while its STT socket opens).
-      handler.onAudio(encodeMulaw(this.mixPcm));
+      // One buffer for every frame: a handler that keeps a frame copies it (see CallTransport).
+      handler.onAudio(encodeMulaw(this.mixPcm, this.mixMulaw));
     }
     while (this.pendingMarks.length > 0 && this.pendingMarks[0]!.atMs <= nowMs) {
       handler.onMark(this.pendingMarks.shift()!.name);

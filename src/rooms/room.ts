@@ -2,12 +2,9 @@ import type { Logger } from 'pino';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import type { AttachableTransport, DialoutRoom } from '../dialout/dialout-service.js';
-import { isSpeechToSpeech } from '../bots/profiles.js';
 import { SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
-import { CallSession, type CallEvents, type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
-import type { CallTransportHandler } from '../pipeline/call-transport.js';
-import { S2sCallSession } from '../pipeline/s2s-call-session.js';
-import { tapHandler, tapTransport } from '../recordings/recording-tap.js';
+import { type BotOnCall, startBot } from '../lifecycle/start-bot.js';
+import { type CallEvents, type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { BrowserParticipant } from './browser-participant.js';
@@ -53,9 +50,8 @@ export class Room implements DialoutRoom {
   readonly name: string;
   readonly accountId: string;
   private readonly transport: RoomTransport;
-  private readonly session: CallSession | S2sCallSession;
-  /** The session, or the recorder's tap around it when the room is recorded. */
-  private readonly handler: CallTransportHandler;
+  /** The bot's session (with the recorder's tap when the room is recorded), as on a phone call. */
+  private readonly bot: BotOnCall;
   private readonly members = new Map<Member, RoomInput | undefined>();
   private readonly log: Logger;
   private latestImage: string | undefined;
@@ -78,22 +74,24 @@ export class Room implements DialoutRoom {
     this.accountId = options.config.accountId;
     this.log = options.log.child({ room: options.name });
     this.transport = new RoomTransport((code, reason) => this.close(reason, code));
-    // Speech-to-speech profiles hand the whole conversation to one vendor session, as on the phone.
-    const Session = isSpeechToSpeech(options.config.body.bot_profile) ? S2sCallSession : CallSession;
     // A recorded room: the mix of participants is the caller track, the bot's frames the bot track.
     const settings = options.config.body.recording_settings;
     const recorder =
       settings?.type === 'cloud'
         ? options.recordings?.start({ accountId: options.config.accountId, roomName: options.name, settings, maxParticipants: options.limits.maxParticipants + 1 }, this.log)
         : undefined;
-    this.session = new Session(recorder ? tapTransport(this.transport, recorder) : this.transport, options.config, {
-      ...options.session,
-      log: this.log,
-      events: this.callEvents(),
-      turnPolicy: options.turnPolicy,
-      latestImage: options.vision ? () => this.latestImage : undefined,
-    });
-    this.handler = recorder ? tapHandler(this.session, recorder) : this.session;
+    this.bot = startBot(
+      this.transport,
+      options.config,
+      {
+        ...options.session,
+        log: this.log,
+        events: this.callEvents(),
+        turnPolicy: options.turnPolicy,
+        latestImage: options.vision ? () => this.latestImage : undefined,
+      },
+      recorder,
+    );
     this.joinTimer = setTimeout(() => this.close('nobody joined'), options.limits.joinTimeoutMs);
     this.hardStopTimer = setTimeout(() => this.close('max_duration'), Math.max(0, options.hardStopAtMs - Date.now()));
     this.log.info({ profile: options.config.body.bot_profile }, 'room opened');
@@ -141,7 +139,7 @@ export class Room implements DialoutRoom {
       (transport) => {
         const leg = new PhoneLeg(
           transport,
-          (digit) => this.session.onDtmf(digit),
+          (digit) => this.bot.handler.onDtmf(digit),
           (l, reason) => this.leave(l, reason),
           (l) => {
             if (!this.closed && this.members.has(l)) this.join(l);
@@ -182,7 +180,7 @@ export class Room implements DialoutRoom {
     }
     const leg = new PhoneLeg(
       transport,
-      (digit) => this.session.onDtmf(digit),
+      (digit) => this.bot.handler.onDtmf(digit),
       (l, reason) => {
         this.leave(l, reason);
         if (endsRoom) this.close(`${who} hung up`);
@@ -225,7 +223,7 @@ export class Room implements DialoutRoom {
   endWithGoodbye(): void {
     if (this.closed) return;
     if (!this.started) this.close(SHUTDOWN_REASON, ROOM_CLOSE.goingAway);
-    else this.session.endWithGoodbye(SHUTDOWN_REASON, ROOM_CLOSE.goingAway, PHRASES.shutdown);
+    else this.bot.endWithGoodbye(SHUTDOWN_REASON, ROOM_CLOSE.goingAway, PHRASES.shutdown);
   }
 
   /** Ends the room for everyone, their sockets closed with `code`; the session is told once. */
@@ -271,9 +269,9 @@ export class Room implements DialoutRoom {
     this.touch();
     if (!this.started) {
       this.started = true;
-      this.transport.attach(this.handler);
+      this.transport.attach(this.bot.handler);
       // The room's name stands in for a call sid (logs, and the recording's room_name).
-      this.handler.onStart({ callSid: this.name, streamSid: this.name });
+      this.bot.handler.onStart({ callSid: this.name, streamSid: this.name });
     }
   }
 

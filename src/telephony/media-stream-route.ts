@@ -11,10 +11,8 @@ import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import type { RoomManager } from '../rooms/room-manager.js';
-import { isSpeechToSpeech } from '../bots/profiles.js';
-import { CallSession, type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
-import { S2sCallSession } from '../pipeline/s2s-call-session.js';
-import { tapHandler, tapTransport } from '../recordings/recording-tap.js';
+import { startBot } from '../lifecycle/start-bot.js';
+import { type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
 import { CLOSE } from './twilio-messages.js';
 import { isValidTwilioSignature } from './twilio-signature.js';
@@ -164,16 +162,13 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
           });
         }
         transport.whenEnded(releaseCall);
-        // Speech-to-speech profiles hand the whole conversation to one vendor session.
-        const Session = isSpeechToSpeech(config.body.bot_profile) ? S2sCallSession : CallSession;
-        // A recorded call's session speaks through a tap that copies both directions to the recorder.
         const recorder = opts.recordings?.startForCall(config, log);
         try {
-          const session = new Session(recorder ? tapTransport(transport, recorder) : transport, config, { ...opts.session, log });
-          transport.attach(recorder ? tapHandler(session, recorder) : session);
+          const bot = startBot(transport, config, { ...opts.session, log }, recorder);
+          transport.attach(bot.handler);
           transport.whenEnded(
             opts.liveCalls.add({
-              endWithGoodbye: () => session.endWithGoodbye(SHUTDOWN_REASON, CLOSE.goingAway, PHRASES.shutdown),
+              endWithGoodbye: () => bot.endWithGoodbye(SHUTDOWN_REASON, CLOSE.goingAway, PHRASES.shutdown),
               endNow: () => transport.close(CLOSE.goingAway, SHUTDOWN_REASON),
             }),
           );

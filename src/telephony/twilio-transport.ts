@@ -1,8 +1,7 @@
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
-import { type AudioRateLimits, AudioRateLimiter, DEFAULT_AUDIO_RATE_LIMITS, MAX_AUDIO_MS_PER_MESSAGE } from '../audio/audio-rate-limit.js';
+import { type AudioRateLimits, DEFAULT_AUDIO_RATE_LIMITS, MAX_AUDIO_MS_PER_MESSAGE, PeerBudget, type PeerRefusal } from '../audio/audio-rate-limit.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
-import { TokenBucket } from '../security/token-bucket.js';
 import {
   CLOSE,
   INBOUND_EVENTS,
@@ -52,8 +51,7 @@ export class TwilioTransport implements CallTransport {
   private early: InboundMessage[] = [];
   private ended = false;
   private endReason = '';
-  private readonly messageBudget: TokenBucket;
-  private readonly audioBudget: AudioRateLimiter;
+  private readonly budget: PeerBudget;
   private mediaPrefixSid: string | undefined;
   private mediaPrefix = '';
   private readonly endListeners: Array<() => void> = [];
@@ -63,8 +61,7 @@ export class TwilioTransport implements CallTransport {
     private readonly log: Logger,
     private readonly limits: TransportLimits = DEFAULT_TRANSPORT_LIMITS,
   ) {
-    this.messageBudget = new TokenBucket(limits.maxMessagesPerSec, limits.maxMessagesPerSec);
-    this.audioBudget = new AudioRateLimiter(limits.audio);
+    this.budget = new PeerBudget(limits);
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     socket.on('close', (code, reason) => this.finish(`socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`));
     socket.on('error', (err) => {
@@ -133,9 +130,9 @@ export class TwilioTransport implements CallTransport {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.ended) return;
     this.stats.messagesIn += 1;
-    if (!this.messageBudget.take()) {
-      this.log.warn({ limitPerSec: this.limits.maxMessagesPerSec }, 'media stream flood; closing');
-      this.close(CLOSE.flood, 'too many messages');
+    const flood = this.budget.message();
+    if (flood) {
+      this.refuse(flood);
       return;
     }
     if (isBinary) {
@@ -228,10 +225,14 @@ export class TwilioTransport implements CallTransport {
     // 8 kHz mu-law: 8 bytes a ms. The payload's length was checked against MAX_MEDIA_PAYLOAD_CHARS,
     // this stream's per-message limit (an unpadded payload at it decodes to 2 bytes over 500 ms).
     const audioMs = Math.min(base64DecodedBytes(payloadBase64) / 8, MAX_AUDIO_MS_PER_MESSAGE);
-    if (this.audioBudget.admit(audioMs) === 'ok') return true;
-    this.log.warn({ limits: this.limits.audio }, 'carrier sends audio faster than real time; closing');
-    this.close(CLOSE.flood, 'audio faster than real time');
-    return false;
+    const refusal = this.budget.audio(audioMs);
+    if (refusal) this.refuse(refusal);
+    return refusal === undefined;
+  }
+
+  private refuse(refusal: PeerRefusal): void {
+    this.log.warn({ limits: this.limits, why: refusal.reason }, 'carrier exceeds its budget; closing the stream');
+    this.close(refusal.kind === 'flood' ? CLOSE.flood : CLOSE.messageTooBig, refusal.reason);
   }
 
   private finish(reason: string): void {

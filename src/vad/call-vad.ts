@@ -13,6 +13,10 @@ export interface CallVadEvents {
   onSpeechStart(): void;
   /** stop_secs of silence after speech. */
   onSpeechStop(): void;
+  /** The first window(s) of plausible speech, before start_secs confirms it (onSpeechStart) or it is dismissed. */
+  onSpeechSuspected?(): void;
+  /** A suspicion that was not speech after all (a cough, a clatter, line noise). */
+  onSpeechDismissed?(): void;
 }
 
 export type CallVadFactory = (params: VadParams, events: CallVadEvents, log: Logger) => CallVad;

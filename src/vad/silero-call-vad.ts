@@ -9,14 +9,7 @@ import { VadStream } from './vad-stream.js';
  */
 export const createSileroCallVad: CallVadFactory = (params, events, log) => {
   let failed = false;
-  const stream = new VadStream(
-    params,
-    {
-      onSpeechStart: () => events.onSpeechStart(),
-      onSpeechStop: () => events.onSpeechStop(),
-    },
-    { batcher: workerSileroBatcher() },
-  );
+  const stream = new VadStream(params, events, { batcher: workerSileroBatcher() });
   const onError = (err: unknown) => {
     if (failed) return;
     failed = true;

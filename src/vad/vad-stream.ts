@@ -10,6 +10,7 @@ import type { InferenceSession } from 'onnxruntime-node';
 import { loudnessVolume } from '../audio/energy.js';
 import { decodeMulaw } from '../audio/mulaw.js';
 import { SileroVad } from './silero.js';
+import { SpeechSuspicion } from './speech-suspicion.js';
 import type { SileroBatcher } from './silero-batcher.js';
 import { VadAnalyzer, type VadAnalyzerParams, type VadEvent, type VadState } from './vad-analyzer.js';
 
@@ -24,6 +25,10 @@ export interface VadWindowInfo {
 export interface VadStreamEvents {
   onSpeechStart?(event: VadEvent): void;
   onSpeechStop?(event: VadEvent): void;
+  /** Speech is plausible but not confirmed yet (see speech-suspicion.ts); stream time of the window. */
+  onSpeechSuspected?(atMs: number): void;
+  /** The suspicion ended without speech-start: noise, a cough. */
+  onSpeechDismissed?(atMs: number): void;
   /** Every model window (about every 32 ms); for metrics and tests. Keep it cheap. */
   onWindow?(info: VadWindowInfo): void;
   /**
@@ -42,6 +47,7 @@ export interface VadStreamOptions {
 
 export class VadStream {
   readonly analyzer: VadAnalyzer;
+  private readonly suspicion: SpeechSuspicion;
   private readonly vad: SileroVad;
   private readonly events: VadStreamEvents;
   private readonly msPerSample: number;
@@ -58,6 +64,7 @@ export class VadStream {
     });
     this.msPerSample = 1000 / this.vad.sampleRateHz;
     this.analyzer = new VadAnalyzer(params, this.vad.windowSamples * this.msPerSample);
+    this.suspicion = new SpeechSuspicion(this.analyzer.params, this.analyzer.startWindows);
   }
 
   get state(): VadState {
@@ -106,7 +113,14 @@ export class VadStream {
     const windowEndMs = windowEndSample * this.msPerSample;
     const event = this.analyzer.update(probability, volume, windowEndMs);
     this.events.onWindow?.({ probability, volume, state: this.analyzer.state, windowEndMs });
-    if (event?.type === 'speech-start') this.events.onSpeechStart?.(event);
-    else if (event?.type === 'speech-stop') this.events.onSpeechStop?.(event);
+    if (event?.type === 'speech-start') {
+      this.suspicion.confirmed();
+      this.events.onSpeechStart?.(event);
+    } else if (event?.type === 'speech-stop') this.events.onSpeechStop?.(event);
+    else if (!this.analyzer.speaking) {
+      const suspicion = this.suspicion.update(probability, volume);
+      if (suspicion === 'suspected') this.events.onSpeechSuspected?.(windowEndMs);
+      else if (suspicion === 'dismissed') this.events.onSpeechDismissed?.(windowEndMs);
+    }
   }
 }

@@ -120,6 +120,26 @@ describe('a phone call on the OpenAI Realtime profile', () => {
     expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
   });
 
+  it('a burst that is not speech pauses the bot before the vendor could judge it, and the item resumes with nothing lost', async () => {
+    // 80 ms of a syllable: Silero finds it plausible at once; the vendor's VAD (100 ms of speech) never starts.
+    const { realtime, wssUrl } = await startOpenAi('ga', 1);
+    const burst = (await readMulawFile(fixture('A07_go_forward.ulaw'))).slice(500 * 8, 580 * 8);
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      clips: { burst: { mulaw: burst, voiced: null } },
+      scenario: { steps: [{ do: 'wait-bot-audio', thenMs: 1500 }, { do: 'play', clip: 'burst' }, { do: 'wait-bot-silence', ms: 800 }] },
+    });
+    expect(report.outcome).toBe('completed');
+    expect(report.metrics.clears).toHaveLength(1);
+    expect(report.metrics.clears[0]!.resumedAfterMs).not.toBeNull();
+
+    const connection = realtime.connections[0]!;
+    expect(connection.responses[0]!.status).toBe('completed');
+    expect(connection.truncations).toHaveLength(0);
+    // The caller heard the whole greeting: what the clear dropped was sent again.
+    expect(report.metrics.bot.playedAudioMs).toBeGreaterThanOrEqual(connection.responses[0]!.audioSentMs - 40);
+  });
+
   it('barges in on a later turn, truncating that turn’s item from its own start', async () => {
     // Generated ten times faster than it plays, the answer is complete at the server and still
     // playing on the phone when the caller speaks: only the truncate can fix the context.

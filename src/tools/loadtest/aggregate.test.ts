@@ -4,7 +4,7 @@ import { aggregate, distribution, percentile } from './aggregate.js';
 import { summarizeCall } from './call-summary.js';
 
 /** A CallReport with only what the summary reads, the rest neutral. */
-function report(over: { outcome?: CallReport['outcome']; close?: CallReport['close']; reply?: number[]; bargeIn?: number[]; late?: number[]; underruns?: number; longest?: number; violations?: number; first?: number | null; lagMs?: number }): CallReport {
+function report(over: { outcome?: CallReport['outcome']; close?: CallReport['close']; reply?: number[]; bargeIn?: number[]; late?: number[]; resumedAfter?: Array<number | null>; underruns?: number; longest?: number; violations?: number; first?: number | null; lagMs?: number }): CallReport {
   return {
     callSid: 'CA1',
     streamSid: 'MZ1',
@@ -28,7 +28,7 @@ function report(over: { outcome?: CallReport['outcome']; close?: CallReport['clo
       utterances: [],
       replyLatenciesMs: over.reply ?? [],
       bargeInLatenciesMs: over.bargeIn ?? [],
-      clears: (over.late ?? []).map((lateAudioMs) => ({ atMs: 1, droppedAudioMs: 0, lateAudioMs, lastLateAudioAfterMs: null })),
+      clears: (over.late ?? []).map((lateAudioMs, i) => ({ atMs: 1, droppedAudioMs: 0, lateAudioMs, lastLateAudioAfterMs: null, resumedAfterMs: over.resumedAfter?.[i] ?? null })),
       clearWindowMs: 500,
       bot: { segments: 1, receivedAudioMs: 800, playedAudioMs: 800, underruns: over.underruns ?? 0, underrunTotalMs: 0, longestUnderrunMs: over.longest ?? 0, shortFrames: 0 },
       marks: { received: 1, echoed: 1 },
@@ -74,6 +74,13 @@ describe('aggregate', () => {
     expect(a.violations).toBe(3);
     expect(a.generatorClockMaxLagMs).toBe(4);
     expect(a.generatorOverloaded).toBe(false);
+  });
+
+  it('counts stops the bot resumed from apart from stops that cut a reply off, and late audio only after the latter', () => {
+    const calls = [summarizeCall(report({ late: [180, 0, 60], resumedAfter: [150, null, null] }), 0, 0), summarizeCall(report({ late: [200], resumedAfter: [120] }), 1, 0)];
+    const a = aggregate(calls);
+    expect(a.stops).toEqual({ resumed: 2, cut: 2 });
+    expect(a.lateAudioMs).toEqual({ count: 2, p50: 0, p95: 60, p99: 60, max: 60 });
   });
 
   it('treats a normal close by either side and a hang-up at the end of a duration run as ok', () => {

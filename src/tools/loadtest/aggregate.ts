@@ -30,6 +30,12 @@ export interface LoadAggregate {
   bargeInLatencyMs: Distribution;
   /** Per clear: bot audio of the cancelled reply received after it. */
   lateAudioMs: Distribution;
+  /**
+   * The bot stopped (a clear) and then resumed the reply (a false stop on noise: no words lost), or
+   * stopped for good (a barge-in; in a scenario whose caller never really interrupts, such as the
+   * noisy line, each of these lost the rest of a reply).
+   */
+  stops: { resumed: number; cut: number };
   /** Gaps in bot audio longer than a frame, over all calls. */
   underruns: { total: number; callsWithAny: number; longestMs: number };
   violations: number;
@@ -56,6 +62,7 @@ export function aggregate(calls: readonly LoadCallSummary[]): LoadAggregate {
     replyLatencyMs: distribution(calls.flatMap((c) => c.replyLatenciesMs)),
     bargeInLatencyMs: distribution(calls.flatMap((c) => c.bargeInLatenciesMs)),
     lateAudioMs: distribution(calls.flatMap((c) => c.lateAudioMs)),
+    stops: { resumed: calls.reduce((n, c) => n + c.resumedReplies, 0), cut: calls.reduce((n, c) => n + c.cutReplies, 0) },
     underruns: {
       total: calls.reduce((n, c) => n + c.underruns, 0),
       callsWithAny: calls.filter((c) => c.underruns > 0).length,

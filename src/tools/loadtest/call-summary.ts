@@ -29,8 +29,14 @@ export interface LoadCallSummary {
   firstBotAudioMs: number | null;
   replyLatenciesMs: number[];
   bargeInLatenciesMs: number[];
-  /** Bot audio received after each clear (from a cancelled reply). */
+  /** Bot audio received after each clear that was not a resume (from a cancelled reply). */
   lateAudioMs: number[];
+  /**
+   * Clears after which the reply resumed (a false stop on noise, nothing lost), and clears after
+   * which it did not (a barge-in; over noise alone, the unheard rest of the reply was lost).
+   */
+  resumedReplies: number;
+  cutReplies: number;
   underruns: number;
   longestUnderrunMs: number;
   violations: number;
@@ -54,7 +60,9 @@ export function summarizeCall(report: CallReport, index: number, startedAtMs: nu
     firstBotAudioMs: m.firstBotAudioMs,
     replyLatenciesMs: m.replyLatenciesMs,
     bargeInLatenciesMs: m.bargeInLatenciesMs,
-    lateAudioMs: m.clears.map((c) => c.lateAudioMs),
+    lateAudioMs: m.clears.filter((c) => c.resumedAfterMs === null).map((c) => c.lateAudioMs),
+    resumedReplies: m.clears.filter((c) => c.resumedAfterMs !== null).length,
+    cutReplies: m.clears.filter((c) => c.resumedAfterMs === null).length,
     underruns: m.bot.underruns,
     longestUnderrunMs: m.bot.longestUnderrunMs,
     violations: m.violations.total,

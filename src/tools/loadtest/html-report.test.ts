@@ -17,6 +17,8 @@ function call(index: number, over: Partial<LoadCallSummary> = {}): LoadCallSumma
     replyLatenciesMs: [700 + index],
     bargeInLatenciesMs: [220],
     lateAudioMs: [0],
+    resumedReplies: 0,
+    cutReplies: 0,
     underruns: 0,
     longestUnderrunMs: 0,
     violations: 0,

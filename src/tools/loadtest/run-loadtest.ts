@@ -270,6 +270,8 @@ function failedCall(index: number, reason: string, atMs: number): LoadCallSummar
     replyLatenciesMs: [],
     bargeInLatenciesMs: [],
     lateAudioMs: [],
+    resumedReplies: 0,
+    cutReplies: 0,
     underruns: 0,
     longestUnderrunMs: 0,
     violations: 0,

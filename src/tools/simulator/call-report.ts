@@ -98,6 +98,11 @@ export interface ClearMetrics {
   lateAudioMs: number;
   /** How long after the clear the last such audio arrived; null if none did. */
   lastLateAudioAfterMs: number | null;
+  /**
+   * How long after the clear bot audio started again within the clear window: the server paused
+   * on suspected speech and resumed the reply (or, with no resume intended, sent stale audio).
+   */
+  resumedAfterMs: number | null;
 }
 
 export interface CallMetrics {
@@ -174,6 +179,8 @@ export interface ClearRecord {
   droppedBytes: number;
   lateBytes: number;
   lastLateAfterMs: number | null;
+  /** When bot audio started again within the clear window: a reply resumed after a false stop (or stale audio). */
+  resumedAfterMs: number | null;
 }
 
 const MULAW_BYTES_PER_MS = 8;
@@ -229,6 +236,7 @@ export function clearMetrics(clears: readonly ClearRecord[]): ClearMetrics[] {
     droppedAudioMs: round(c.droppedBytes / MULAW_BYTES_PER_MS),
     lateAudioMs: round(c.lateBytes / MULAW_BYTES_PER_MS),
     lastLateAudioAfterMs: c.lastLateAfterMs === null ? null : round(c.lastLateAfterMs),
+    resumedAfterMs: c.resumedAfterMs === null ? null : round(c.resumedAfterMs),
   }));
 }
 

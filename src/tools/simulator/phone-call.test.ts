@@ -296,6 +296,10 @@ describe('PhoneCall against a fake bot', () => {
     expect(report.metrics.bot.playedAudioMs + clear!.droppedAudioMs).toBe(2200 + 20);
     expect(report.metrics.bot.playedAudioMs).toBeGreaterThan(400);
     expect(report.metrics.bot.segments).toBe(2);
+    expect(report.timeline.some((e) => e.kind === 'clear-received')).toBe(true);
+    // Audio again soon after a clear shows on the timeline as the bot resuming.
+    expect(clear!.resumedAfterMs).toBeGreaterThanOrEqual(90);
+    expect(report.timeline.filter((e) => e.kind === 'bot-audio-start').at(-1)!.detail).toMatch(/^resumed \d+ ms after the clear$/);
 
     // The recording holds only what played: the dropped audio never reaches the WAV.
     expect(loudMs(decodeMulaw(call.recording!.botMulaw()))).toBe(report.metrics.bot.playedAudioMs);

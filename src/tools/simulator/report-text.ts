@@ -41,7 +41,8 @@ export function formatSummary(report: CallReport): string {
   lines.push(`  barge-in latency: ${stats(m.bargeInLatenciesMs)}`);
   for (const c of m.clears) {
     const late = c.lastLateAudioAfterMs === null ? 'no audio after it' : `${c.lateAudioMs} ms of audio within ${m.clearWindowMs} ms after it (last at +${c.lastLateAudioAfterMs} ms)`;
-    lines.push(`  clear at ${c.atMs} ms: dropped ${c.droppedAudioMs} ms queued, ${late}`);
+    const resumed = c.resumedAfterMs === null ? '' : `; the bot resumed ${c.resumedAfterMs} ms after it`;
+    lines.push(`  clear at ${c.atMs} ms: dropped ${c.droppedAudioMs} ms queued, ${late}${resumed}`);
   }
   const b = m.bot;
   lines.push(

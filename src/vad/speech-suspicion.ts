@@ -1,0 +1,58 @@
+import type { VadAnalyzerParams } from './vad-analyzer.js';
+
+/** Windows in a row below `confidence` (about 100 ms: the cough or clatter is over) that dismiss a suspicion. */
+export const SUSPICION_DISMISS_WINDOWS = 3;
+/** A suspicion still unconfirmed this many windows past start_secs (a murmur never loud enough) is dismissed. */
+export const SUSPICION_MAX_EXTRA_WINDOWS = 10;
+
+export type SuspicionEvent = 'suspected' | 'dismissed';
+
+/**
+ * Plausible speech, before start_secs confirms it: the bot may stop talking at the first window
+ * rather than a quarter of a second later. A window at or above `confidence` whose own volume
+ * (unsmoothed: the smoothed one lags an onset by several windows) reaches `min_volume`, while the
+ * caller is not speaking, makes speech suspected; the analyzer's speech-start confirms it;
+ * SUSPICION_DISMISS_WINDOWS unlikely windows in a row dismiss it. After a dismissal no new
+ * suspicion starts until a window below `confidence`, so a steady murmur cannot make the bot stop
+ * and resume over and over.
+ */
+export class SpeechSuspicion {
+  private suspected = false;
+  private windows = 0;
+  private unlikelyRun = 0;
+  private armed = true;
+
+  constructor(
+    private readonly params: Pick<VadAnalyzerParams, 'confidence' | 'min_volume'>,
+    /** Windows of speech the analyzer needs for speech-start. */
+    private readonly startWindows: number,
+  ) {}
+
+  get active(): boolean {
+    return this.suspected;
+  }
+
+  /** One window while the caller is not (yet) confirmed speaking. */
+  update(probability: number, volume: number): SuspicionEvent | null {
+    const likely = probability >= this.params.confidence;
+    if (!this.suspected) {
+      if (!likely) this.armed = true;
+      if (!likely || volume < this.params.min_volume || !this.armed) return null;
+      this.suspected = true;
+      this.windows = 0;
+      this.unlikelyRun = 0;
+      return 'suspected';
+    }
+    this.windows += 1;
+    this.unlikelyRun = likely ? 0 : this.unlikelyRun + 1;
+    if (this.unlikelyRun < SUSPICION_DISMISS_WINDOWS && this.windows <= this.startWindows + SUSPICION_MAX_EXTRA_WINDOWS) return null;
+    this.suspected = false;
+    this.armed = !likely;
+    return 'dismissed';
+  }
+
+  /** The analyzer confirmed speech (speech-start): the suspicion is settled. */
+  confirmed(): void {
+    this.suspected = false;
+  }
+}

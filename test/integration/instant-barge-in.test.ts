@@ -1,0 +1,169 @@
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
+import type { CallReport } from '../../src/tools/simulator/call-report.js';
+import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
+import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
+import { type CallServer, startCallServer } from '../helpers/call-server.js';
+
+/**
+ * Stop on suspicion, over real sockets with real Silero: the bot goes quiet at the first windows
+ * of plausible speech, a burst that is not speech lets the reply resume from the first unheard
+ * word with nothing lost, real speech is a barge-in as before, and `mode: confirmed` keeps the
+ * old behaviour. The voice streams at real time, so the reply is still being made when it pauses.
+ */
+
+const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
+
+const SYSTEM = 'You are the front desk of a small hotel.';
+const QUESTION = 'the birch canoe slid on the smooth planks';
+const FOLLOW_UP = 'go forward ten meters';
+const REPLY = 'We have rooms with a view of the harbour and rooms with a garden terrace. Every stay includes breakfast and parking.';
+const MS_PER_CHAR = 40;
+
+let server: CallServer | undefined;
+
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+/** `ms` of audio from `clip` starting at `fromMs`: a burst too short to be confirmed as speech (start_secs is 0.2 s). */
+async function burst(clip: string, fromMs: number, ms: number): Promise<Uint8Array> {
+  return (await readMulawFile(fixture(clip))).slice(fromMs * 8, (fromMs + ms) * 8);
+}
+
+interface CallOptions {
+  /** Entries of the configuration's `interruption` service. */
+  interruption?: Array<{ name: string; value: unknown }>;
+  /** What the STT hears at each of the caller's turns, in order. */
+  heard: string[];
+  /** The caller's lines: played in order, the first before the reply, the others `overReplyAtMs` into it (then after it). */
+  over: { mulaw: Uint8Array };
+  overReplyAtMs: number;
+}
+
+/** The caller asks, talks (or clatters) over the answer, waits for the bot to finish, and asks again. */
+async function call(options: CallOptions) {
+  const stt = new ScriptedStt(options.heard);
+  const llm = new ScriptedLlm({ replies: [REPLY, 'Of course.'] });
+  const tts = new ToneTts(MS_PER_CHAR, 20, undefined, 0, { realTime: true });
+  server = await startCallServer(
+    (registry) => {
+      registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+    },
+    {},
+    { captureLogs: true },
+  );
+  const config: Array<Record<string, unknown>> = [{ service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: SYSTEM }] }] }];
+  if (options.interruption) config.push({ service: 'interruption', options: options.interruption });
+  const { wssUrl } = await server.createConfig({ services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' }, config });
+  const report = await runPhoneCall({
+    target: { wssUrl },
+    clips: {
+      birch: { mulaw: await readMulawFile(fixture('A06_birch_canoe.ulaw')) },
+      over: options.over,
+      forward: { mulaw: await readMulawFile(fixture('A07_go_forward.ulaw')) },
+    },
+    scenario: {
+      steps: [
+        { do: 'play', clip: 'birch' },
+        { do: 'wait-bot-audio', thenMs: options.overReplyAtMs },
+        { do: 'play', clip: 'over' },
+        { do: 'wait-bot-silence', ms: 800, timeoutMs: 20_000 },
+        { do: 'play', clip: 'forward' },
+        { do: 'wait-bot-audio' },
+        { do: 'wait-bot-silence', ms: 600 },
+      ],
+    },
+  });
+  const summary = await server.waitForLog((r) => r.msg === 'call ended');
+  return { report, llm, tts, summary };
+}
+
+/** Audio the voice made for the first reply: each piece lasts MS_PER_CHAR a character, in 100 ms chunks. */
+function replyAudioMs(tts: ToneTts): number {
+  const pieces = tts.pieces.slice(0, tts.pieces.findIndex((p) => p.startsWith('Of course')));
+  return pieces.reduce((ms, piece) => ms + Math.ceil(Math.max(100, piece.length * MS_PER_CHAR) / 100) * 100, 0);
+}
+
+function assistantTurnBeforeFollowUp(llm: ScriptedLlm): string {
+  expect(llm.requests).toHaveLength(2);
+  const messages = llm.requests[1]!.messages;
+  expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
+  return messages[2]!.content;
+}
+
+const clearsDuringReply = (report: CallReport) => report.metrics.clears.length;
+
+describe('a burst that is not speech (instant mode, the default)', () => {
+  it.each([
+    // The fixtures hold no cough: short cuts of speech stand in for one (plausible to the VAD, never confirmed).
+    ['a clipped syllable, 120 ms', 'A07_go_forward.ulaw', 500, 120],
+    ["another speaker's clipped word onset, 150 ms", 'A01_jfk.ulaw', 300, 150],
+  ])('%s: the bot stops at once, then resumes from the unheard word, and nothing is lost', async (_what, clip, fromMs, ms) => {
+    const { report, llm, tts, summary } = await call({ heard: [QUESTION, FOLLOW_UP], over: { mulaw: await burst(clip, fromMs, ms) }, overReplyAtMs: 1500 });
+
+    expect(report.outcome).toBe('completed');
+    // It stopped: the carrier was cleared while the reply played …
+    expect(clearsDuringReply(report)).toBeGreaterThanOrEqual(1);
+    expect(summary).toMatchObject({ pauses: 1, resumes: 1, bargeIns: 0 });
+    // … and resumed: the caller heard the whole reply (what was cleared was sent again).
+    expect(report.metrics.bot.playedAudioMs).toBeGreaterThanOrEqual(replyAudioMs(tts) - 20);
+    // The burst was not a turn, and the reply is in the context whole.
+    expect(assistantTurnBeforeFollowUp(llm)).toBe(REPLY);
+    expect(llm.requests[1]!.messages[3]).toEqual({ role: 'user', content: FOLLOW_UP });
+  });
+});
+
+describe('real speech over the bot (instant mode)', () => {
+  it('stops the bot, is confirmed as a barge-in, and cuts the context to what was heard', async () => {
+    const forward = await readMulawFile(fixture('A07_go_forward.ulaw'));
+    const { report, llm, summary } = await call({ heard: [QUESTION, FOLLOW_UP, 'thanks'], over: { mulaw: forward }, overReplyAtMs: 1500 });
+
+    expect(report.outcome).toBe('completed');
+    expect(report.metrics.utterances[1]!.bargeIn).toBe(true);
+    expect(report.metrics.utterances[1]!.bargeInLatencyMs).not.toBeNull();
+    expect(summary).toMatchObject({ pauses: 1, resumes: 0, bargeIns: 1 });
+    const messages = llm.requests[1]!.messages;
+    expect(messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'user']);
+    const heard = messages[2]!.content.replace(/…$/, '');
+    expect(heard.length).toBeGreaterThan(0);
+    expect(REPLY.startsWith(heard)).toBe(true);
+    expect(heard.length).toBeLessThan(REPLY.length);
+  });
+});
+
+describe('a backchannel under the natural-conversation turn policy', () => {
+  it('"mm-hmm" over the bot pauses it at most: the reply resumes and is not cancelled', async () => {
+    // The caller's "mm-hmm" is real speech (VAD confirms it); only its words tell it apart.
+    const mmHmm = (await readMulawFile(fixture('A07_go_forward.ulaw'))).slice(400 * 8, 1100 * 8);
+    const { report, llm, tts, summary } = await call({
+      interruption: [{ name: 'turn_policy', value: 'natural_conversation' }],
+      heard: [QUESTION, 'mm-hmm', FOLLOW_UP],
+      over: { mulaw: mmHmm },
+      overReplyAtMs: 1000,
+    });
+
+    expect(report.outcome).toBe('completed');
+    expect(summary).toMatchObject({ bargeIns: 0, resumes: 1 });
+    expect(report.metrics.bot.playedAudioMs).toBeGreaterThanOrEqual(replyAudioMs(tts) - 20);
+    expect(assistantTurnBeforeFollowUp(llm)).toBe(REPLY);
+  });
+});
+
+describe('mode: confirmed (the behaviour before instant stops)', () => {
+  it('a burst that is not speech never stops the bot', async () => {
+    const { report, llm, summary } = await call({
+      interruption: [{ name: 'mode', value: 'confirmed' }],
+      heard: [QUESTION, FOLLOW_UP],
+      over: { mulaw: await burst('A07_go_forward.ulaw', 500, 120) },
+      overReplyAtMs: 1500,
+    });
+
+    expect(report.outcome).toBe('completed');
+    expect(clearsDuringReply(report)).toBe(0);
+    expect(summary).toMatchObject({ pauses: 0, resumes: 0, bargeIns: 0 });
+    expect(assistantTurnBeforeFollowUp(llm)).toBe(REPLY);
+  });
+});
