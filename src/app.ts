@@ -27,7 +27,6 @@ import { DialinConfigsRepo } from './store/dialin-configs-repo.js';
 import { LiveCalls } from './lifecycle/live-calls.js';
 import type { OpenedDatabase } from './store/database.js';
 import { type CallRuntime, defaultRuntime } from './runtime.js';
-import { mediaStreamRoutes } from './telephony/media-stream-route.js';
 import { BucketStorage } from './recordings/bucket-storage.js';
 import { RecordingsService } from './recordings/recordings-service.js';
 import { UrlSigner } from './security/url-signer.js';
@@ -35,7 +34,6 @@ import { RecordingsRepo } from './store/recordings-repo.js';
 import { dataDirId } from './store/data-dir-id.js';
 import { VERSION } from './version.js';
 import { RoomManager } from './rooms/room-manager.js';
-import { roomRoutes } from './rooms/room-routes.js';
 import { AccountCalls } from './cluster/account-calls.js';
 import type { Coordinator } from './cluster/coordinator.js';
 import { createCoordinator, nodeUrlOf } from './cluster/create-coordinator.js';
@@ -214,29 +212,27 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       dialout,
       liveCalls,
     },
-    sockets: async (sockets) => {
-      await mediaStreamRoutes(sockets, {
-        dialinCalls,
-        dialout,
-        rooms,
-        recordings,
-        liveCalls,
-        cluster,
-        accountCalls,
-        service: botConfigs,
-        publicUrl: config.publicUrl,
-        authToken,
-        session: {
-          ...runtime,
-          env: config.env,
-          observer: metrics,
-          turnDeadlineMs: config.turnDeadlineSecs * 1000,
-          // A call our side ends is ended at the carrier too (a live call: 'answered').
-          hangUp: (callSid) => carrier.hangUp(callSid, 'answered'),
-        },
-      });
-      await sockets.register(roomRoutes, { rooms, liveCalls, cluster });
+    mediaStreams: {
+      dialinCalls,
+      dialout,
+      rooms,
+      recordings,
+      liveCalls,
+      cluster,
+      accountCalls,
+      service: botConfigs,
+      publicUrl: config.publicUrl,
+      authToken,
+      session: {
+        ...runtime,
+        env: config.env,
+        observer: metrics,
+        turnDeadlineMs: config.turnDeadlineSecs * 1000,
+        // A call our side ends is ended at the carrier too (a live call: 'answered').
+        hangUp: (callSid) => carrier.hangUp(callSid, 'answered'),
+      },
     },
+    rooms: { rooms, liveCalls, cluster },
   });
 
   return app;

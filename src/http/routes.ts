@@ -3,11 +3,13 @@ import { type AuthDeps, requireApiKey } from './auth.js';
 import { type BotStartRoutesOptions, botStartRoutes } from './bot-start-routes.js';
 import { botConfigRoutes } from './bot-config-routes.js';
 import { domainRoutes } from './domain-routes.js';
+import { type MediaStreamOptions, mediaStreamRoutes } from './media-stream-routes.js';
 import { documentFrameworkErrors } from './error-responses.js';
 import { API_PREFIX, openApiRoutes } from './openapi.js';
 import { type OperatorRoutesOptions, operatorRoutes } from './operator-routes.js';
 import { phoneNumberRoutes } from './phone-number-routes.js';
 import { recordingDownloadRoutes, recordingRoutes } from './recording-routes.js';
+import { type RoomRoutesOptions, roomRoutes } from './room-routes.js';
 import { startBotCors } from './start-bot-cors.js';
 import { type TwilioWebhookOptions, twilioWebhookRoutes } from './twilio-webhook-routes.js';
 
@@ -24,8 +26,10 @@ export interface RouteDeps {
   recordings: Options<typeof recordingRoutes>;
   botStart: BotStartRoutesOptions;
   webhooks: TwilioWebhookOptions;
-  /** The websocket routes (media streams and rooms), registered into one context by their owners. */
-  sockets: (app: FastifyInstance) => Promise<void>;
+  /** The carrier's media streams: one websocket per call leg. */
+  mediaStreams: MediaStreamOptions;
+  /** The room page and the room websocket. */
+  rooms: RoomRoutesOptions;
 }
 
 /**
@@ -55,5 +59,9 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDeps): Pro
 
   await app.register(twilioWebhookRoutes, deps.webhooks);
   await app.register(recordingDownloadRoutes, deps.recordings);
-  await app.register(async (sockets) => deps.sockets(sockets));
+  // The websocket plugin is registered once, in app.ts; both kinds of socket share its upgrade handler.
+  await app.register(async (sockets) => {
+    await mediaStreamRoutes(sockets, deps.mediaStreams);
+    await sockets.register(roomRoutes, deps.rooms);
+  });
 }

@@ -15,16 +15,6 @@ const SRC = join(ROOT, 'src');
 const ROOT_UNIT = '(root)';
 const TOOLS = 'tools';
 
-/**
- * Upward imports that other parts of the same redesign remove, each `file -> folder` with the
- * change that removes it. The test fails when one of them is gone, so the list only shrinks.
- */
-const KNOWN_UPWARD: Record<string, string> = {
-  'telephony/media-stream-route.ts -> dialin': 'route plugins move to one place above the services',
-  'telephony/media-stream-route.ts -> dialout': 'route plugins move to one place above the services',
-  'telephony/media-stream-route.ts -> rooms': 'route plugins move to one place above the services',
-};
-
 interface Import {
   /** Path of the imported file, relative to src, with a .ts extension. */
   target: string;
@@ -120,14 +110,8 @@ describe('the layers of src', () => {
     expect([...order].sort()).toEqual(units);
   });
 
-  it('no file imports a folder above its own, beyond the known exceptions', () => {
-    const upward = upwardImports(order);
-    expect(upward.filter((edge) => !(edge in KNOWN_UPWARD))).toEqual([]);
-  });
-
-  it('each known exception still exists (remove it from the list once its change is in)', () => {
-    const upward = new Set(upwardImports(order));
-    expect(Object.keys(KNOWN_UPWARD).filter((edge) => !upward.has(edge))).toEqual([]);
+  it('no file imports a folder above its own', () => {
+    expect(upwardImports(order)).toEqual([]);
   });
 
   it('every import resolves to a file in src', () => {

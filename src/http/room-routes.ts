@@ -4,9 +4,9 @@ import { z } from 'zod';
 import type { Coordinator } from '../cluster/coordinator.js';
 import { relaySocket, wasForwarded } from '../cluster/forward.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
-import { roomPageHtml } from './client/room-page.js';
-import { ROOM_CLOSE } from './room-messages.js';
-import type { RoomManager } from './room-manager.js';
+import { roomPageHtml } from '../rooms/client/room-page.js';
+import { ROOM_CLOSE } from '../rooms/room-messages.js';
+import type { RoomManager } from '../rooms/room-manager.js';
 
 export interface RoomRoutesOptions {
   rooms: RoomManager;

@@ -14,9 +14,9 @@ import type { RoomManager } from '../rooms/room-manager.js';
 import { startBot } from '../lifecycle/start-bot.js';
 import { type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
-import { CLOSE } from './twilio-messages.js';
-import { isValidTwilioSignature } from './twilio-signature.js';
-import { TwilioTransport } from './twilio-transport.js';
+import { CLOSE } from '../telephony/twilio-messages.js';
+import { isValidTwilioSignature } from '../telephony/twilio-signature.js';
+import { TwilioTransport } from '../telephony/twilio-transport.js';
 
 export interface MediaStreamOptions {
   service: BotConfigService;
