@@ -9,9 +9,10 @@ import { LATENCY_SCENARIO } from './latency.js';
  * The barge-in phase, run once per interruption mode (`instant`, the default, and `confirmed`,
  * the behaviour before it) on the same server: real speech over the answer (onset → `clear`, from
  * the simulator), and sounds that are not speech over the answer (from the server's `call ended`
- * lines: false stops, each either resumed, with how long the bot was silent, or a reply cut off,
- * which loses the words the caller had not heard). A cut can also come from the emulated STT
- * transcribing the sound, as a real STT sometimes does with clatter.
+ * lines: false stops the bot resumed from, with how long it was silent, and replies cut off, each
+ * of which lost the words the caller had not heard). The emulated STT decides speech by energy, so
+ * it transcribes clatter and makes a turn of it, which cuts the reply in either mode: the cuts that
+ * stopping on suspicion adds are those of `instant` beyond those of `confirmed`.
  */
 
 /** A sound over the answer: `ms` of `file` from `fromMs`. */
@@ -45,7 +46,7 @@ export interface BargeInSamples {
   onsetToClearMs: number[];
   /** Minutes of non-speech played over the bot's answers. */
   noiseMinutes: number;
-  /** Stops of the bot during those sounds: resumed ones plus cut replies. */
+  /** Stops of the bot during those sounds that it resumed from (suspected speech, not confirmed). */
   falseStops: number;
   /** Per resumed stop: the bot's silence, pause (`clear`) to playing on (server). */
   resumeMs: number[];
@@ -94,7 +95,7 @@ export async function runBargeInPhase(options: { wssUrl: string; calls: number; 
     if (over?.bargeInLatencyMs != null) samples.onsetToClearMs.push(over.bargeInLatencyMs);
   }
   for (const call of options.serverCalls.slice(firstNoiseCall)) {
-    samples.falseStops += call.resumes + call.bargeIns;
+    samples.falseStops += call.resumes;
     samples.cutReplies += call.bargeIns;
     samples.resumeMs.push(...call.pausedMs);
   }
