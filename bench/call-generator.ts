@@ -33,7 +33,7 @@ const reports = await Promise.all(
 const summary = {
   calls: reports.length,
   failed: reports.filter((r) => r.outcome !== 'completed').length,
-  outcomes: reports.reduce<Record<string, number>>((acc, r) => ((acc[r.outcome] = (acc[r.outcome] ?? 0) + 1), acc), {}),
+  outcomes: countBy(reports.map((r) => r.outcome)),
   replyLatenciesMs: reports.flatMap((r) => r.metrics.replyLatenciesMs),
   underruns: reports.reduce((n, r) => n + r.metrics.bot.underruns, 0),
   longestUnderrunMs: Math.max(0, ...reports.map((r) => r.metrics.bot.longestUnderrunMs)),
@@ -41,3 +41,9 @@ const summary = {
   generatorClockMaxLagMs: Math.max(0, ...reports.map((r) => r.metrics.clockMaxLagMs)),
 };
 process.stdout.write(`${JSON.stringify(summary)}\n`);
+
+function countBy(values: string[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const value of values) counts[value] = (counts[value] ?? 0) + 1;
+  return counts;
+}

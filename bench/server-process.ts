@@ -102,7 +102,13 @@ export async function startServerProcess(env: Record<string, string>, nodeArgs: 
       if (messages.has(msg)) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`the server did not log "${msg}" within ${timeoutMs} ms`)), timeoutMs);
-        messageWaiters.push({ msg, resolve: () => (clearTimeout(timer), resolve()) });
+        messageWaiters.push({
+          msg,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+        });
       });
     },
     async stop() {

@@ -224,7 +224,7 @@ export async function runCall(argv: string[], io: CallCliIo = process): Promise<
     onEvent: values.quiet
       ? undefined
       : (event) => {
-          if (values.verbose || !isMarkEvent(event)) io.stdout.write(formatTimelineEvent(event) + '\n');
+          if (values.verbose || !isMarkEvent(event)) io.stdout.write(`${formatTimelineEvent(event)}\n`);
         },
   });
   let report: CallReport;
@@ -235,10 +235,10 @@ export async function runCall(argv: string[], io: CallCliIo = process): Promise<
   }
   if (report.outcome === 'connect-failed' && !values.quiet) {
     // Set-up events are only streamed once the stream starts; show why dialling failed.
-    for (const event of report.timeline) io.stdout.write(formatTimelineEvent(event) + '\n');
+    for (const event of report.timeline) io.stdout.write(`${formatTimelineEvent(event)}\n`);
   }
 
-  io.stdout.write('\n' + formatSummary(report));
+  io.stdout.write(`\n${formatSummary(report)}`);
   const written: string[] = [];
   if (values.out && call.recording) {
     await writeFile(values.out, call.recording.botWav());
@@ -249,7 +249,7 @@ export async function runCall(argv: string[], io: CallCliIo = process): Promise<
     written.push(values['stereo-out']);
   }
   if (values.json) {
-    await writeFile(values.json, JSON.stringify(report, null, 2) + '\n');
+    await writeFile(values.json, `${JSON.stringify(report, null, 2)}\n`);
     written.push(values.json);
   }
   if (written.length) io.stdout.write(`  wrote ${written.join(', ')}\n`);

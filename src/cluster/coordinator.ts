@@ -73,7 +73,10 @@ export class LocalCoordinator implements Coordinator {
 
   async claim(kind: HeldKind, id: string, limit?: number): Promise<boolean> {
     let ids = this.held.get(kind);
-    if (!ids) this.held.set(kind, (ids = new Set()));
+    if (!ids) {
+      ids = new Set();
+      this.held.set(kind, ids);
+    }
     if (ids.has(id) || (limit !== undefined && ids.size >= limit)) return false;
     ids.add(id);
     return true;

@@ -166,7 +166,7 @@ export class RecordingTimeline {
     const { caller, bot, mixed } = chunk;
     for (let i = 0; i < samples; i++) {
       const sum = caller[i]! + bot[i]!;
-      mixed[i] = sum > 32767 ? 32767 : sum < -32768 ? -32768 : sum;
+      mixed[i] = sum > 32767 ? 32767 : Math.max(sum , -32768);
     }
     this.committedSlot = endSlot;
     return chunk;

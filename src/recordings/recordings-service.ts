@@ -238,7 +238,7 @@ export class RecordingsService {
    */
   async filesNodeOf(id: string): Promise<string | undefined> {
     const row = await this.deps.repo.getById(id);
-    if (!row || row.storage !== 'local' || !row.node_id || row.node_id === this.deps.nodeId) return undefined;
+    if (row?.storage !== 'local' || !row.node_id || row.node_id === this.deps.nodeId) return undefined;
     return row.node_id;
   }
 
@@ -316,7 +316,7 @@ export class RecordingsService {
     }
     if (expires * 1000 < Date.now()) throw new ApiError('forbidden-error', 'the download link has expired; ask for a new one');
     const row = await this.deps.repo.getById(id);
-    if (!row || row.status !== 'finished') throw new ApiError('not-found', `no recording with id ${id}`);
+    if (row?.status !== 'finished') throw new ApiError('not-found', `no recording with id ${id}`);
     const filename = `${id}-${track}.wav`;
     if (row.storage === 'bucket' && row.bucket_json) {
       const bucket = JSON.parse(row.bucket_json) as RecordingsBucket;

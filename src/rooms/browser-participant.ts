@@ -155,7 +155,7 @@ export class BrowserParticipant implements RoomListener {
 
   private onClientMessage(message: ClientMessage, wire: RoomWire): void {
     switch (message.type) {
-      case 'client-ready':
+      case 'client-ready': {
         if (this.ready) {
           this.close(ROOM_CLOSE.policyViolation, 'client-ready sent twice');
           return;
@@ -170,6 +170,7 @@ export class BrowserParticipant implements RoomListener {
         this.outResampler = new StreamingResampler(TELEPHONY_SAMPLE_RATE_HZ, this.playerRateHz);
         this.events.onReady(this);
         return;
+      }
       case 'user-image':
         if (this.ready) this.events.onImage(message.data.imageBase64);
         return;

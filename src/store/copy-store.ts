@@ -36,6 +36,7 @@ export interface CopyOptions {
 export type CopyCounts = Record<keyof Database, number>;
 
 // The copy walks tables by name, which Kysely's typed builder cannot follow; rows pass through as they are.
+// biome-ignore lint/suspicious/noExplicitAny: tables are named at run time, see above.
 type AnyDb = Kysely<any>;
 
 async function countRows(db: AnyDb, table: string): Promise<number> {

@@ -46,7 +46,7 @@ describe('openai against the OpenAI emulators', () => {
     const tokens: string[] = [];
     const finishReasons: string[] = [];
     let usage: OpenAI.CompletionUsage | undefined | null;
-    let ids = new Set<string>();
+    const ids = new Set<string>();
     for await (const chunk of stream) {
       ids.add(chunk.id);
       expect(chunk.object).toBe('chat.completion.chunk');

@@ -135,10 +135,12 @@ export class FakeS3Server {
   private assumeRole(req: IncomingMessage, body: Buffer, res: ServerResponse): void {
     const form = new URLSearchParams(body.toString('utf8'));
     if (form.get('Action') !== 'AssumeRole' || !form.get('RoleArn')) {
-      return sendXml(res, 400, errorXml('InvalidAction', 'only AssumeRole is served', '/'));
+      sendXml(res, 400, errorXml('InvalidAction', 'only AssumeRole is served', '/'));
+      return;
     }
     if (!/^AWS4-HMAC-SHA256 Credential=[A-Za-z0-9]+\/\d{8}\/[a-z0-9-]+\/sts\/aws4_request/.test(req.headers.authorization ?? '')) {
-      return sendXml(res, 403, errorXml('AccessDenied', 'AssumeRole must be signed for sts', '/'));
+      sendXml(res, 403, errorXml('AccessDenied', 'AssumeRole must be signed for sts', '/'));
+      return;
     }
     this.assumedRoles.push(form.get('RoleArn')!);
     const expiration = new Date(Date.now() + 3600_000).toISOString();

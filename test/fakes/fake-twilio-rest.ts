@@ -85,6 +85,9 @@ async function readForm(req: IncomingMessage): Promise<{ form: Record<string, st
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const params = new URLSearchParams(Buffer.concat(chunks).toString());
   const formLists: Record<string, string[]> = {};
-  for (const [key, value] of params) (formLists[key] ??= []).push(value);
+  for (const [key, value] of params) {
+    formLists[key] ??= [];
+    formLists[key].push(value);
+  }
   return { form: Object.fromEntries(params), formLists };
 }

@@ -5,7 +5,7 @@ import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.j
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { waitFor } from '../helpers/wait.js';
 
-const SID = 'AC' + 'e'.repeat(32);
+const SID = `AC${'e'.repeat(32)}`;
 const AUTH_TOKEN = 'hangup-test-token';
 
 const closers: Array<() => Promise<void>> = [];
@@ -27,7 +27,7 @@ it('a call the bot ends (max_duration) is hung up at the carrier too: Calls/{Cal
     { SWITCHBOARD_CARRIER: 'twilio', TWILIO_ACCOUNT_SID: SID, TWILIO_AUTH_TOKEN: AUTH_TOKEN, SWITCHBOARD_TWILIO_URL: twilio.url },
   );
   const { wssUrl } = await server.createConfig({ services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' }, config: [], max_duration: 1 });
-  const callSid = 'CA' + '7'.repeat(32);
+  const callSid = `CA${'7'.repeat(32)}`;
   const report = await runPhoneCall({ target: { wssUrl }, callSid, authToken: AUTH_TOKEN, scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 } });
 
   expect(report.outcome).toBe('server-closed');

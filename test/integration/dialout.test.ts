@@ -167,7 +167,7 @@ describe('dial-out on the sandbox carrier', () => {
 });
 
 describe('dial-out through Twilio', () => {
-  const SID = 'AC' + 'd'.repeat(32);
+  const SID = `AC${'d'.repeat(32)}`;
 
   it('places the call with Calls.json (answer URL, status callbacks, timeout), joins the leg on answer, and cancels ringing legs when the room closes', async () => {
     const twilio = await startFakeTwilioRest(SID, AUTH_TOKEN);
@@ -189,7 +189,7 @@ describe('dial-out through Twilio', () => {
 
     // Twilio's side of the call: ringing, then the callee answers and its stream plays two lines.
     const statusUrl = callRequest.form.StatusCallback!;
-    const callSid = 'CA' + '0'.repeat(31) + '1';
+    const callSid = `CA${'0'.repeat(31)}1`;
     expect(await postSigned(statusUrl, { CallSid: callSid, CallStatus: 'ringing' })).toBe(204);
     const line = await readMulawFile('fixtures/audio/A06_birch_canoe.ulaw');
     const report = await runPhoneCall({
@@ -216,7 +216,7 @@ describe('dial-out through Twilio', () => {
     // A second room whose callee is still ringing when the server shuts down: the call is cancelled.
     await bot.start([{ phoneNumber: '+14155559876' }]);
     const second = await waitFor(() => twilio.requests.filter((r) => r.path.endsWith('/Calls.json'))[1]);
-    expect(await postSigned(second.form.StatusCallback!, { CallSid: 'CA' + '0'.repeat(31) + '2', CallStatus: 'ringing' })).toBe(204);
+    expect(await postSigned(second.form.StatusCallback!, { CallSid: `CA${'0'.repeat(31)}2`, CallStatus: 'ringing' })).toBe(204);
     await server!.close();
     server = undefined;
     const cancel = await waitFor(() => twilio.requests.find((r) => /\/Calls\/CA\w+\.json$/.test(r.path)));

@@ -111,7 +111,7 @@ export class SandboxOutboundCall {
   /** One status callback, signed like Twilio's; a receiver that fails is logged, not retried. */
   private async status(callStatus: string): Promise<void> {
     const form: Record<string, string> = {
-      AccountSid: 'AC' + '0'.repeat(32),
+      AccountSid: `AC${'0'.repeat(32)}`,
       CallSid: this.callSid,
       CallStatus: callStatus,
       Direction: 'outbound-api',

@@ -34,7 +34,7 @@ export function renderHtmlReport(report: LoadTestReport): string {
     ['First bot audio (stream start → first bot media)', report.calls.flatMap((call) => (call.firstBotAudioMs === null ? [] : [call.firstBotAudioMs]))],
   ] as const;
   return `<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>Switchboard load test ${escape(report.startedAt)}</title>
+<html lang="en"><head><meta charset="utf-8"><title>Switchboard load test ${escapeHtml(report.startedAt)}</title>
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1d2433}
 h1{font-size:20px}h2{font-size:16px;margin-top:28px}
@@ -45,10 +45,10 @@ table{border-collapse:collapse}td,th{padding:3px 10px;text-align:left;border-bot
 .row{display:flex;align-items:center;font:12px monospace}.row .label{width:150px;white-space:nowrap;overflow:hidden}.bad{color:#b3261e}
 </style></head><body>
 <h1>Switchboard load test</h1>
-<p>${escape(report.startedAt)} · ${escape(c.target)} · ${c.concurrency} simultaneous, ${escape(load)}, ramp-up ${c.rampUpMs / 1000} s, ${c.workers} generator thread${c.workers === 1 ? '' : 's'} · scenario ${escape(c.scenarioFile)} · ran ${(report.elapsedMs / 1000).toFixed(1)} s</p>
-${warnings.map((w) => `<p class="warn">${escape(w)}</p>`).join('\n')}
-<table>${rows.map(([k, v]) => `<tr><th>${escape(k!)}</th><td>${escape(v!)}</td></tr>`).join('')}</table>
-${histograms.map(([title, values]) => `<h2>${escape(title)}</h2>${histogramSvg(values)}`).join('\n')}
+<p>${escapeHtml(report.startedAt)} · ${escapeHtml(c.target)} · ${c.concurrency} simultaneous, ${escapeHtml(load)}, ramp-up ${c.rampUpMs / 1000} s, ${c.workers} generator thread${c.workers === 1 ? '' : 's'} · scenario ${escapeHtml(c.scenarioFile)} · ran ${(report.elapsedMs / 1000).toFixed(1)} s</p>
+${warnings.map((w) => `<p class="warn">${escapeHtml(w)}</p>`).join('\n')}
+<table>${rows.map(([k, v]) => `<tr><th>${escapeHtml(k!)}</th><td>${escapeHtml(v!)}</td></tr>`).join('')}</table>
+${histograms.map(([title, values]) => `<h2>${escapeHtml(title)}</h2>${histogramSvg(values)}`).join('\n')}
 <h2>Calls</h2>
 <p>One row per call, from its stream start; hover for details.</p>
 <p class="legend"><span><i class="sw" style="background:${COLORS.bot}"></i>bot audio</span><span><i class="sw" style="background:${COLORS.caller}"></i>caller speaking</span><span><i class="sw" style="background:${COLORS.clear}"></i>clear</span><span><i class="sw" style="background:${COLORS.dtmf}"></i>DTMF</span><span><i class="sw" style="background:${COLORS.failure}"></i>error or server close</span><span><i class="sw" style="background:${COLORS.timeout}"></i>wait timed out</span></p>
@@ -145,16 +145,16 @@ function timelineRows(calls: readonly LoadCallSummary[]): string {
         : e.kind === 'error' || e.kind === 'violation' || (e.kind === 'socket-closed' && e.detail?.startsWith('by server')) ? COLORS.failure
         : e.kind === 'wait-timeout' ? COLORS.timeout
         : undefined;
-      if (color) shapes.push(`<rect x="${x(e.atMs)}" y="0" width="2" height="${ROW_HEIGHT - 1}" fill="${color}"><title>${escape(`${e.kind} at ${e.atMs} ms${e.detail ? `: ${e.detail}` : ''}`)}</title></rect>`);
+      if (color) shapes.push(`<rect x="${x(e.atMs)}" y="0" width="2" height="${ROW_HEIGHT - 1}" fill="${color}"><title>${escapeHtml(`${e.kind} at ${e.atMs} ms${e.detail ? `: ${e.detail}` : ''}`)}</title></rect>`);
     }
     const label = `#${call.index}${call.ok ? '' : ` ${call.outcome}`}`;
     const title = `${call.callSid || 'no call'} · started ${(call.startedAtMs / 1000).toFixed(1)} s into the run · ${call.durationMs} ms · ${call.endReason}`;
-    return `<div class="row"><span class="label${call.ok ? '' : ' bad'}" title="${escape(title)}">${escape(label)}</span><svg width="${WIDTH}" height="${ROW_HEIGHT}"><title>${escape(title)}</title>${shapes.join('')}</svg></div>`;
+    return `<div class="row"><span class="label${call.ok ? '' : ' bad'}" title="${escapeHtml(title)}">${escapeHtml(label)}</span><svg width="${WIDTH}" height="${ROW_HEIGHT}"><title>${escapeHtml(title)}</title>${shapes.join('')}</svg></div>`;
   });
   if (calls.length > MAX_ROWS) out.push(`<p>… and ${calls.length - MAX_ROWS} more calls (in report.json)</p>`);
   return [axis, ...out].join('\n');
 }
 
-function escape(text: string): string {
+function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (ch) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[ch]!);
 }

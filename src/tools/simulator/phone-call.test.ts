@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { WebSocket, WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import { MULAW_SILENCE_BYTE } from '../../audio/frames.js';
 import { decodeMulaw, encodeMulaw } from '../../audio/mulaw.js';
 import { resample } from '../../audio/resample.js';
@@ -394,7 +394,7 @@ describe('PhoneCall against a fake bot', () => {
     const bot = await startFakeBot((leg) => {
       void leg.startReceived.then(() => {
         leg.ws.send(Buffer.from([1, 2, 3]), { binary: true });
-        leg.ws.send('{"event":"hangup","streamSid":"' + leg.streamSid + '"}');
+        leg.ws.send(`{"event":"hangup","streamSid":"${leg.streamSid}"}`);
         leg.ws.send('not json');
         leg.ws.send(JSON.stringify({ event: 'media', streamSid: 'MZwrong', media: { payload: SILENCE_PAYLOAD } }));
         leg.ws.send(JSON.stringify({ event: 'media', streamSid: leg.streamSid, media: { payload: SILENCE_PAYLOAD }, track: 'outbound' }));

@@ -54,5 +54,5 @@ export function formatSummary(report: CallReport): string {
   const kinds = Object.entries(m.violations.byKind).map(([kind, count]) => `${kind} ×${count}`);
   lines.push(`  protocol violations: ${m.violations.total === 0 ? 'none' : `${m.violations.total} (${kinds.join(', ')})`}`);
   if (m.clockMaxLagMs > 40) lines.push(`  warning: the simulator's clock ran up to ${m.clockMaxLagMs} ms late; timings are unreliable`);
-  return lines.join('\n') + '\n';
+  return `${lines.join('\n')}\n`;
 }

@@ -2,7 +2,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { AnthropicEmulator, type AnthropicEmulatorOptions } from '../../../tools/emulators/anthropic-emulator.js';
 import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
 import type { ProviderSettings } from '../../registry.js';
-import { type LlmDelta, type LlmProvider, type LlmRequest } from '../../types.js';
+import type { LlmDelta, LlmProvider, LlmRequest } from '../../types.js';
 import { CALL_START_TURN } from '../llm-http.js';
 import { createAnthropicLlm, toAnthropicMessages } from './index.js';
 import { context, providerFailure as failure, textOf as text, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';

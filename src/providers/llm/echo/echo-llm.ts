@@ -24,7 +24,7 @@ export class EchoLlm implements LlmProvider {
 
 function replyFor(request: LlmRequest): string {
   const last = request.messages.at(-1);
-  if (!last || last.role !== 'user') return 'Hello! I am an echo bot. Say something and I will repeat it.';
+  if (last?.role !== 'user') return 'Hello! I am an echo bot. Say something and I will repeat it.';
   const words = last.content.trim();
   if (words.length === 0) return 'Sorry, I did not catch that.';
   return `You said: ${words}`;

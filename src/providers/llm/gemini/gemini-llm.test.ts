@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
 import { GeminiEmulator, type GeminiEmulatorOptions } from '../../../tools/emulators/gemini-emulator.js';
 import type { ProviderSettings } from '../../registry.js';
-import { type LlmDelta, type LlmProvider, type LlmRequest } from '../../types.js';
+import type { LlmDelta, LlmProvider, LlmRequest } from '../../types.js';
 import { CALL_START_TURN } from '../llm-http.js';
 import { createGeminiLlm, toGeminiContents } from './index.js';
 import { context, providerFailure as failure, textOf as text, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { EndpointGuard } from '../../endpoint.js';
-import WebSocket, { type RawData } from 'ws';
+import type WebSocket from 'ws';
+import type { RawData } from 'ws';
 import { AudioConverter, fromTelephony } from '../../../audio/format-converter.js';
 import { type ProviderContext, ProviderError } from '../../types.js';
 import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine, redact } from '../../vendor-errors.js';
@@ -135,7 +136,7 @@ class LiveSession extends S2sSocketSession implements S2sSession {
     }
     for (const part of content.modelTurn?.parts ?? []) {
       const inline = part.inlineData;
-      if (!inline || !inline.mimeType.startsWith('audio/pcm')) continue;
+      if (!inline?.mimeType.startsWith('audio/pcm')) continue;
       const rateHz = pcmRateHz(inline.mimeType);
       if (!this.output || this.output.from.sampleRateHz !== rateHz) this.output = new AudioConverter({ encoding: 'linear16', sampleRateHz: rateHz }, TELEPHONY);
       const mulaw = this.output.convert(Buffer.from(inline.data, 'base64'));

@@ -1,7 +1,8 @@
 import type { IncomingMessage } from 'node:http';
 import type { EndpointGuard } from '../../endpoint.js';
-import WebSocket, { type RawData } from 'ws';
-import { type ProviderContext, ProviderError } from '../../types.js';
+import type WebSocket from 'ws';
+import type { RawData } from 'ws';
+import type { ProviderContext, ProviderError } from '../../types.js';
 import { handshakeError, handshakeRefusal } from '../../vendor-errors.js';
 import { frameText, openVendorSocket } from '../../vendor-socket.js';
 import { S2sSocketSession } from '../s2s-socket.js';
