@@ -69,7 +69,10 @@ export default defineConfig({
           exclude: ['test/postgres/**', 'test/cluster/**', '**/node_modules/**', ...PROCESS_TESTS],
         },
       },
-      { extends: true, test: { name: 'processes', include: PROCESS_TESTS, sequence: { groupOrder: 1 }, globalSetup: [BUILD] } },
+      {
+        extends: true,
+        test: { name: 'processes', include: PROCESS_TESTS, sequence: { groupOrder: 1 }, globalSetup: [BUILD] },
+      },
       ...(postgres.ok
         ? [
             {

@@ -66,11 +66,25 @@ async function runAll(jobs: Array<() => Promise<CallReport>>, concurrency: numbe
   return reports;
 }
 
-export async function runBargeInPhase(options: { wssUrl: string; calls: number; concurrency: number; fixturesDir: string; serverCalls: CallSummary[] }): Promise<BargeInSamples> {
+export async function runBargeInPhase(options: {
+  wssUrl: string;
+  calls: number;
+  concurrency: number;
+  fixturesDir: string;
+  serverCalls: CallSummary[];
+}): Promise<BargeInSamples> {
   const fixture = (file: string) => readMulawFile(`${options.fixturesDir}/${file}`);
   const question = { mulaw: await fixture('A06_birch_canoe.ulaw') };
   const interruption = { mulaw: await fixture('A07_go_forward.ulaw') };
-  const speech = Array.from({ length: options.calls }, () => () => runPhoneCall({ target: { wssUrl: options.wssUrl }, scenario: LATENCY_SCENARIO, clips: { question, interruption } }));
+  const speech = Array.from(
+    { length: options.calls },
+    () => () =>
+      runPhoneCall({
+        target: { wssUrl: options.wssUrl },
+        scenario: LATENCY_SCENARIO,
+        clips: { question, interruption },
+      }),
+  );
   const speechReports = await runAll(speech, options.concurrency);
 
   const noise: Array<() => Promise<CallReport>> = [];
@@ -79,17 +93,32 @@ export async function runBargeInPhase(options: { wssUrl: string; calls: number; 
     const mulaw = (await fixture(clip.file)).slice(clip.fromMs * 8, (clip.fromMs + clip.ms) * 8);
     for (let i = 0; i < Math.max(1, Math.round(options.calls / 2)); i++) {
       noiseMs += mulaw.length / 8;
-      noise.push(() => runPhoneCall({ target: { wssUrl: options.wssUrl }, scenario: noiseScenario, clips: { question, noise: { mulaw, voiced: null } } }));
+      noise.push(() =>
+        runPhoneCall({
+          target: { wssUrl: options.wssUrl },
+          scenario: noiseScenario,
+          clips: { question, noise: { mulaw, voiced: null } },
+        }),
+      );
     }
   }
   const firstNoiseCall = options.serverCalls.length;
   const noiseReports = await runAll(noise, options.concurrency);
   // The server logs each call's end a moment after the caller hangs up.
   const deadline = Date.now() + 5000;
-  while (options.serverCalls.length - firstNoiseCall < noise.length && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+  while (options.serverCalls.length - firstNoiseCall < noise.length && Date.now() < deadline)
+    await new Promise((resolve) => setTimeout(resolve, 50));
 
-  const samples: BargeInSamples = { onsetToClearMs: [], noiseMinutes: noiseMs / 60_000, falseStops: 0, resumeMs: [], cutReplies: 0, failedCalls: 0 };
-  for (const report of [...speechReports, ...noiseReports]) if (report.outcome !== 'completed') samples.failedCalls += 1;
+  const samples: BargeInSamples = {
+    onsetToClearMs: [],
+    noiseMinutes: noiseMs / 60_000,
+    falseStops: 0,
+    resumeMs: [],
+    cutReplies: 0,
+    failedCalls: 0,
+  };
+  for (const report of [...speechReports, ...noiseReports])
+    if (report.outcome !== 'completed') samples.failedCalls += 1;
   for (const report of speechReports) {
     const over = report.metrics.utterances[1];
     if (over?.bargeInLatencyMs != null) samples.onsetToClearMs.push(over.bargeInLatencyMs);

@@ -19,7 +19,12 @@ const durationMs = Number(durationText);
 
 const question = { mulaw: await readMulawFile(`${fixturesDir}/A07_go_forward.ulaw`) };
 const steps: Scenario['steps'] = [];
-for (let i = 0; i < 40; i++) steps.push({ do: 'play', clip: 'question' }, { do: 'wait-bot-silence', ms: 400, timeoutMs: 8000 }, { do: 'wait', ms: 300 });
+for (let i = 0; i < 40; i++)
+  steps.push(
+    { do: 'play', clip: 'question' },
+    { do: 'wait-bot-silence', ms: 400, timeoutMs: 8000 },
+    { do: 'wait', ms: 300 },
+  );
 const scenario: Scenario = { steps, maxDurationMs: durationMs, waitTimeoutMs: 8000 };
 
 // Stagger starts over a second so 100 calls do not all begin on the same tick.

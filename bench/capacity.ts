@@ -48,8 +48,22 @@ interface GeneratorSummary {
   generatorClockMaxLagMs: number;
 }
 
-function startGenerator(wssUrl: string, calls: number, durationMs: number, fixturesDir: string, cpus: string | undefined): { child: ChildProcess; result: Promise<GeneratorSummary> } {
-  const [command, args] = pinnedCommand(cpus, ['--import', 'tsx', GENERATOR, wssUrl, String(calls), String(durationMs), fixturesDir]);
+function startGenerator(
+  wssUrl: string,
+  calls: number,
+  durationMs: number,
+  fixturesDir: string,
+  cpus: string | undefined,
+): { child: ChildProcess; result: Promise<GeneratorSummary> } {
+  const [command, args] = pinnedCommand(cpus, [
+    '--import',
+    'tsx',
+    GENERATOR,
+    wssUrl,
+    String(calls),
+    String(durationMs),
+    fixturesDir,
+  ]);
   const child = spawn(command, args, {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'inherit'],
@@ -75,7 +89,15 @@ export async function measureCapacity(options: {
 }): Promise<CapacityPoint> {
   const generators: Array<ReturnType<typeof startGenerator>> = [];
   for (let left = options.calls; left > 0; left -= CALLS_PER_GENERATOR) {
-    generators.push(startGenerator(options.wssUrl, Math.min(CALLS_PER_GENERATOR, left), options.durationMs, options.fixturesDir, options.loadCpus));
+    generators.push(
+      startGenerator(
+        options.wssUrl,
+        Math.min(CALLS_PER_GENERATOR, left),
+        options.durationMs,
+        options.fixturesDir,
+        options.loadCpus,
+      ),
+    );
   }
   await sleep(options.warmUpMs);
   // This scrape also restarts the event-loop histogram, so the next one covers the window only.
@@ -93,13 +115,19 @@ export async function measureCapacity(options: {
   const point: CapacityPoint = {
     calls: options.calls,
     // The histogram samples every 10 ms and counts that interval in each delay: an idle loop reads 10 ms.
-    eventLoopP99Ms: round(Math.max(0, (after.get('nodejs_eventloop_lag_p99_seconds') ?? 0) * 1000 - EVENT_LOOP_SAMPLING_MS)),
-    eventLoopMaxMs: round(Math.max(0, (after.get('nodejs_eventloop_lag_max_seconds') ?? 0) * 1000 - EVENT_LOOP_SAMPLING_MS)),
+    eventLoopP99Ms: round(
+      Math.max(0, (after.get('nodejs_eventloop_lag_p99_seconds') ?? 0) * 1000 - EVENT_LOOP_SAMPLING_MS),
+    ),
+    eventLoopMaxMs: round(
+      Math.max(0, (after.get('nodejs_eventloop_lag_max_seconds') ?? 0) * 1000 - EVENT_LOOP_SAMPLING_MS),
+    ),
     lateTicks: ticks - onTime,
     ticks,
     // Two decimals: an A/B of two builds (cost-ab.ts) differs in tenths of a percent.
     cpuPerCallPct: Math.round((delta('process_cpu_seconds_total') / windowSecs / options.calls) * 10_000) / 100,
-    memoryPerCallMb: round(((after.get('process_resident_memory_bytes') ?? 0) - options.idleRssBytes) / options.calls / 1024 / 1024),
+    memoryPerCallMb: round(
+      ((after.get('process_resident_memory_bytes') ?? 0) - options.idleRssBytes) / options.calls / 1024 / 1024,
+    ),
     failedCalls: summaries.reduce((n, s) => n + s.failed, 0),
     outcomes: summaries.reduce<Record<string, number>>((acc, s) => {
       for (const [outcome, n] of Object.entries(s.outcomes ?? {})) acc[outcome] = (acc[outcome] ?? 0) + n;
@@ -120,7 +148,10 @@ function round(value: number): number {
 }
 
 /** Starts `switchboard emulate` (built) in its own process and resolves with its URL. */
-export async function startEmulateProcess(args: string[], cpus?: string): Promise<{ url: string; stop(): Promise<void> }> {
+export async function startEmulateProcess(
+  args: string[],
+  cpus?: string,
+): Promise<{ url: string; stop(): Promise<void> }> {
   const [command, commandArgs] = pinnedCommand(cpus, [`${ROOT}/dist/cli/main.js`, 'emulate', '--port', '0', ...args]);
   const child = spawn(command, commandArgs, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';

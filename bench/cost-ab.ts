@@ -26,12 +26,28 @@ const { values: args } = parseArgs({
 const FIXTURES = fileURLToPath(new URL('../fixtures/audio', import.meta.url));
 const HERE = fileURLToPath(new URL('..', import.meta.url));
 
-async function start(root: string, vendors: string): Promise<{ server: ServerProcess; wssUrl: string; idleRssBytes: number }> {
-  const server = await startServerProcess({ SWITCHBOARD_DEEPGRAM_URL: vendors, SWITCHBOARD_OPENAI_URL: vendors, SWITCHBOARD_CARTESIA_URL: vendors }, [], undefined, root);
+async function start(
+  root: string,
+  vendors: string,
+): Promise<{ server: ServerProcess; wssUrl: string; idleRssBytes: number }> {
+  const server = await startServerProcess(
+    { SWITCHBOARD_DEEPGRAM_URL: vendors, SWITCHBOARD_OPENAI_URL: vendors, SWITCHBOARD_CARTESIA_URL: vendors },
+    [],
+    undefined,
+    root,
+  );
   const id = await createBotConfig(server.baseUrl, {
     bot_profile: 'telephony_ws_voice_2024_09',
     services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-    config: [{ service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] }, { name: 'run_on_config', value: true }] }],
+    config: [
+      {
+        service: 'llm',
+        options: [
+          { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
+          { name: 'run_on_config', value: true },
+        ],
+      },
+    ],
     api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
   });
   await server.logged('voice activity model ready');
@@ -42,8 +58,20 @@ async function start(root: string, vendors: string): Promise<{ server: ServerPro
 async function main(): Promise<void> {
   if (!args.base) throw new Error('--base <checkout with dist/> is required');
   const emulators = await startEmulateProcess([
-    '--stt-final-delay-ms', '150', '--llm-first-token-ms', '200', '--llm-tokens-per-sec', '50',
-    '--tts-first-byte-ms', '100', '--tts-real-time-factor', '2', '--transcript', 'do you have a table', '--reply', BENCH_REPLY,
+    '--stt-final-delay-ms',
+    '150',
+    '--llm-first-token-ms',
+    '200',
+    '--llm-tokens-per-sec',
+    '50',
+    '--tts-first-byte-ms',
+    '100',
+    '--tts-real-time-factor',
+    '2',
+    '--transcript',
+    'do you have a table',
+    '--reply',
+    BENCH_REPLY,
   ]);
   const builds = { base: args.base, this: HERE };
   const calls = Number(args.calls);
@@ -54,7 +82,15 @@ async function main(): Promise<void> {
       try {
         const points: CapacityPoint[] = await Promise.all(
           running.map(({ server, wssUrl, idleRssBytes }) =>
-            measureCapacity({ baseUrl: server.baseUrl, wssUrl, calls, durationMs, warmUpMs: 8000, fixturesDir: FIXTURES, idleRssBytes }),
+            measureCapacity({
+              baseUrl: server.baseUrl,
+              wssUrl,
+              calls,
+              durationMs,
+              warmUpMs: 8000,
+              fixturesDir: FIXTURES,
+              idleRssBytes,
+            }),
           ),
         );
         Object.keys(builds).forEach((name, i) => {

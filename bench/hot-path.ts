@@ -217,8 +217,12 @@ async function main(): Promise<void> {
   await getSileroSession();
   const durationMs = Number(args['duration-s']) * 1000;
   const warmupMs = Number(args['warmup-s']) * 1000;
-  console.log(`hot path, ${durationMs / 1000} s per point after ${warmupMs / 1000} s warm-up; cpu in ms per second (1000 = one core)`);
-  console.log('calls  loop p50  loop p99  loop max  tick-lag p99  tick-lag max  cpu/call  cpu total  main busy  frames in');
+  console.log(
+    `hot path, ${durationMs / 1000} s per point after ${warmupMs / 1000} s warm-up; cpu in ms per second (1000 = one core)`,
+  );
+  console.log(
+    'calls  loop p50  loop p99  loop max  tick-lag p99  tick-lag max  cpu/call  cpu total  main busy  frames in',
+  );
   for (const n of args.calls.split(',').map(Number)) {
     const r = await run(n, durationMs, warmupMs);
     const ms = (v: number) => v.toFixed(2).padStart(8);

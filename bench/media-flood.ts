@@ -69,7 +69,11 @@ async function sample(baseUrl: string): Promise<Sample> {
 function runSender(wssUrl: string, index: number, stopAtMs: number): Promise<SenderResult> {
   const streamSid = `MZ${String(index).padStart(32, 'f')}`;
   const payload = 'A'.repeat(PAYLOAD_CHARS - (PAYLOAD_CHARS % 4));
-  const message = JSON.stringify({ event: 'media', streamSid, media: { track: 'inbound', chunk: '1', timestamp: '0', payload } });
+  const message = JSON.stringify({
+    event: 'media',
+    streamSid,
+    media: { track: 'inbound', chunk: '1', timestamp: '0', payload },
+  });
   const result: SenderResult = { sent: 0, skipped: 0, close: null };
   return new Promise((resolve) => {
     const ws = new WebSocket(wssUrl);
@@ -87,7 +91,12 @@ function runSender(wssUrl: string, index: number, stopAtMs: number): Promise<Sen
           event: 'start',
           sequenceNumber: '1',
           streamSid,
-          start: { streamSid, callSid: `CA${String(index).padStart(32, 'f')}`, tracks: ['inbound'], customParameters: {} },
+          start: {
+            streamSid,
+            callSid: `CA${String(index).padStart(32, 'f')}`,
+            tracks: ['inbound'],
+            customParameters: {},
+          },
         }),
       );
       const startedAt = performance.now();
@@ -113,7 +122,12 @@ function runSender(wssUrl: string, index: number, stopAtMs: number): Promise<Sen
 }
 
 async function main(): Promise<void> {
-  const emulators = await startEmulateProcess(['--transcript', 'do you have a table', '--reply', 'Yes, we have a table for two at eight.']);
+  const emulators = await startEmulateProcess([
+    '--transcript',
+    'do you have a table',
+    '--reply',
+    'Yes, we have a table for two at eight.',
+  ]);
   const server = await startServerProcess({
     SWITCHBOARD_DEEPGRAM_URL: emulators.url,
     SWITCHBOARD_OPENAI_URL: emulators.url,
@@ -124,7 +138,13 @@ async function main(): Promise<void> {
       bot_profile: 'telephony_ws_voice_2024_09',
       services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
       config: [
-        { service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] }, { name: 'run_on_config', value: true }] },
+        {
+          service: 'llm',
+          options: [
+            { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
+            { name: 'run_on_config', value: true },
+          ],
+        },
       ],
       api_keys: { deepgram: 'x', openai: 'x', cartesia: 'x' },
     });
@@ -151,7 +171,11 @@ async function main(): Promise<void> {
       target: { wssUrl },
       clips: { question: { mulaw: await readMulawFile(`${FIXTURES}/A06_birch_canoe.ulaw`) } },
       scenario: {
-        steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'play', clip: 'question' }, { do: 'wait-bot-silence', ms: 600 }],
+        steps: [
+          { do: 'wait-bot-silence', ms: 600 },
+          { do: 'play', clip: 'question' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
         waitTimeoutMs: 30_000,
       },
     });
@@ -174,11 +198,17 @@ async function main(): Promise<void> {
       `RSS before ${mb(before.rssBytes)}, peak ${mb(Math.max(...samples.map((s) => s.rssBytes)))}, ${SETTLE_MS / 1000} s after ${senderStop} ${mb(after.rssBytes)}`,
       `event-loop delay max: ${Math.round(Math.max(...samples.map((s) => s.loopDelayMaxMs)))} ms (baseline ${Math.round(before.loopDelayMaxMs)} ms); slowest /metrics answer ${Math.max(...samples.map((s) => s.scrapeMs))} ms`,
       `server busy (loop delay > 100 ms or /metrics > 200 ms) last at ${lastBusy ? `${((lastBusy.atMs - sendersDoneMs) / 1000).toFixed(1)} s from ${senderStop}` : 'never'}`,
-      ...senders.map((s, i) => `sender ${i}: ${s.sent} messages sent, ${s.skipped} not sent (unread backlog); ${s.close ? `closed ${s.close.code} "${s.close.reason}" at ${((s.close.atMs - attackStartMs) / 1000).toFixed(2)} s` : 'not closed'}`),
+      ...senders.map(
+        (s, i) =>
+          `sender ${i}: ${s.sent} messages sent, ${s.skipped} not sent (unread backlog); ${s.close ? `closed ${s.close.code} "${s.close.reason}" at ${((s.close.atMs - attackStartMs) / 1000).toFixed(2)} s` : 'not closed'}`,
+      ),
       `good call: ${report.outcome} (${report.endReason}), reply latency ${reply === null ? 'none' : `${Math.round(reply)} ms`}`,
       '',
       'timeline (s since attack start: RSS, loop delay max, /metrics answer):',
-      ...samples.map((s) => `  ${((s.atMs - attackStartMs) / 1000).toFixed(1).padStart(5)}  ${mb(s.rssBytes).padStart(7)}  ${String(Math.round(s.loopDelayMaxMs)).padStart(6)} ms  ${String(s.scrapeMs).padStart(6)} ms`),
+      ...samples.map(
+        (s) =>
+          `  ${((s.atMs - attackStartMs) / 1000).toFixed(1).padStart(5)}  ${mb(s.rssBytes).padStart(7)}  ${String(Math.round(s.loopDelayMaxMs)).padStart(6)} ms  ${String(s.scrapeMs).padStart(6)} ms`,
+      ),
     ];
     console.log(lines.join('\n'));
   } finally {

@@ -37,20 +37,47 @@ async function main(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const pinning = cpuPinning();
   process.stdout.write(`${pinning.describe}\n`);
-  const emulators = await startEmulateProcess([
-    '--stt-final-delay-ms', '150', '--llm-first-token-ms', '200', '--llm-tokens-per-sec', '50',
-    '--tts-first-byte-ms', '100', '--tts-real-time-factor', '2', '--transcript', 'do you have a table', '--reply', BENCH_REPLY,
-  ], pinning.load);
-  const server = await startServerProcess({
-    SWITCHBOARD_DEEPGRAM_URL: emulators.url,
-    SWITCHBOARD_OPENAI_URL: emulators.url,
-    SWITCHBOARD_CARTESIA_URL: emulators.url,
-  }, ['--cpu-prof', `--cpu-prof-dir=${dir}`], pinning.server);
+  const emulators = await startEmulateProcess(
+    [
+      '--stt-final-delay-ms',
+      '150',
+      '--llm-first-token-ms',
+      '200',
+      '--llm-tokens-per-sec',
+      '50',
+      '--tts-first-byte-ms',
+      '100',
+      '--tts-real-time-factor',
+      '2',
+      '--transcript',
+      'do you have a table',
+      '--reply',
+      BENCH_REPLY,
+    ],
+    pinning.load,
+  );
+  const server = await startServerProcess(
+    {
+      SWITCHBOARD_DEEPGRAM_URL: emulators.url,
+      SWITCHBOARD_OPENAI_URL: emulators.url,
+      SWITCHBOARD_CARTESIA_URL: emulators.url,
+    },
+    ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+    pinning.server,
+  );
   try {
     const id = await createBotConfig(server.baseUrl, {
       bot_profile: 'telephony_ws_voice_2024_09',
       services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-      config: [{ service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] }, { name: 'run_on_config', value: true }] }],
+      config: [
+        {
+          service: 'llm',
+          options: [
+            { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
+            { name: 'run_on_config', value: true },
+          ],
+        },
+      ],
       api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
     });
     // Idle: listening, the VAD model and the offline voice loaded (the configuration readies them), no call yet.
@@ -61,7 +88,16 @@ async function main(): Promise<void> {
     const wssUrl = `${server.baseUrl.replace(/^http/, 'ws')}/ws/twilio/${id}`;
     const calls = Number(args.calls);
     const durationMs = Number(args['duration-s']) * 1000;
-    const point = await measureCapacity({ baseUrl: server.baseUrl, wssUrl, calls, durationMs, warmUpMs: 8000, fixturesDir: FIXTURES, idleRssBytes, loadCpus: pinning.load });
+    const point = await measureCapacity({
+      baseUrl: server.baseUrl,
+      wssUrl,
+      calls,
+      durationMs,
+      warmUpMs: 8000,
+      fixturesDir: FIXTURES,
+      idleRssBytes,
+      loadCpus: pinning.load,
+    });
     process.stdout.write(`idle RSS ${(idleRssBytes / 2 ** 20).toFixed(1)} MB\n${JSON.stringify(point)}\n`);
   } finally {
     await server.stop();
@@ -117,7 +153,9 @@ const BUILTINS: Record<string, string> = {
 };
 
 function analyse(dir: string): void {
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile')).sort()) {
+  for (const file of readdirSync(dir)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .sort()) {
     const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
     const byId = new Map(profile.nodes.map((n) => [n.id, n]));
     const parent = new Map<number, number>();
@@ -134,7 +172,8 @@ function analyse(dir: string): void {
       return found;
     };
     const selfUs = new Map<number, number>();
-    for (let i = 0; i < profile.samples.length; i++) selfUs.set(profile.samples[i]!, (selfUs.get(profile.samples[i]!) ?? 0) + (profile.timeDeltas[i] ?? 0));
+    for (let i = 0; i < profile.samples.length; i++)
+      selfUs.set(profile.samples[i]!, (selfUs.get(profile.samples[i]!) ?? 0) + (profile.timeDeltas[i] ?? 0));
     const byStage = new Map<string, number>();
     const byFunction = new Map<string, number>();
     let busyUs = 0;
@@ -148,12 +187,15 @@ function analyse(dir: string): void {
       byFunction.set(key, (byFunction.get(key) ?? 0) + us);
     }
     const wallUs = profile.endTime - profile.startTime;
-    const lines = [`\n${file}: ${(wallUs / 1e6).toFixed(1)} s profiled, busy ${((busyUs / wallUs) * 100).toFixed(1)} % of a core`];
+    const lines = [
+      `\n${file}: ${(wallUs / 1e6).toFixed(1)} s profiled, busy ${((busyUs / wallUs) * 100).toFixed(1)} % of a core`,
+    ];
     for (const [name, us] of [...byStage].filter(([n]) => n !== 'idle').sort((a, b) => b[1] - a[1])) {
       lines.push(`  ${((us / busyUs) * 100).toFixed(1).padStart(5)} %  ${name}`);
     }
     lines.push('  top functions (self time):');
-    for (const [name, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, 20)) lines.push(`  ${((us / busyUs) * 100).toFixed(1).padStart(5)} %  ${name}`);
+    for (const [name, us] of [...byFunction].sort((a, b) => b[1] - a[1]).slice(0, 20))
+      lines.push(`  ${((us / busyUs) * 100).toFixed(1).padStart(5)} %  ${name}`);
     const text = lines.join('\n');
     process.stdout.write(`${text}\n`);
     writeFileSync(join(dir, `${file}.txt`), `${text}\n`);

@@ -14,7 +14,9 @@ import { CallRecorder } from '../src/recordings/call-tracks-recorder.js';
  * delay, and never fails.
  */
 
-const { values } = parseArgs({ options: { calls: { type: 'string', default: '300' }, seconds: { type: 'string', default: '10' } } });
+const { values } = parseArgs({
+  options: { calls: { type: 'string', default: '300' }, seconds: { type: 'string', default: '10' } },
+});
 const calls = Number(values.calls);
 const seconds = Number(values.seconds);
 const dir = mkdtempSync(join(tmpdir(), 'switchboard-bench-rec-'));
@@ -27,7 +29,11 @@ const recorders = Array.from(
   { length: calls },
   (_, i) =>
     new CallRecorder({
-      paths: { caller: join(dir, `${i}-caller.wav`), bot: join(dir, `${i}-bot.wav`), mixed: join(dir, `${i}-mixed.wav`) },
+      paths: {
+        caller: join(dir, `${i}-caller.wav`),
+        bot: join(dir, `${i}-bot.wav`),
+        mixed: join(dir, `${i}-mixed.wav`),
+      },
       log,
       onFinished: async () => undefined,
     }),
@@ -60,7 +66,11 @@ const wallMs = performance.now() - started;
 const ms = (ns: number) => (ns / 1e6).toFixed(2);
 console.log(`recorders: ${calls}, ${seconds} s of audio each (caller + bot every 20 ms)`);
 console.log(`frame call (callerFrame or botFrame): ${(Number(frameNs) / frameCalls).toFixed(0)} ns mean`);
-console.log(`event-loop delay: p50 ${ms(loop.percentile(50))} ms, p99 ${ms(loop.percentile(99))} ms, max ${ms(loop.max)} ms`);
-console.log(`process CPU: ${(((cpu.user + cpu.system) / 1000 / wallMs) * 1000).toFixed(0)} ms per s (1000 = one core), ${(((cpu.user + cpu.system) / 1000 / wallMs / calls) * 1000).toFixed(2)} per call`);
+console.log(
+  `event-loop delay: p50 ${ms(loop.percentile(50))} ms, p99 ${ms(loop.percentile(99))} ms, max ${ms(loop.max)} ms`,
+);
+console.log(
+  `process CPU: ${(((cpu.user + cpu.system) / 1000 / wallMs) * 1000).toFixed(0)} ms per s (1000 = one core), ${(((cpu.user + cpu.system) / 1000 / wallMs / calls) * 1000).toFixed(2)} per call`,
+);
 console.log(`finish (last flush, header fix-up, fsync) of all ${calls}: ${finishMs.toFixed(0)} ms`);
 rmSync(dir, { recursive: true, force: true });

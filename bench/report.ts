@@ -22,12 +22,24 @@ export function percentile(values: readonly number[], p: number): number | null 
 export function formatTable(rows: readonly BudgetRow[]): string {
   const withPrevious = rows.some((row) => row.previous !== undefined);
   const lines = rows.map((row) => {
-    const measured = row.measured === null ? 'n/a' : `${Math.round(row.measured * 10) / 10}${row.unit ? ` ${row.unit}` : ''}`;
+    const measured =
+      row.measured === null ? 'n/a' : `${Math.round(row.measured * 10) / 10}${row.unit ? ` ${row.unit}` : ''}`;
     const verdict = !row.ok || row.measured === null ? '' : row.ok(row.measured) ? 'within budget' : 'OVER BUDGET';
-    return [row.figure, measured, row.budget, ...(withPrevious ? [row.previous ?? ''] : []), `n=${row.samples}`, verdict];
+    return [
+      row.figure,
+      measured,
+      row.budget,
+      ...(withPrevious ? [row.previous ?? ''] : []),
+      `n=${row.samples}`,
+      verdict,
+    ];
   });
   const header = ['figure', 'measured', 'budget', ...(withPrevious ? ['previous'] : []), 'samples', ''];
   const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  const format = (cells: string[]) => cells.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd();
+  const format = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
   return [format(header), format(widths.map((w) => '-'.repeat(w))), ...lines.map(format)].join('\n');
 }

@@ -59,21 +59,35 @@ const FIXTURES = fileURLToPath(new URL('../fixtures/audio', import.meta.url));
 async function main(): Promise<void> {
   const pinning = cpuPinning();
   process.stdout.write(`${pinning.describe}\n`);
-  const emulators = await startEmulateProcess([
-    '--stt-final-delay-ms', String(LATENCIES.sttFinalDelayMs),
-    '--llm-first-token-ms', String(LATENCIES.llmFirstTokenMs),
-    '--llm-tokens-per-sec', String(LATENCIES.llmTokensPerSec),
-    '--tts-first-byte-ms', String(LATENCIES.ttsFirstByteMs),
-    '--tts-real-time-factor', String(LATENCIES.ttsRealTimeFactor),
-    '--transcript', 'do you have a table',
-    '--reply', BENCH_REPLY,
-  ], pinning.load);
+  const emulators = await startEmulateProcess(
+    [
+      '--stt-final-delay-ms',
+      String(LATENCIES.sttFinalDelayMs),
+      '--llm-first-token-ms',
+      String(LATENCIES.llmFirstTokenMs),
+      '--llm-tokens-per-sec',
+      String(LATENCIES.llmTokensPerSec),
+      '--tts-first-byte-ms',
+      String(LATENCIES.ttsFirstByteMs),
+      '--tts-real-time-factor',
+      String(LATENCIES.ttsRealTimeFactor),
+      '--transcript',
+      'do you have a table',
+      '--reply',
+      BENCH_REPLY,
+    ],
+    pinning.load,
+  );
   const vendors = emulators.url;
-  const server = await startServerProcess({
-    SWITCHBOARD_DEEPGRAM_URL: vendors,
-    SWITCHBOARD_OPENAI_URL: vendors,
-    SWITCHBOARD_CARTESIA_URL: vendors,
-  }, [], pinning.server);
+  const server = await startServerProcess(
+    {
+      SWITCHBOARD_DEEPGRAM_URL: vendors,
+      SWITCHBOARD_OPENAI_URL: vendors,
+      SWITCHBOARD_CARTESIA_URL: vendors,
+    },
+    [],
+    pinning.server,
+  );
   try {
     // Idle with nothing configured: the heavy parts (VAD model, offline voice) are not loaded yet.
     await new Promise((resolve) => setTimeout(resolve, 3000));
@@ -85,7 +99,13 @@ async function main(): Promise<void> {
         config: [
           { service: 'vad', options: [{ name: 'params', value: { start_secs: START_SECS } }] },
           { service: 'interruption', options: [{ name: 'mode', value: interruptionMode }] },
-          { service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] }, { name: 'run_on_config', value: true }] },
+          {
+            service: 'llm',
+            options: [
+              { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
+              { name: 'run_on_config', value: true },
+            ],
+          },
         ],
         api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
       });
@@ -95,7 +115,9 @@ async function main(): Promise<void> {
     await server.logged('voice activity model ready');
     await server.logged('offline voice ready');
     const readyRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
-    process.stdout.write(`latency phase: ${args.calls} calls, ${args.concurrency} at a time, emulated providers at LLM first token ${LATENCIES.llmFirstTokenMs} ms, TTS first byte ${LATENCIES.ttsFirstByteMs} ms\n`);
+    process.stdout.write(
+      `latency phase: ${args.calls} calls, ${args.concurrency} at a time, emulated providers at LLM first token ${LATENCIES.llmFirstTokenMs} ms, TTS first byte ${LATENCIES.ttsFirstByteMs} ms\n`,
+    );
     const latency = await runLatencyPhase({
       wssUrl,
       calls: Number(args.calls),
@@ -106,18 +128,74 @@ async function main(): Promise<void> {
     });
 
     const rows: BudgetRow[] = [
-      { figure: 'bridge overhead per turn, p95 (first frame sent minus provider latency)', unit: 'ms', measured: percentile(latency.bridgeOverheadMs, 95), budget: '< 30', ok: (v) => v < 30, samples: latency.bridgeOverheadMs.length },
-      { figure: 'first TTS byte in to first media frame out, p95', unit: 'ms', measured: percentile(latency.ttsToFrameMs, 95), budget: '< 2', ok: (v) => v < 2, samples: latency.ttsToFrameMs.length },
-      { figure: 'first TTS byte in to first media frame out, max', unit: 'ms', measured: percentile(latency.ttsToFrameMs, 100), budget: '< 2', ok: (v) => v < 2, samples: latency.ttsToFrameMs.length },
-      { figure: 'audio of a cancelled reply received after clear, total', unit: 'ms', measured: latency.lateAudioMs.reduce((a, b) => a + b, 0), budget: '0', ok: (v) => v === 0, samples: latency.lateAudioMs.length },
-      { figure: 'reply latency heard by the caller, p50 (last voiced frame to first bot audio; includes stop_secs and providers)', unit: 'ms', measured: percentile(latency.replyLatencyMs, 50), budget: 'report', samples: latency.replyLatencyMs.length },
-      { figure: 'reply latency heard by the caller, p95', unit: 'ms', measured: percentile(latency.replyLatencyMs, 95), budget: 'report', samples: latency.replyLatencyMs.length },
-      { figure: 'calls failed / protocol violations', unit: '', measured: latency.failedCalls + latency.violations, budget: '0', ok: (v) => v === 0, samples: Number(args.calls) },
+      {
+        figure: 'bridge overhead per turn, p95 (first frame sent minus provider latency)',
+        unit: 'ms',
+        measured: percentile(latency.bridgeOverheadMs, 95),
+        budget: '< 30',
+        ok: (v) => v < 30,
+        samples: latency.bridgeOverheadMs.length,
+      },
+      {
+        figure: 'first TTS byte in to first media frame out, p95',
+        unit: 'ms',
+        measured: percentile(latency.ttsToFrameMs, 95),
+        budget: '< 2',
+        ok: (v) => v < 2,
+        samples: latency.ttsToFrameMs.length,
+      },
+      {
+        figure: 'first TTS byte in to first media frame out, max',
+        unit: 'ms',
+        measured: percentile(latency.ttsToFrameMs, 100),
+        budget: '< 2',
+        ok: (v) => v < 2,
+        samples: latency.ttsToFrameMs.length,
+      },
+      {
+        figure: 'audio of a cancelled reply received after clear, total',
+        unit: 'ms',
+        measured: latency.lateAudioMs.reduce((a, b) => a + b, 0),
+        budget: '0',
+        ok: (v) => v === 0,
+        samples: latency.lateAudioMs.length,
+      },
+      {
+        figure:
+          'reply latency heard by the caller, p50 (last voiced frame to first bot audio; includes stop_secs and providers)',
+        unit: 'ms',
+        measured: percentile(latency.replyLatencyMs, 50),
+        budget: 'report',
+        samples: latency.replyLatencyMs.length,
+      },
+      {
+        figure: 'reply latency heard by the caller, p95',
+        unit: 'ms',
+        measured: percentile(latency.replyLatencyMs, 95),
+        budget: 'report',
+        samples: latency.replyLatencyMs.length,
+      },
+      {
+        figure: 'calls failed / protocol violations',
+        unit: '',
+        measured: latency.failedCalls + latency.violations,
+        budget: '0',
+        ok: (v) => v === 0,
+        samples: Number(args.calls),
+      },
     ];
     const bargeIn: Record<'instant' | 'confirmed', BargeInSamples> = {} as never;
     for (const mode of ['instant', 'confirmed'] as const) {
-      process.stdout.write(`barge-in phase, interruption mode ${mode}: ${args['barge-in-calls']} calls with speech over the answer, and sounds that are not speech\n`);
-      bargeIn[mode] = await runBargeInPhase({ wssUrl: streamUrl(await botConfig(mode)), calls: Number(args['barge-in-calls']), concurrency: Number(args.concurrency), fixturesDir: FIXTURES, serverCalls: server.calls });
+      process.stdout.write(
+        `barge-in phase, interruption mode ${mode}: ${args['barge-in-calls']} calls with speech over the answer, and sounds that are not speech\n`,
+      );
+      bargeIn[mode] = await runBargeInPhase({
+        wssUrl: streamUrl(await botConfig(mode)),
+        calls: Number(args['barge-in-calls']),
+        concurrency: Number(args.concurrency),
+        fixturesDir: FIXTURES,
+        serverCalls: server.calls,
+      });
     }
     rows.push(...bargeInRows(bargeIn));
     process.stdout.write(`\n${formatTable(rows)}\n`);
@@ -125,9 +203,21 @@ async function main(): Promise<void> {
     // Capacity: each step of the sweep; memory per call is counted above the server ready for calls.
     const sweep: CapacityPoint[] = [];
     const durationMs = Number(args['sweep-duration-s']) * 1000;
-    for (const calls of args.sweep.split(',').map(Number).filter((n) => n > 0)) {
+    for (const calls of args.sweep
+      .split(',')
+      .map(Number)
+      .filter((n) => n > 0)) {
       process.stdout.write(`\ncapacity: ${calls} simultaneous calls for ${durationMs / 1000} s ... `);
-      const point = await measureCapacity({ baseUrl: server.baseUrl, wssUrl, calls, durationMs, warmUpMs: Math.min(6000, durationMs / 3), fixturesDir: FIXTURES, idleRssBytes: readyRssBytes, loadCpus: pinning.load });
+      const point = await measureCapacity({
+        baseUrl: server.baseUrl,
+        wssUrl,
+        calls,
+        durationMs,
+        warmUpMs: Math.min(6000, durationMs / 3),
+        fixturesDir: FIXTURES,
+        idleRssBytes: readyRssBytes,
+        loadCpus: pinning.load,
+      });
       sweep.push(point);
       process.stdout.write(
         `event loop p99 ${point.eventLoopP99Ms} ms (max ${point.eventLoopMaxMs}), playout ticks late >20 ms: ${point.lateTicks}/${point.ticks}, ` +
@@ -143,16 +233,77 @@ async function main(): Promise<void> {
     const costPoint = sweep.find((p) => p.calls === COST_CALLS);
     const s2sPoint = await measureSpeechToSpeech(server.baseUrl, readyRssBytes, pinning.load, durationMs);
     const capacityRows: BudgetRow[] = [
-      { figure: `server CPU per talking call, pipeline, at ${COST_CALLS} calls`, unit: '% of a core', measured: costPoint?.cpuPerCallPct ?? null, budget: '<= 0.45', ok: (v) => v <= 0.45, samples: costPoint ? 1 : 0, previous: PREVIOUS.cpuPerCallPct },
-      { figure: `server CPU per talking call, speech-to-speech, at ${s2sPoint?.calls ?? 0} calls`, unit: '% of a core', measured: s2sPoint?.cpuPerCallPct ?? null, budget: '<= 0.45', ok: (v) => v <= 0.45, samples: s2sPoint ? 1 : 0, previous: PREVIOUS.s2sCpuPerCallPct },
-      { figure: 'server RSS idle, nothing configured', unit: 'MB', measured: idleRssBytes / MB, budget: '<= 100', ok: (v) => v <= 100, samples: 1, previous: PREVIOUS.idleRssMb },
-      { figure: 'server RSS idle, ready for calls (VAD model and offline voice loaded)', unit: 'MB', measured: readyRssBytes / MB, budget: 'report', samples: 1, previous: PREVIOUS.readyRssMb },
-      { figure: `server memory per call above ready, at ${COST_CALLS} calls`, unit: 'MB', measured: costPoint?.memoryPerCallMb ?? null, budget: '<= 1', ok: (v) => v <= 1, samples: costPoint ? 1 : 0, previous: PREVIOUS.memoryPerCallMb },
-      { figure: 'simultaneous calls carried with event-loop p99 < 20 ms and no frame late > 20 ms', unit: 'calls', measured: carried, budget: '>= 300', ok: (v) => v >= 300, samples: sweep.length, previous: PREVIOUS.carried },
-      { figure: 'server CPU per call (at the largest step carried)', unit: '% of a core', measured: sweep.find((p) => p.calls === carried)?.cpuPerCallPct ?? null, budget: 'report', samples: 1 },
-      { figure: 'server memory per call (at the largest step carried)', unit: 'MB', measured: sweep.find((p) => p.calls === carried)?.memoryPerCallMb ?? null, budget: 'report', samples: 1 },
+      {
+        figure: `server CPU per talking call, pipeline, at ${COST_CALLS} calls`,
+        unit: '% of a core',
+        measured: costPoint?.cpuPerCallPct ?? null,
+        budget: '<= 0.45',
+        ok: (v) => v <= 0.45,
+        samples: costPoint ? 1 : 0,
+        previous: PREVIOUS.cpuPerCallPct,
+      },
+      {
+        figure: `server CPU per talking call, speech-to-speech, at ${s2sPoint?.calls ?? 0} calls`,
+        unit: '% of a core',
+        measured: s2sPoint?.cpuPerCallPct ?? null,
+        budget: '<= 0.45',
+        ok: (v) => v <= 0.45,
+        samples: s2sPoint ? 1 : 0,
+        previous: PREVIOUS.s2sCpuPerCallPct,
+      },
+      {
+        figure: 'server RSS idle, nothing configured',
+        unit: 'MB',
+        measured: idleRssBytes / MB,
+        budget: '<= 100',
+        ok: (v) => v <= 100,
+        samples: 1,
+        previous: PREVIOUS.idleRssMb,
+      },
+      {
+        figure: 'server RSS idle, ready for calls (VAD model and offline voice loaded)',
+        unit: 'MB',
+        measured: readyRssBytes / MB,
+        budget: 'report',
+        samples: 1,
+        previous: PREVIOUS.readyRssMb,
+      },
+      {
+        figure: `server memory per call above ready, at ${COST_CALLS} calls`,
+        unit: 'MB',
+        measured: costPoint?.memoryPerCallMb ?? null,
+        budget: '<= 1',
+        ok: (v) => v <= 1,
+        samples: costPoint ? 1 : 0,
+        previous: PREVIOUS.memoryPerCallMb,
+      },
+      {
+        figure: 'simultaneous calls carried with event-loop p99 < 20 ms and no frame late > 20 ms',
+        unit: 'calls',
+        measured: carried,
+        budget: '>= 300',
+        ok: (v) => v >= 300,
+        samples: sweep.length,
+        previous: PREVIOUS.carried,
+      },
+      {
+        figure: 'server CPU per call (at the largest step carried)',
+        unit: '% of a core',
+        measured: sweep.find((p) => p.calls === carried)?.cpuPerCallPct ?? null,
+        budget: 'report',
+        samples: 1,
+      },
+      {
+        figure: 'server memory per call (at the largest step carried)',
+        unit: 'MB',
+        measured: sweep.find((p) => p.calls === carried)?.memoryPerCallMb ?? null,
+        budget: 'report',
+        samples: 1,
+      },
     ];
-    process.stdout.write(`\n${pinning.describe}; CPU is the server process's CPU time (all its threads) over the steady window\n`);
+    process.stdout.write(
+      `\n${pinning.describe}; CPU is the server process's CPU time (all its threads) over the steady window\n`,
+    );
     process.stdout.write(`\n${formatTable([...rows, ...capacityRows])}\n`);
     writeFileSync(
       args.out,
@@ -169,19 +320,43 @@ async function main(): Promise<void> {
  * CPU per call on the speech-to-speech profile (OpenAI Realtime against the emulator): the same
  * talking calls as the sweep, on a configuration of its own.
  */
-async function measureSpeechToSpeech(baseUrl: string, readyRssBytes: number, loadCpus: string | undefined, durationMs: number): Promise<CapacityPoint | undefined> {
+async function measureSpeechToSpeech(
+  baseUrl: string,
+  readyRssBytes: number,
+  loadCpus: string | undefined,
+  durationMs: number,
+): Promise<CapacityPoint | undefined> {
   const calls = Number(args['s2s-calls']);
   if (!(calls > 0)) return undefined;
   const id = await createBotConfig(baseUrl, {
     bot_profile: 'openai_realtime_beta_2024_10',
     services: { llm: 'openai_realtime' },
-    config: [{ service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] }, { name: 'run_on_config', value: true }] }],
+    config: [
+      {
+        service: 'llm',
+        options: [
+          { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
+          { name: 'run_on_config', value: true },
+        ],
+      },
+    ],
     api_keys: { openai: 'bench' },
   });
   process.stdout.write(`\nspeech-to-speech: ${calls} simultaneous calls for ${durationMs / 1000} s ... `);
   const wssUrl = `${baseUrl.replace(/^http/, 'ws')}/ws/twilio/${id}`;
-  const point = await measureCapacity({ baseUrl, wssUrl, calls, durationMs, warmUpMs: Math.min(6000, durationMs / 3), fixturesDir: FIXTURES, idleRssBytes: readyRssBytes, loadCpus });
-  process.stdout.write(`CPU ${point.cpuPerCallPct}% of a core per call, event loop p99 ${point.eventLoopP99Ms} ms, failed ${point.failedCalls}\n`);
+  const point = await measureCapacity({
+    baseUrl,
+    wssUrl,
+    calls,
+    durationMs,
+    warmUpMs: Math.min(6000, durationMs / 3),
+    fixturesDir: FIXTURES,
+    idleRssBytes: readyRssBytes,
+    loadCpus,
+  });
+  process.stdout.write(
+    `CPU ${point.cpuPerCallPct}% of a core per call, event loop p99 ${point.eventLoopP99Ms} ms, failed ${point.failedCalls}\n`,
+  );
   return point;
 }
 
@@ -193,14 +368,59 @@ function bargeInRows(samples: Record<'instant' | 'confirmed', BargeInSamples>): 
     const instant = mode === 'instant';
     const perMinute = s.noiseMinutes > 0 ? Math.round((s.falseStops / s.noiseMinutes) * 10) / 10 : null;
     rows.push(
-      { figure: `barge-in (${mode}): caller speech onset to clear received, p50`, unit: 'ms', measured: percentile(s.onsetToClearMs, 50), budget: 'report', samples: s.onsetToClearMs.length },
+      {
+        figure: `barge-in (${mode}): caller speech onset to clear received, p50`,
+        unit: 'ms',
+        measured: percentile(s.onsetToClearMs, 50),
+        budget: 'report',
+        samples: s.onsetToClearMs.length,
+      },
       instant
-        ? { figure: 'barge-in (instant): caller speech onset to clear received, p95', unit: 'ms', measured: percentile(s.onsetToClearMs, 95), budget: '<= 120', ok: (v) => v <= 120, samples: s.onsetToClearMs.length }
-        : { figure: `barge-in (confirmed): caller speech onset to clear received, p95`, unit: 'ms', measured: percentile(s.onsetToClearMs, 95), budget: `report (start_secs ${START_SECS * 1000} + a window)`, samples: s.onsetToClearMs.length },
-      { figure: `false stops (${mode}) per minute of non-speech over the bot (the bot stopped, then resumed)`, unit: '/min', measured: perMinute, budget: 'report', samples: s.falseStops },
-      { figure: `false stops (${mode}): the bot's silence, clear to the reply resuming, p95`, unit: 'ms', measured: percentile(s.resumeMs, 95), budget: instant ? '<= 300' : 'report', ok: instant ? (v) => v <= 300 : undefined, samples: s.resumeMs.length },
-      { figure: `replies cut off during the non-speech (${mode}; the emulated STT transcribes clatter into a turn)`, unit: 'replies', measured: s.cutReplies, budget: 'report', samples: s.cutReplies },
-      { figure: `barge-in phase (${mode}): calls failed`, unit: '', measured: s.failedCalls, budget: '0', ok: (v) => v === 0, samples: s.onsetToClearMs.length },
+        ? {
+            figure: 'barge-in (instant): caller speech onset to clear received, p95',
+            unit: 'ms',
+            measured: percentile(s.onsetToClearMs, 95),
+            budget: '<= 120',
+            ok: (v) => v <= 120,
+            samples: s.onsetToClearMs.length,
+          }
+        : {
+            figure: `barge-in (confirmed): caller speech onset to clear received, p95`,
+            unit: 'ms',
+            measured: percentile(s.onsetToClearMs, 95),
+            budget: `report (start_secs ${START_SECS * 1000} + a window)`,
+            samples: s.onsetToClearMs.length,
+          },
+      {
+        figure: `false stops (${mode}) per minute of non-speech over the bot (the bot stopped, then resumed)`,
+        unit: '/min',
+        measured: perMinute,
+        budget: 'report',
+        samples: s.falseStops,
+      },
+      {
+        figure: `false stops (${mode}): the bot's silence, clear to the reply resuming, p95`,
+        unit: 'ms',
+        measured: percentile(s.resumeMs, 95),
+        budget: instant ? '<= 300' : 'report',
+        ok: instant ? (v) => v <= 300 : undefined,
+        samples: s.resumeMs.length,
+      },
+      {
+        figure: `replies cut off during the non-speech (${mode}; the emulated STT transcribes clatter into a turn)`,
+        unit: 'replies',
+        measured: s.cutReplies,
+        budget: 'report',
+        samples: s.cutReplies,
+      },
+      {
+        figure: `barge-in phase (${mode}): calls failed`,
+        unit: '',
+        measured: s.failedCalls,
+        budget: '0',
+        ok: (v) => v === 0,
+        samples: s.onsetToClearMs.length,
+      },
     );
   }
   rows.push({
@@ -215,7 +435,13 @@ function bargeInRows(samples: Record<'instant' | 'confirmed', BargeInSamples>): 
 }
 
 function machineInfo(): Record<string, unknown> {
-  return { node: process.version, platform: process.platform, arch: process.arch, cpus: availableParallelism(), memoryGb: Math.round(totalmem() / 2 ** 30) };
+  return {
+    node: process.version,
+    platform: process.platform,
+    arch: process.arch,
+    cpus: availableParallelism(),
+    memoryGb: Math.round(totalmem() / 2 ** 30),
+  };
 }
 
 main().catch((err: unknown) => {

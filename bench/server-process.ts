@@ -36,7 +36,12 @@ async function freePort(): Promise<number> {
  * list to run the server on (cpu-pinning.ts); `root`: the checkout whose build runs (bench/cost-ab.ts
  * compares two).
  */
-export async function startServerProcess(env: Record<string, string>, nodeArgs: string[] = [], cpus?: string, root = ROOT): Promise<ServerProcess> {
+export async function startServerProcess(
+  env: Record<string, string>,
+  nodeArgs: string[] = [],
+  cpus?: string,
+  root = ROOT,
+): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
   const [command, args] = pinnedCommand(cpus, [...nodeArgs, join(root, 'dist/cli/main.js'), 'serve']);
@@ -101,7 +106,10 @@ export async function startServerProcess(env: Record<string, string>, nodeArgs: 
     logged(msg, timeoutMs = 30_000) {
       if (messages.has(msg)) return Promise.resolve();
       return new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`the server did not log "${msg}" within ${timeoutMs} ms`)), timeoutMs);
+        const timer = setTimeout(
+          () => reject(new Error(`the server did not log "${msg}" within ${timeoutMs} ms`)),
+          timeoutMs,
+        );
         messageWaiters.push({
           msg,
           resolve: () => {

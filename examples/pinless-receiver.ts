@@ -24,7 +24,10 @@ const BOT = {
     {
       service: 'llm',
       options: [
-        { name: 'initial_messages', value: [{ role: 'system', content: 'You are a friendly receptionist. Keep answers short.' }] },
+        {
+          name: 'initial_messages',
+          value: [{ role: 'system', content: 'You are a friendly receptionist. Keep answers short.' }],
+        },
         { name: 'run_on_config', value: true },
       ],
     },
@@ -37,7 +40,9 @@ function signatureValid(timestamp: string | undefined, signature: string | undef
   const given = Buffer.from(signature, 'base64');
   // Reject stale requests: the timestamp is Unix seconds (milliseconds are accepted too).
   const seconds = Number(timestamp) > 1e12 ? Number(timestamp) / 1000 : Number(timestamp);
-  return given.length === expected.length && timingSafeEqual(given, expected) && Math.abs(Date.now() / 1000 - seconds) < 300;
+  return (
+    given.length === expected.length && timingSafeEqual(given, expected) && Math.abs(Date.now() / 1000 - seconds) < 300
+  );
 }
 
 createServer((req, res) => {
@@ -45,11 +50,23 @@ createServer((req, res) => {
   req.on('data', (chunk: Buffer) => chunks.push(chunk));
   req.on('end', () => {
     const raw = Buffer.concat(chunks).toString();
-    if (!signatureValid(req.headers['x-pinless-timestamp'] as string | undefined, req.headers['x-pinless-signature'] as string | undefined, raw)) {
+    if (
+      !signatureValid(
+        req.headers['x-pinless-timestamp'] as string | undefined,
+        req.headers['x-pinless-signature'] as string | undefined,
+        raw,
+      )
+    ) {
       res.writeHead(401).end();
       return;
     }
-    const event = JSON.parse(raw) as { To?: string; From?: string; callId?: string; callDomain?: string; test?: boolean };
+    const event = JSON.parse(raw) as {
+      To?: string;
+      From?: string;
+      callId?: string;
+      callDomain?: string;
+      test?: boolean;
+    };
     // Answer at once: the caller is on hold until the bot joins.
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'OK' }));
     if (event.test || !event.callId) return;
@@ -58,7 +75,8 @@ createServer((req, res) => {
       headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
       body: JSON.stringify({ ...BOT, dialin_settings: { callId: event.callId, callDomain: event.callDomain } }),
     }).then(
-      async (r) => console.log(`call from ${event.From} to ${event.To}: bots/start answered ${r.status} ${await r.text()}`),
+      async (r) =>
+        console.log(`call from ${event.From} to ${event.To}: bots/start answered ${r.status} ${await r.text()}`),
       (err: unknown) => console.error('bots/start failed', err),
     );
   });

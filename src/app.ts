@@ -137,7 +137,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   await recordings.recoverInterrupted();
   // The node that reaps a dead one closes the recordings it left in progress.
   cluster.onNodeDead((deadNodeId) => {
-    recordings.abandonNode(deadNodeId).catch((err: unknown) => deps.logger.error({ err, deadNode: deadNodeId }, 'could not close a dead node’s recordings'));
+    recordings
+      .abandonNode(deadNodeId)
+      .catch((err: unknown) =>
+        deps.logger.error({ err, deadNode: deadNodeId }, 'could not close a dead node’s recordings'),
+      );
   });
   app.addHook('onClose', async () => {
     await recordings.drain();
@@ -202,7 +206,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     phoneNumbers: { service: phoneNumbers },
     domain: { service: pinless },
     recordings: { service: recordings, cluster },
-    botStart: { rooms, registry: runtime.registry, env: config.env, publicUrl: config.publicUrl, dialinCalls, dialout, cluster, accountCalls },
+    botStart: {
+      rooms,
+      registry: runtime.registry,
+      env: config.env,
+      publicUrl: config.publicUrl,
+      dialinCalls,
+      dialout,
+      cluster,
+      accountCalls,
+    },
     webhooks: {
       service: botConfigs,
       accounts,

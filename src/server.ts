@@ -55,7 +55,14 @@ export async function startServer(
     const app = await buildApp({ config, database, logger, liveCalls, cluster, sandboxCallee: options.sandboxCallee });
     const address = await app.listen({ port: config.port, host: config.host });
     logger.info(
-      { address, publicUrl: config.publicUrl, dataDir: config.dataDir, store: database.engine, nodeId: cluster.nodeId, coordination: cluster.clustered ? 'redis' : 'in-process' },
+      {
+        address,
+        publicUrl: config.publicUrl,
+        dataDir: config.dataDir,
+        store: database.engine,
+        nodeId: cluster.nodeId,
+        coordination: cluster.clustered ? 'redis' : 'in-process',
+      },
       'switchboard listening',
     );
     let closing: Promise<void> | undefined;

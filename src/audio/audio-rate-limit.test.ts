@@ -73,7 +73,10 @@ describe('PeerBudget (the flood counter of every inbound socket)', () => {
   it('refuses one over-long audio message as too big, and audio beyond real time as a flood', () => {
     let nowMs = 0;
     const budget = new PeerBudget(limits, () => nowMs);
-    expect(budget.audio(MAX_AUDIO_MS_PER_MESSAGE + 1)).toEqual({ kind: 'too-big', reason: `audio message over ${MAX_AUDIO_MS_PER_MESSAGE} ms` });
+    expect(budget.audio(MAX_AUDIO_MS_PER_MESSAGE + 1)).toEqual({
+      kind: 'too-big',
+      reason: `audio message over ${MAX_AUDIO_MS_PER_MESSAGE} ms`,
+    });
     expect(budget.audio(100)).toBeUndefined();
     expect(budget.audio(20)).toEqual({ kind: 'flood', reason: 'audio faster than real time' });
     nowMs += 10;

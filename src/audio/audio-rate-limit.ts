@@ -33,7 +33,10 @@ export interface AudioRateLimits {
   burstMs: number;
 }
 
-export const DEFAULT_AUDIO_RATE_LIMITS: Readonly<AudioRateLimits> = Object.freeze({ sustainedRealTimeFactor: 2, burstMs: 2000 });
+export const DEFAULT_AUDIO_RATE_LIMITS: Readonly<AudioRateLimits> = Object.freeze({
+  sustainedRealTimeFactor: 2,
+  burstMs: 2000,
+});
 
 /** `too-long`: one message over MAX_AUDIO_MS_PER_MESSAGE; `too-fast`: over the rate. */
 export type AudioAdmission = 'ok' | 'too-long' | 'too-fast';

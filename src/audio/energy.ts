@@ -61,5 +61,5 @@ export function loudnessVolume(samples: Int16Array): number {
   if (power === 0) return 0;
   const loudnessDb = BS1770_OFFSET_DB + 10 * Math.log10(power);
   const normalised = (loudnessDb - LOUDNESS_FLOOR_DB) / LOUDNESS_RANGE_DB;
-  return normalised < 0 ? 0 : Math.min(normalised , 1);
+  return normalised < 0 ? 0 : Math.min(normalised, 1);
 }

@@ -23,7 +23,8 @@ export class AudioConverter {
     readonly to: AudioFormat,
   ) {
     this.passthrough = sameFormat(from, to);
-    this.resampler = from.sampleRateHz === to.sampleRateHz ? undefined : new StreamingResampler(from.sampleRateHz, to.sampleRateHz);
+    this.resampler =
+      from.sampleRateHz === to.sampleRateHz ? undefined : new StreamingResampler(from.sampleRateHz, to.sampleRateHz);
   }
 
   convert(bytes: Uint8Array): Uint8Array {

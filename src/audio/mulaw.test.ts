@@ -1,12 +1,6 @@
 import alawmulaw from 'alawmulaw';
 import { describe, expect, it } from 'vitest';
-import {
-  decodeMulaw,
-  encodeMulaw,
-  linearToMulawByte,
-  MULAW_SILENCE_BYTE,
-  mulawByteToLinear,
-} from './mulaw.js';
+import { decodeMulaw, encodeMulaw, linearToMulawByte, MULAW_SILENCE_BYTE, mulawByteToLinear } from './mulaw.js';
 
 describe('mulaw', () => {
   it('decodes all 256 codes exactly like alawmulaw', () => {

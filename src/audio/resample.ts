@@ -236,7 +236,7 @@ export class StreamingResampler {
       let acc = 0;
       for (let k = 0; k < taps; k++) acc += history[base + k]! * coefficients[row + k]!;
       const rounded = Math.round(acc);
-      out[n] = rounded > 32767 ? 32767 : Math.max(rounded , -32768);
+      out[n] = rounded > 32767 ? 32767 : Math.max(rounded, -32768);
       index += wholeStep;
       phase += fractionStep;
       if (phase >= up) {

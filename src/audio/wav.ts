@@ -111,9 +111,7 @@ export function parseWav(bytes: Uint8Array): WavAudio {
     const samples = decodeMulaw(bytes.subarray(dataOffset, dataOffset + dataSize));
     return { sampleRateHz, channels, samples };
   }
-  throw new WavFormatError(
-    `unsupported WAV format tag ${formatTag} (supported: 1 = 16-bit PCM, 7 = mu-law)`,
-  );
+  throw new WavFormatError(`unsupported WAV format tag ${formatTag} (supported: 1 = 16-bit PCM, 7 = mu-law)`);
 }
 
 /** Averages interleaved channels into one. Returns the input itself when it is already mono. */

@@ -1,7 +1,13 @@
 import { validateHeaderValue } from 'node:http';
 import { z } from 'zod';
 import { PROVIDER_NAMES, type ServiceKind } from '../providers/catalog.js';
-import { ALL_PROFILE_NAMES, type BotProfile, DOCUMENTED_PROFILE_NAMES, PROFILE_ALIASES, isSpeechToSpeech } from './profiles.js';
+import {
+  ALL_PROFILE_NAMES,
+  type BotProfile,
+  DOCUMENTED_PROFILE_NAMES,
+  PROFILE_ALIASES,
+  isSpeechToSpeech,
+} from './profiles.js';
 
 /** Upper bound for max_duration: one day, as the hosted service allowed. */
 export const MAX_DURATION_LIMIT_SECS = 86_400;
@@ -17,7 +23,9 @@ const botProfile = z
 
 /** Provider names are checked against what the server can run (see providerNameIssues). */
 const providerName = z.string().regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be a provider name such as deepgram or openai');
-const services = z.object({ stt: providerName.optional(), llm: providerName.optional(), tts: providerName.optional() }).strict();
+const services = z
+  .object({ stt: providerName.optional(), llm: providerName.optional(), tts: providerName.optional() })
+  .strict();
 
 /** `unknown llm provider …` (at `services.llm`) for each name neither the catalog nor the registry knows. */
 export function providerNameIssues(
@@ -28,7 +36,8 @@ export function providerNameIssues(
   for (const kind of Object.keys(PROVIDER_NAMES) as ServiceKind[]) {
     const name = services[kind];
     const known = [...new Set([...PROVIDER_NAMES[kind], ...(extraNames[kind] ?? [])])];
-    if (name !== undefined && !known.includes(name)) issues.push({ kind, message: `unknown ${kind} provider "${name}"; known: ${known.join(', ')}` });
+    if (name !== undefined && !known.includes(name))
+      issues.push({ kind, message: `unknown ${kind} provider "${name}"; known: ${known.join(', ')}` });
   }
   return issues;
 }
@@ -66,7 +75,13 @@ const OPTION_SCHEMAS: Record<string, Record<string, z.ZodType>> = {
     voice: shortText,
     language: shortText,
   },
-  tts: { voice: shortText, model: shortText, language: shortText, speed: z.number().min(0.25).max(4), text_filter: z.unknown() },
+  tts: {
+    voice: shortText,
+    model: shortText,
+    language: shortText,
+    speed: z.number().min(0.25).max(4),
+    text_filter: z.unknown(),
+  },
   vad: {
     params: vadParams,
     confidence: unitInterval,
@@ -123,20 +138,20 @@ function isHeaderValue(value: string): boolean {
  * A provider key goes into a request header (Authorization, x-api-key, a websocket upgrade). One
  * Node refuses to send would fail every call at set-up, so it is refused when it is written.
  */
-const providerKey = z
-  .string()
-  .min(1)
-  .max(4096)
-  .refine(isHeaderValue, {
-    message: 'cannot be sent in an HTTP header: it holds a line break, a control character or a character such as "…"; paste the key exactly as the vendor issued it',
-  });
+const providerKey = z.string().min(1).max(4096).refine(isHeaderValue, {
+  message:
+    'cannot be sent in an HTTP header: it holds a line break, a control character or a character such as "…"; paste the key exactly as the vendor issued it',
+});
 
 const e164 = z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number such as +15550100123');
 
 const dialoutTarget = z
   .object({
     phoneNumber: e164.optional(),
-    sipUri: z.string().regex(/^sips?:[^@\s]+@[^\s]+$/, 'must be a SIP URI such as sip:+15550100123@example.com').optional(),
+    sipUri: z
+      .string()
+      .regex(/^sips?:[^@\s]+@[^\s]+$/, 'must be a SIP URI such as sip:+15550100123@example.com')
+      .optional(),
     callerId: shortText.optional(),
     displayName: shortText.optional(),
   })
@@ -204,7 +219,11 @@ export function checkServicesForProfile(
   const needed: ServiceKind[] = isSpeechToSpeech(value.bot_profile) ? ['llm'] : ['stt', 'llm', 'tts'];
   for (const kind of needed) {
     if (!value.services[kind]) {
-      ctx.addIssue({ code: 'custom', path: ['services', kind], message: `profile ${value.bot_profile} needs a ${kind} provider` });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['services', kind],
+        message: `profile ${value.bot_profile} needs a ${kind} provider`,
+      });
     }
   }
 }

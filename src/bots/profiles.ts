@@ -23,8 +23,8 @@ export const PROFILE_ALIASES: Record<string, BotProfile> = {
 };
 
 /** The profiles as the README documents them, for validation errors; the spec's placeholder names stay unlisted. */
-export const DOCUMENTED_PROFILE_NAMES: readonly string[] = [...PIPELINE_PROFILES, ...SPEECH_TO_SPEECH_PROFILES].map((name) =>
-  name === 'telephony_ws_voice_2024_09' ? `${name} (alias twilio_ws_voice_2024_09)` : name,
+export const DOCUMENTED_PROFILE_NAMES: readonly string[] = [...PIPELINE_PROFILES, ...SPEECH_TO_SPEECH_PROFILES].map(
+  (name) => (name === 'telephony_ws_voice_2024_09' ? `${name} (alias twilio_ws_voice_2024_09)` : name),
 );
 
 export const ALL_PROFILE_NAMES: readonly string[] = [

@@ -1,5 +1,10 @@
 import { z } from 'zod';
-import { botConfigFields, checkServicesForProfile, dialoutTarget, type TelephonyConfigBody } from './bot-config-schema.js';
+import {
+  botConfigFields,
+  checkServicesForProfile,
+  dialoutTarget,
+  type TelephonyConfigBody,
+} from './bot-config-schema.js';
 
 /**
  * Body of POST /v1/bots/start: the fields a telephony configuration shares (validated by the same
@@ -15,7 +20,9 @@ export const startBotBody = z
      * "websocket": answer with what Pipecat's WebSocketTransport connects with, `{ws_url}`,
      * instead of the spec's `{room_url, token}` (that transport refuses any other key).
      */
-    transport: z.literal('websocket', { error: () => 'transport must be "websocket" (or left out for {room_url, token})' }).optional(),
+    transport: z
+      .literal('websocket', { error: () => 'transport must be "websocket" (or left out for {room_url, token})' })
+      .optional(),
   })
   .strict()
   .superRefine(checkServicesForProfile)
@@ -32,12 +39,29 @@ export const startBotBody = z
     const dialin = value.dialin_settings;
     if (dialin) {
       const callId = dialin.callId ?? dialin.call_id;
-      if (callId === undefined) ctx.addIssue({ code: 'custom', path: ['dialin_settings'], message: 'needs callId (or call_id) from the dial-in webhook' });
+      if (callId === undefined)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['dialin_settings'],
+          message: 'needs callId (or call_id) from the dial-in webhook',
+        });
       if (dialin.callId !== undefined && dialin.call_id !== undefined && dialin.callId !== dialin.call_id) {
-        ctx.addIssue({ code: 'custom', path: ['dialin_settings'], message: 'callId and call_id disagree; send one spelling' });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['dialin_settings'],
+          message: 'callId and call_id disagree; send one spelling',
+        });
       }
-      if (dialin.callDomain !== undefined && dialin.call_domain !== undefined && dialin.callDomain !== dialin.call_domain) {
-        ctx.addIssue({ code: 'custom', path: ['dialin_settings'], message: 'callDomain and call_domain disagree; send one spelling' });
+      if (
+        dialin.callDomain !== undefined &&
+        dialin.call_domain !== undefined &&
+        dialin.callDomain !== dialin.call_domain
+      ) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['dialin_settings'],
+          message: 'callDomain and call_domain disagree; send one spelling',
+        });
       }
     }
   });

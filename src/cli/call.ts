@@ -4,7 +4,13 @@ import type { CallReport } from '../tools/simulator/call-report.js';
 import { loadScenarioClips } from '../tools/simulator/clip-file.js';
 import { PhoneCall, type PhoneCallTarget } from '../tools/simulator/phone-call.js';
 import { formatSummary, formatTimelineEvent, isMarkEvent } from '../tools/simulator/report-text.js';
-import { type CallerStep, type ClipSource, DEFAULT_MAX_DURATION_MS, type Scenario, parseScenario } from '../tools/simulator/scenario.js';
+import {
+  type CallerStep,
+  type ClipSource,
+  DEFAULT_MAX_DURATION_MS,
+  type Scenario,
+  parseScenario,
+} from '../tools/simulator/scenario.js';
 import { USAGE_EXIT, UsageError, parseCommandLine, usageLine } from './usage.js';
 
 const HELP = `usage: switchboard call (--url <webhook-url> | --wss <stream-url>) [options]
@@ -103,10 +109,22 @@ export function scenarioFromFlags(flags: FlagScript): Scenario {
   });
   if (flags.dtmf) steps.push({ do: 'dtmf', digits: flags.dtmf });
   if (flags.hangupAfterMs !== undefined) {
-    return { steps, clips, endOfScript: 'stay', maxDurationMs: flags.hangupAfterMs, waitTimeoutMs: CLI_WAIT_TIMEOUT_MS };
+    return {
+      steps,
+      clips,
+      endOfScript: 'stay',
+      maxDurationMs: flags.hangupAfterMs,
+      waitTimeoutMs: CLI_WAIT_TIMEOUT_MS,
+    };
   }
   steps.push(silence);
-  return { steps, clips, endOfScript: 'hangup', maxDurationMs: DEFAULT_MAX_DURATION_MS, waitTimeoutMs: CLI_WAIT_TIMEOUT_MS };
+  return {
+    steps,
+    clips,
+    endOfScript: 'hangup',
+    maxDurationMs: DEFAULT_MAX_DURATION_MS,
+    waitTimeoutMs: CLI_WAIT_TIMEOUT_MS,
+  };
 }
 
 function parseParams(pairs: string[]): Record<string, string> {
@@ -175,7 +193,8 @@ export async function runCall(argv: string[], io: CallCliIo = process): Promise<
     if (Boolean(values.url) === Boolean(values.wss)) throw new UsageError('give exactly one of --url and --wss');
     target = values.url ? { webhookUrl: values.url } : { wssUrl: values.wss! };
     customParameters = parseParams(values.param ?? []);
-    if (values.dtmf !== undefined && !/^[0-9*#A-D]{1,32}$/.test(values.dtmf)) throw new UsageError('--dtmf takes digits 0-9, *, #, A-D');
+    if (values.dtmf !== undefined && !/^[0-9*#A-D]{1,32}$/.test(values.dtmf))
+      throw new UsageError('--dtmf takes digits 0-9, *, #, A-D');
     const flags: FlagScript = {
       plays: values.play ?? [],
       bargeInMs: nonNegativeInt('barge-in-ms', values['barge-in-ms']),
@@ -184,7 +203,8 @@ export async function runCall(argv: string[], io: CallCliIo = process): Promise<
       replySilenceMs: nonNegativeInt('reply-silence-ms', values['reply-silence-ms']) ?? DEFAULT_REPLY_SILENCE_MS,
       hangupAfterMs: nonNegativeInt('hangup-after-ms', values['hangup-after-ms']),
     };
-    if (flags.bargeInMs !== undefined && flags.plays.length === 0) throw new UsageError('--barge-in-ms needs a --play clip to barge in with');
+    if (flags.bargeInMs !== undefined && flags.plays.length === 0)
+      throw new UsageError('--barge-in-ms needs a --play clip to barge in with');
     if (values.scenario) {
       if (flags.plays.length || flags.bargeInMs !== undefined || flags.dtmf || flags.waitGreeting) {
         throw new UsageError('--scenario replaces --play, --barge-in-ms, --dtmf and --wait-greeting');

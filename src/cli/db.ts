@@ -41,14 +41,22 @@ function locateSqliteStore(path: string): { file: string; dataDir: string } {
 }
 
 /** `switchboard db copy`: moves an existing SQLite store into PostgreSQL. */
-export async function runDb(argv: string[], streams: Streams = { out: process.stdout, err: process.stderr }): Promise<number> {
+export async function runDb(
+  argv: string[],
+  streams: Streams = { out: process.stdout, err: process.stderr },
+): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({
       args: argv,
       allowPositionals: true,
       strict: true,
-      options: { from: { type: 'string' }, to: { type: 'string' }, replace: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+      options: {
+        from: { type: 'string' },
+        to: { type: 'string' },
+        replace: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
     });
   } catch (err) {
     return usageError(streams, (err as Error).message);
@@ -58,11 +66,16 @@ export async function runDb(argv: string[], streams: Streams = { out: process.st
     streams.out.write(DB_USAGE);
     return 0;
   }
-  if (positionals[0] !== 'copy') return usageError(streams, positionals[0] ? `unknown subcommand "${positionals[0]}"` : 'missing subcommand');
+  if (positionals[0] !== 'copy')
+    return usageError(streams, positionals[0] ? `unknown subcommand "${positionals[0]}"` : 'missing subcommand');
   if (positionals.length > 1) return usageError(streams, `unexpected argument "${positionals[1]}"`);
   if (!values.from) return usageError(streams, 'missing --from <data dir | sqlite file>');
   if (!values.to) return usageError(streams, 'missing --to <postgres://…>');
-  if (!isPostgresUrl(values.to)) return usageError(streams, `--to must be a postgres:// or postgresql:// URL, not "${redactDatabaseUrl(values.to)}"`);
+  if (!isPostgresUrl(values.to))
+    return usageError(
+      streams,
+      `--to must be a postgres:// or postgresql:// URL, not "${redactDatabaseUrl(values.to)}"`,
+    );
 
   let source: OpenedDatabase | undefined;
   let target: OpenedDatabase | undefined;

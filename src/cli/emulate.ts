@@ -37,10 +37,27 @@ options:
   -h, --help                    show this text
 `;
 
-const DEFAULT_TRANSCRIPTS = ['hello, I would like to book a table', 'for two people tonight', 'yes please', 'thank you, goodbye'];
+const DEFAULT_TRANSCRIPTS = [
+  'hello, I would like to book a table',
+  'for two people tonight',
+  'yes please',
+  'thank you, goodbye',
+];
 
 /** Vendors whose endpoint variable the emulator answers for. */
-const ENDPOINT_VARIABLES = ['DEEPGRAM', 'OPENAI', 'GROQ', 'TOGETHER', 'GROK', 'OLLAMA', 'CUSTOM_LLM', 'ANTHROPIC', 'GEMINI', 'CARTESIA', 'ELEVENLABS'];
+const ENDPOINT_VARIABLES = [
+  'DEEPGRAM',
+  'OPENAI',
+  'GROQ',
+  'TOGETHER',
+  'GROK',
+  'OLLAMA',
+  'CUSTOM_LLM',
+  'ANTHROPIC',
+  'GEMINI',
+  'CARTESIA',
+  'ELEVENLABS',
+];
 
 export interface EmulateIo {
   stdout: { write(text: string): unknown };
@@ -142,7 +159,9 @@ export async function runEmulate(argv: string[], io: EmulateIo = process): Promi
   try {
     running = await startEmulate(options);
   } catch (err) {
-    const why = listenFailure(err, options.host, options.port) ?? `cannot listen on ${options.host}:${options.port}: ${err instanceof Error ? err.message : String(err)}`;
+    const why =
+      listenFailure(err, options.host, options.port) ??
+      `cannot listen on ${options.host}:${options.port}: ${err instanceof Error ? err.message : String(err)}`;
     io.stderr.write(`switchboard emulate: ${why}\n`);
     return 1;
   }

@@ -66,7 +66,12 @@ function parseKeysArgs(argv: string[]): Action | 'bare' {
       return values.help ? { kind: 'help', text: SUBCOMMAND_HELP.list } : { kind: 'list' };
     }
     case 'revoke': {
-      const { values, positionals } = parseCommandLine({ args: rest, strict: true, allowPositionals: true, options: help });
+      const { values, positionals } = parseCommandLine({
+        args: rest,
+        strict: true,
+        allowPositionals: true,
+        options: help,
+      });
       if (values.help) return { kind: 'help', text: SUBCOMMAND_HELP.revoke };
       if (positionals.length === 0) throw new UsageError('missing the key id; switchboard keys list shows the ids');
       if (positionals.length > 1) throw new UsageError(`Unexpected argument '${positionals[1]}'`);
@@ -119,7 +124,9 @@ export async function runKeys(argv: string[], loadConfig: () => AppConfig): Prom
         }
         for (const k of keys) {
           const state = k.revokedAt ? `revoked ${k.revokedAt}` : 'active';
-          process.stdout.write(`${k.id}  ${k.prefix}…  account=${k.accountName}  created=${k.createdAt}  ${state}${k.name ? `  (${k.name})` : ''}\n`);
+          process.stdout.write(
+            `${k.id}  ${k.prefix}…  account=${k.accountName}  created=${k.createdAt}  ${state}${k.name ? `  (${k.name})` : ''}\n`,
+          );
         }
         return 0;
       }

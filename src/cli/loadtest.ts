@@ -76,7 +76,8 @@ function urlOption(name: string, value: string, schemes: readonly string[]): URL
   } catch {
     throw new UsageError(`--${name} is not a URL: "${value}"`);
   }
-  if (!schemes.includes(url.protocol)) throw new UsageError(`--${name} must be a ${schemes.map((s) => s.slice(0, -1)).join('/')} URL, got "${value}"`);
+  if (!schemes.includes(url.protocol))
+    throw new UsageError(`--${name} must be a ${schemes.map((s) => s.slice(0, -1)).join('/')} URL, got "${value}"`);
   return url;
 }
 
@@ -94,7 +95,10 @@ function targetOf(values: Record<string, string | boolean | undefined>): { targe
   // The media stream of a configuration, as its wssUrl names it; a path prefix (a proxy) is kept.
   const scheme = base.protocol === 'https:' || base.protocol === 'wss:' ? 'wss:' : 'ws:';
   const prefix = base.pathname.replace(/\/+$/, '');
-  return { target: { wssUrl: `${scheme}//${base.host}${prefix}/ws/twilio/${encodeURIComponent(config)}` }, label: `${server} configuration ${config}` };
+  return {
+    target: { wssUrl: `${scheme}//${base.host}${prefix}/ws/twilio/${encodeURIComponent(config)}` },
+    label: `${server} configuration ${config}`,
+  };
 }
 
 function ms(d: Distribution): string {
@@ -153,7 +157,8 @@ async function planOf(argv: string[]): Promise<Plan | 'help'> {
   const durationS = positive('duration-s', values['duration-s'] as string | undefined);
   if (durationS !== undefined && calls !== undefined) throw new UsageError('give --calls or --duration-s, not both');
   const rampUpS = values['ramp-up-s'] === undefined ? 5 : Number(values['ramp-up-s']);
-  if (!Number.isFinite(rampUpS) || rampUpS < 0) throw new UsageError(`--ramp-up-s must be zero or more, got "${values['ramp-up-s']}"`);
+  if (!Number.isFinite(rampUpS) || rampUpS < 0)
+    throw new UsageError(`--ramp-up-s must be zero or more, got "${values['ramp-up-s']}"`);
   const workers = positiveInteger('workers', values.workers as string | undefined);
 
   const scenarioFile = resolve((values.scenario as string | undefined) ?? DEFAULT_SCENARIO);
@@ -161,7 +166,9 @@ async function planOf(argv: string[]): Promise<Plan | 'help'> {
   try {
     text = await readFile(scenarioFile, 'utf8');
   } catch (err) {
-    throw new UsageError(`cannot read the scenario ${scenarioFile}: ${err instanceof Error ? err.message : String(err)}`);
+    throw new UsageError(
+      `cannot read the scenario ${scenarioFile}: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   let scenario;
   try {
@@ -170,12 +177,17 @@ async function planOf(argv: string[]): Promise<Plan | 'help'> {
     throw new UsageError(`${scenarioFile}: ${err instanceof Error ? err.message : String(err)}`);
   }
   const missing = [...clipsPlayedBy(scenario)].filter((name) => scenario.clips?.[name] === undefined);
-  if (missing.length > 0) throw new UsageError(`${scenarioFile}: steps play ${missing.map((n) => `"${n}"`).join(', ')} but "clips" does not define ${missing.length === 1 ? 'it' : 'them'}`);
+  if (missing.length > 0)
+    throw new UsageError(
+      `${scenarioFile}: steps play ${missing.map((n) => `"${n}"`).join(', ')} but "clips" does not define ${missing.length === 1 ? 'it' : 'them'}`,
+    );
   let clips;
   try {
     clips = await loadScenarioClips(scenario, dirname(scenarioFile));
   } catch (err) {
-    throw new UsageError(`${scenarioFile}: a clip could not be loaded: ${err instanceof Error ? err.message : String(err)}`);
+    throw new UsageError(
+      `${scenarioFile}: a clip could not be loaded: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
 
   return {
@@ -267,7 +279,11 @@ export async function runLoadtestCli(argv: string[], io: LoadtestIo = process): 
   io.stdout.write(
     [
       ...(result.stoppedEarly ? ['stopped early: the figures cover the calls placed until then'] : []),
-      `calls: ${a.calls.total}, ok ${a.calls.ok}, failed ${a.calls.failed} (${Object.entries(a.calls.byOutcome).map(([k, v]) => `${k} ${v}`).join(', ') || 'none placed'})`,
+      `calls: ${a.calls.total}, ok ${a.calls.ok}, failed ${a.calls.failed} (${
+        Object.entries(a.calls.byOutcome)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ') || 'none placed'
+      })`,
       `first bot audio:  ${ms(a.firstBotAudioMs)}`,
       `reply latency:    ${ms(a.replyLatencyMs)}`,
       `barge-in latency: ${ms(a.bargeInLatencyMs)}`,
@@ -276,7 +292,11 @@ export async function runLoadtestCli(argv: string[], io: LoadtestIo = process): 
       `gaps in bot audio: ${a.underruns.total} in ${a.underruns.callsWithAny} calls, longest ${a.underruns.longestMs} ms`,
       `protocol violations: ${a.violations}`,
       `generator clock lag: max ${a.generatorClockMaxLagMs} ms`,
-      ...(a.generatorOverloaded ? [`warning: the load generator itself was overloaded (its 20 ms clock lagged up to ${a.generatorClockMaxLagMs} ms), so latencies include its own delay; use more --workers, fewer calls, or another machine`] : []),
+      ...(a.generatorOverloaded
+        ? [
+            `warning: the load generator itself was overloaded (its 20 ms clock lagged up to ${a.generatorClockMaxLagMs} ms), so latencies include its own delay; use more --workers, fewer calls, or another machine`,
+          ]
+        : []),
       ...result.generatorErrors.map((e) => `warning: ${e}`),
       `reports: ${files.json}, ${files.html}`,
       '',

@@ -14,7 +14,8 @@ export async function runServe(config: AppConfig): Promise<number> {
   const logger = createLogger(config.logLevel);
   // The sandbox's callee is the phone simulator, a development tool: loaded only when the sandbox
   // carrier is in use, so the server's own modules never import the tools.
-  const sandboxCallee = config.carrier === 'sandbox' ? (await import('../tools/simulator/sandbox-callee.js')).simulatedCallee : undefined;
+  const sandboxCallee =
+    config.carrier === 'sandbox' ? (await import('../tools/simulator/sandbox-callee.js')).simulatedCallee : undefined;
   const server = await startServer(config, { logger, sandboxCallee });
   let signals = 0;
   let onSignal: (signal: string) => void = () => undefined;

@@ -31,7 +31,8 @@ export function usageLine(command: string, message: string): string {
 /** A `--port` value: a whole number from 0 (any free port) to 65535. */
 export function portOption(raw: string): number {
   const port = Number(raw);
-  if (!/^\d+$/.test(raw) || port > 65_535) throw new UsageError(`--port must be a whole number from 0 to 65535, got "${raw}"`);
+  if (!/^\d+$/.test(raw) || port > 65_535)
+    throw new UsageError(`--port must be a whole number from 0 to 65535, got "${raw}"`);
   return port;
 }
 

@@ -20,7 +20,10 @@ export class AccountCalls {
     if (this.maxCalls === undefined) return () => undefined;
     const id = randomUUID();
     if (!(await this.cluster.claim(`calls:${accountId}`, id, this.maxCalls))) {
-      throw new ApiError('rate-limit-error', `this account already has its maximum of ${this.maxCalls} calls in progress; try again when one has ended`);
+      throw new ApiError(
+        'rate-limit-error',
+        `this account already has its maximum of ${this.maxCalls} calls in progress; try again when one has ended`,
+      );
     }
     let released = false;
     return () => {

@@ -98,7 +98,16 @@ export class LocalCoordinator implements Coordinator {
 
   async nodes(): Promise<NodeView[]> {
     const status = this.status();
-    return [{ node_id: this.nodeId, url: this.url, draining: status.draining, live_calls: status.liveCalls, rooms: status.rooms, heartbeat_age_ms: 0 }];
+    return [
+      {
+        node_id: this.nodeId,
+        url: this.url,
+        draining: status.draining,
+        live_calls: status.liveCalls,
+        rooms: status.rooms,
+        heartbeat_age_ms: 0,
+      },
+    ];
   }
 
   async start(url: string, status: () => NodeStatus): Promise<void> {

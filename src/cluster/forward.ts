@@ -28,7 +28,8 @@ export function wasForwarded(request: FastifyRequest): boolean {
 function bodyOf(request: FastifyRequest): string | undefined {
   if (request.body === undefined || request.method === 'GET' || request.method === 'HEAD') return undefined;
   const type = String(request.headers['content-type'] ?? '');
-  if (type.startsWith('application/x-www-form-urlencoded')) return new URLSearchParams(request.body as Record<string, string>).toString();
+  if (type.startsWith('application/x-www-form-urlencoded'))
+    return new URLSearchParams(request.body as Record<string, string>).toString();
   return JSON.stringify(request.body);
 }
 
@@ -36,7 +37,12 @@ function bodyOf(request: FastifyRequest): string | undefined {
  * Answers `request` with what the node at `nodeUrl` answers to it (status, body, the headers
  * that matter), streaming the body. A node that does not answer is a 503: the caller may retry.
  */
-export async function forwardRequest(request: FastifyRequest, reply: FastifyReply, nodeUrl: string, fromNodeId: string): Promise<FastifyReply> {
+export async function forwardRequest(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  nodeUrl: string,
+  fromNodeId: string,
+): Promise<FastifyReply> {
   const headers: Record<string, string> = { [FORWARDED_HEADER]: fromNodeId };
   for (const name of PASSED_REQUEST_HEADERS) {
     const value = request.headers[name];
@@ -97,7 +103,8 @@ export function relaySocket(socket: WebSocket, request: FastifyRequest, options:
   });
   socket.on('close', (code, reason) => {
     clientClosed = { code, reason };
-    if (upstream?.readyState === WebSocket.OPEN || upstream?.readyState === WebSocket.CONNECTING) closeWith(upstream, code, reason);
+    if (upstream?.readyState === WebSocket.OPEN || upstream?.readyState === WebSocket.CONNECTING)
+      closeWith(upstream, code, reason);
   });
 
   options.target.then(
@@ -111,7 +118,10 @@ export function relaySocket(socket: WebSocket, request: FastifyRequest, options:
       const headers: Record<string, string> = { [FORWARDED_HEADER]: options.fromNodeId };
       const signature = request.headers['x-twilio-signature'];
       if (typeof signature === 'string') headers['x-twilio-signature'] = signature;
-      const relay = new WebSocket(nodeUrl.replace(/^http/i, 'ws') + request.url, protocols, { headers, maxPayload: NODE_MAX_PAYLOAD_BYTES });
+      const relay = new WebSocket(nodeUrl.replace(/^http/i, 'ws') + request.url, protocols, {
+        headers,
+        maxPayload: NODE_MAX_PAYLOAD_BYTES,
+      });
       upstream = relay;
       relay.on('open', () => {
         for (const { data, isBinary } of waiting.splice(0)) relay.send(data, { binary: isBinary });
@@ -121,7 +131,10 @@ export function relaySocket(socket: WebSocket, request: FastifyRequest, options:
       });
       relay.on('close', (code, reason) => closeWith(socket, code, reason));
       relay.on('unexpected-response', (_req, res) => {
-        options.log.warn({ nodeUrl, status: res.statusCode }, 'the node holding this socket’s subject refused the relay');
+        options.log.warn(
+          { nodeUrl, status: res.statusCode },
+          'the node holding this socket’s subject refused the relay',
+        );
         relay.terminate();
         closeWith(socket, 1011, Buffer.from('the node serving this refused the connection'));
       });

@@ -95,7 +95,17 @@ export class RedisCoordinator implements Coordinator {
 
   async claim(kind: HeldKind, id: string, limit = 0): Promise<boolean> {
     const member = `${kind} ${id}`;
-    const taken = (await this.redis.eval(CLAIM, 2, key(`held:${kind}`), key(`holds:${this.nodeId}`), id, this.nodeId, limit, member)) === 1;
+    const taken =
+      (await this.redis.eval(
+        CLAIM,
+        2,
+        key(`held:${kind}`),
+        key(`holds:${this.nodeId}`),
+        id,
+        this.nodeId,
+        limit,
+        member,
+      )) === 1;
     if (taken) this.held.set(member, kind);
     return taken;
   }
@@ -103,10 +113,12 @@ export class RedisCoordinator implements Coordinator {
   release(kind: HeldKind, id: string): void {
     const member = `${kind} ${id}`;
     this.held.delete(member);
-    this.redis.eval(RELEASE, 2, key(`held:${kind}`), key(`holds:${this.nodeId}`), id, this.nodeId, member).catch((err: Error) => {
-      // Left behind, it goes when this node leaves or is reaped.
-      this.options.log.warn({ err: err.message, kind, id }, 'could not release a cluster entry');
-    });
+    this.redis
+      .eval(RELEASE, 2, key(`held:${kind}`), key(`holds:${this.nodeId}`), id, this.nodeId, member)
+      .catch((err: Error) => {
+        // Left behind, it goes when this node leaves or is reaped.
+        this.options.log.warn({ err: err.message, kind, id }, 'could not release a cluster entry');
+      });
   }
 
   async holderOf(kind: HeldKind, id: string): Promise<Holder | undefined> {
@@ -118,7 +130,10 @@ export class RedisCoordinator implements Coordinator {
   }
 
   async nodeUrl(nodeId: string): Promise<string | undefined> {
-    const [alive, url] = await Promise.all([this.redis.exists(key(`alive:${nodeId}`)), this.redis.hget(key('nodes'), nodeId)]);
+    const [alive, url] = await Promise.all([
+      this.redis.exists(key(`alive:${nodeId}`)),
+      this.redis.hget(key('nodes'), nodeId),
+    ]);
     return alive === 1 && url !== null ? url : undefined;
   }
 
@@ -133,7 +148,14 @@ export class RedisCoordinator implements Coordinator {
       const raw = beats[i];
       if (!raw) return;
       const beat = JSON.parse(raw) as Heartbeat;
-      views.push({ node_id: id, url: listed[id]!, draining: beat.draining, live_calls: beat.live_calls, rooms: beat.rooms, heartbeat_age_ms: Math.max(0, now - beat.at_ms) });
+      views.push({
+        node_id: id,
+        url: listed[id]!,
+        draining: beat.draining,
+        live_calls: beat.live_calls,
+        rooms: beat.rooms,
+        heartbeat_age_ms: Math.max(0, now - beat.at_ms),
+      });
     });
     return views;
   }
@@ -168,9 +190,20 @@ export class RedisCoordinator implements Coordinator {
     try {
       // Leaving is reaping oneself: the heartbeat goes first, then the script removes the rest.
       await this.redis.del(key(`alive:${this.nodeId}`));
-      await this.redis.eval(REAP, 3, key('nodes'), key(`alive:${this.nodeId}`), key(`holds:${this.nodeId}`), this.nodeId, PREFIX);
+      await this.redis.eval(
+        REAP,
+        3,
+        key('nodes'),
+        key(`alive:${this.nodeId}`),
+        key(`holds:${this.nodeId}`),
+        this.nodeId,
+        PREFIX,
+      );
     } catch (err) {
-      this.options.log.warn({ err: (err as Error).message }, 'could not leave the cluster cleanly; the others will reap this node');
+      this.options.log.warn(
+        { err: (err as Error).message },
+        'could not leave the cluster cleanly; the others will reap this node',
+      );
     }
     this.held.clear();
     this.redis.disconnect();
@@ -178,8 +211,22 @@ export class RedisCoordinator implements Coordinator {
 
   private async beat(): Promise<void> {
     const status = this.status();
-    const beat: Heartbeat = { draining: status.draining, live_calls: status.liveCalls, rooms: status.rooms, at_ms: Date.now() };
-    const added = await this.redis.eval(HEARTBEAT, 2, key('nodes'), key(`alive:${this.nodeId}`), this.nodeId, this.url, JSON.stringify(beat), this.options.livenessWindowMs);
+    const beat: Heartbeat = {
+      draining: status.draining,
+      live_calls: status.liveCalls,
+      rooms: status.rooms,
+      at_ms: Date.now(),
+    };
+    const added = await this.redis.eval(
+      HEARTBEAT,
+      2,
+      key('nodes'),
+      key(`alive:${this.nodeId}`),
+      this.nodeId,
+      this.url,
+      JSON.stringify(beat),
+      this.options.livenessWindowMs,
+    );
     if (added === 1 && this.held.size > 0) await this.reclaim();
   }
 
@@ -191,7 +238,10 @@ export class RedisCoordinator implements Coordinator {
     this.options.log.warn({ held: this.held.size }, 'this node had been taken for dead; taking back what it holds');
     for (const [member, kind] of [...this.held]) {
       const id = member.slice(kind.length + 1);
-      if (!(await this.redis.eval(CLAIM, 2, key(`held:${kind}`), key(`holds:${this.nodeId}`), id, this.nodeId, 0, member))) this.held.delete(member);
+      if (
+        !(await this.redis.eval(CLAIM, 2, key(`held:${kind}`), key(`holds:${this.nodeId}`), id, this.nodeId, 0, member))
+      )
+        this.held.delete(member);
     }
   }
 
@@ -200,7 +250,15 @@ export class RedisCoordinator implements Coordinator {
     const listed = await this.redis.hkeys(key('nodes'));
     for (const nodeId of listed) {
       if (nodeId === this.nodeId) continue;
-      const reaped = await this.redis.eval(REAP, 3, key('nodes'), key(`alive:${nodeId}`), key(`holds:${nodeId}`), nodeId, PREFIX);
+      const reaped = await this.redis.eval(
+        REAP,
+        3,
+        key('nodes'),
+        key(`alive:${nodeId}`),
+        key(`holds:${nodeId}`),
+        nodeId,
+        PREFIX,
+      );
       if (reaped !== 1) continue;
       this.options.log.warn({ deadNode: nodeId }, 'a node stopped heartbeating; its rooms and waiting calls are gone');
       for (const listener of this.deadListeners) listener(nodeId);

@@ -17,7 +17,10 @@ const port = z.coerce.number().int().min(0).max(65535);
 /** A shared signing or sealing key: 32 random bytes in base64, as `openssl rand -base64 32` prints. */
 const serviceKey = z
   .string()
-  .refine((value) => /^[A-Za-z0-9+/]+=*$/.test(value) && Buffer.from(value, 'base64').length === 32, 'must be 32 bytes in base64 (openssl rand -base64 32)')
+  .refine(
+    (value) => /^[A-Za-z0-9+/]+=*$/.test(value) && Buffer.from(value, 'base64').length === 32,
+    'must be 32 bytes in base64 (openssl rand -base64 32)',
+  )
   .transform((value) => Buffer.from(value, 'base64'));
 
 /** What DATABASE_URL (and `db copy --to`) accepts: a PostgreSQL connection URL. */
@@ -25,7 +28,9 @@ export function isPostgresUrl(value: string): boolean {
   return /^postgres(ql)?:\/\/[^/]/i.test(value) && URL.canParse(value);
 }
 
-const postgresUrl = z.string().refine(isPostgresUrl, 'must be a postgres:// or postgresql:// URL (unset it for the embedded SQLite store)');
+const postgresUrl = z
+  .string()
+  .refine(isPostgresUrl, 'must be a postgres:// or postgresql:// URL (unset it for the embedded SQLite store)');
 
 const envSchema = z.object({
   PORT: port.default(8080),
@@ -33,14 +38,22 @@ const envSchema = z.object({
   SWITCHBOARD_PUBLIC_URL: httpOrigin.optional(),
   SWITCHBOARD_DATA_DIR: z.string().min(1).default('./data'),
   SWITCHBOARD_API_KEY: z.string().optional(),
-  SWITCHBOARD_BODY_LIMIT_BYTES: z.coerce.number().int().min(1024).max(64 * 1024 * 1024).default(1024 * 1024),
+  SWITCHBOARD_BODY_LIMIT_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(1024 * 1024),
   DATABASE_URL: postgresUrl.optional(),
   SWITCHBOARD_SECRET_KEY: serviceKey.optional(),
   SWITCHBOARD_LINK_SIGNING_KEY: serviceKey.optional(),
   SWITCHBOARD_ROOM_TOKEN_KEY: serviceKey.optional(),
   REDIS_URL: z
     .string()
-    .refine((value) => /^rediss?:\/\/./i.test(value) && URL.canParse(value), 'must be a redis:// or rediss:// URL (unset it for a single node)')
+    .refine(
+      (value) => /^rediss?:\/\/./i.test(value) && URL.canParse(value),
+      'must be a redis:// or rediss:// URL (unset it for a single node)',
+    )
     .optional(),
   SWITCHBOARD_NODE_URL: httpOrigin.optional(),
   SWITCHBOARD_NODE_TIMEOUT_SECS: z.coerce.number().min(0.5).max(60).default(5),
@@ -64,8 +77,16 @@ const envSchema = z.object({
   SWITCHBOARD_DRAIN_TIMEOUT_SECS: z.coerce.number().int().min(0).max(3600).default(30),
   SWITCHBOARD_CORS_ORIGINS: z
     .string()
-    .transform((value) => value.split(',').map((origin) => origin.trim()).filter((origin) => origin !== ''))
-    .refine((origins) => origins.every((origin) => origin === '*' || isOrigin(origin)), 'must be * or comma-separated origins such as https://app.example.com (no path)')
+    .transform((value) =>
+      value
+        .split(',')
+        .map((origin) => origin.trim())
+        .filter((origin) => origin !== ''),
+    )
+    .refine(
+      (origins) => origins.every((origin) => origin === '*' || isOrigin(origin)),
+      'must be * or comma-separated origins such as https://app.example.com (no path)',
+    )
     .optional(),
 });
 
@@ -107,7 +128,13 @@ export interface AppConfig {
   /** Browser origins (or `*`) whose pages may call POST /v1/bots/start (CORS); none by default. */
   corsOrigins: string[];
   /** Rooms of POST /v1/bots/start: how many at once, who may join, when an unused room closes. */
-  rooms: { maxRooms: number; maxParticipants: number; joinTimeoutSecs: number; emptyGraceSecs: number; idleTimeoutSecs: number };
+  rooms: {
+    maxRooms: number;
+    maxParticipants: number;
+    joinTimeoutSecs: number;
+    emptyGraceSecs: number;
+    idleTimeoutSecs: number;
+  };
   /** On SIGTERM, live calls may go on this long before the bot says goodbye and they are closed. */
   drainTimeoutSecs: number;
   /**
@@ -136,7 +163,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const e = parsed.data;
   if (e.SWITCHBOARD_CARRIER === 'twilio' && !(e.TWILIO_ACCOUNT_SID && e.TWILIO_AUTH_TOKEN)) {
-    throw new EnvError('invalid environment:\n  SWITCHBOARD_CARRIER: twilio needs TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN');
+    throw new EnvError(
+      'invalid environment:\n  SWITCHBOARD_CARRIER: twilio needs TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN',
+    );
   }
   const publicUrl = (e.SWITCHBOARD_PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, '');
   return {
@@ -145,7 +174,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     publicUrl,
     dataDir: e.SWITCHBOARD_DATA_DIR,
     databaseUrl: e.DATABASE_URL,
-    serviceKeys: { secret: e.SWITCHBOARD_SECRET_KEY, linkSigning: e.SWITCHBOARD_LINK_SIGNING_KEY, roomToken: e.SWITCHBOARD_ROOM_TOKEN_KEY },
+    serviceKeys: {
+      secret: e.SWITCHBOARD_SECRET_KEY,
+      linkSigning: e.SWITCHBOARD_LINK_SIGNING_KEY,
+      roomToken: e.SWITCHBOARD_ROOM_TOKEN_KEY,
+    },
     envApiKeys: (e.SWITCHBOARD_API_KEY ?? '')
       .split(',')
       .map((key) => key.trim())
@@ -168,7 +201,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       idleTimeoutSecs: e.SWITCHBOARD_ROOM_IDLE_TIMEOUT_SECS,
     },
     drainTimeoutSecs: e.SWITCHBOARD_DRAIN_TIMEOUT_SECS,
-    cluster: { redisUrl: e.REDIS_URL, nodeUrl: e.SWITCHBOARD_NODE_URL?.replace(/\/+$/, ''), nodeTimeoutSecs: e.SWITCHBOARD_NODE_TIMEOUT_SECS },
+    cluster: {
+      redisUrl: e.REDIS_URL,
+      nodeUrl: e.SWITCHBOARD_NODE_URL?.replace(/\/+$/, ''),
+      nodeTimeoutSecs: e.SWITCHBOARD_NODE_TIMEOUT_SECS,
+    },
     accountMaxCalls: e.SWITCHBOARD_ACCOUNT_MAX_CALLS,
     env,
   };

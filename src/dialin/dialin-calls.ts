@@ -156,9 +156,12 @@ export class DialinCalls {
   /** POST /v1/bots/start with dialin_settings: the waiting call is the bot's, audio or not yet. */
   claim(account: Account, callId: string, callDomain: string | undefined): ClaimedCall {
     const call = this.calls.get(callId);
-    if (!call || call.accountId !== account.id) throw new ApiError('not-found', `dialin_settings: no dial-in call ${callId} is waiting`);
-    if (callDomain !== undefined && callDomain !== call.callDomain) throw new ApiError('invalid-request-error', 'dialin_settings: callDomain does not match the call');
-    if (call.state !== 'waiting') throw new ApiError('invalid-request-error', `dialin_settings: call ${callId} is no longer waiting`);
+    if (!call || call.accountId !== account.id)
+      throw new ApiError('not-found', `dialin_settings: no dial-in call ${callId} is waiting`);
+    if (callDomain !== undefined && callDomain !== call.callDomain)
+      throw new ApiError('invalid-request-error', 'dialin_settings: callDomain does not match the call');
+    if (call.state !== 'waiting')
+      throw new ApiError('invalid-request-error', `dialin_settings: call ${callId} is no longer waiting`);
     // Without audio yet, the call is the bot's from now on; the hold timer keeps running and bounds
     // the wait for the carrier's media stream.
     call.state = 'claimed';
@@ -226,7 +229,10 @@ export class DialinCalls {
     if (call.state !== 'waiting' && call.state !== 'claimed') return;
     const lost = call.state === 'claimed' ? call.claimant?.lost : undefined;
     if (call.state === 'claimed') {
-      this.options.log.warn({ callId: call.callId, to: call.to }, 'the dial-in caller’s audio did not connect in time; the bot that took the call is let go');
+      this.options.log.warn(
+        { callId: call.callId, to: call.to },
+        'the dial-in caller’s audio did not connect in time; the bot that took the call is let go',
+      );
     } else {
       this.options.log.warn({ callId: call.callId, to: call.to }, 'no bot took the dial-in call in time');
     }
@@ -237,7 +243,8 @@ export class DialinCalls {
   }
 
   private end(call: WaitingCall): void {
-    if (call.state === 'waiting') this.options.log.info({ callId: call.callId }, 'dial-in caller hung up while waiting');
+    if (call.state === 'waiting')
+      this.options.log.info({ callId: call.callId }, 'dial-in caller hung up while waiting');
     this.forget(call);
     call.release();
   }
@@ -307,10 +314,12 @@ class HoldingLeg implements CallTransportHandler {
     this.closeCode = closeCode;
     this.playout.clear();
     this.generation = this.playout.startReply();
-    speakFixedPhrase(this.playout, this.generation, tts, message, new AbortController().signal, log).catch((err: unknown) => {
-      log.error({ err }, 'could not say the no-bot message');
-      this.transport.close(this.closeCode, 'no bot');
-    });
+    speakFixedPhrase(this.playout, this.generation, tts, message, new AbortController().signal, log).catch(
+      (err: unknown) => {
+        log.error({ err }, 'could not say the no-bot message');
+        this.transport.close(this.closeCode, 'no bot');
+      },
+    );
   }
 
   private loop(): void {

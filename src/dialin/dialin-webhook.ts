@@ -36,16 +36,28 @@ export async function deliverDialinWebhook(options: {
       const result = await postJson(
         options.url,
         raw,
-        { 'x-pinless-timestamp': timestamp, 'x-pinless-signature': pinlessSignature(options.secretBase64, timestamp, raw) },
-        { policy: options.policy, timeoutMs: Math.max(100, Math.min(ATTEMPT_TIMEOUT_MS, options.deadlineMs - performance.now())) },
+        {
+          'x-pinless-timestamp': timestamp,
+          'x-pinless-signature': pinlessSignature(options.secretBase64, timestamp, raw),
+        },
+        {
+          policy: options.policy,
+          timeoutMs: Math.max(100, Math.min(ATTEMPT_TIMEOUT_MS, options.deadlineMs - performance.now())),
+        },
       );
       if (result.status >= 200 && result.status < 300) {
-        options.log.info({ url: options.url, status: result.status, attempt: attempt + 1 }, 'dial-in webhook delivered');
+        options.log.info(
+          { url: options.url, status: result.status, attempt: attempt + 1 },
+          'dial-in webhook delivered',
+        );
         return true;
       }
       options.log.warn({ url: options.url, status: result.status, attempt: attempt + 1 }, 'dial-in webhook refused');
     } catch (err) {
-      options.log.warn({ url: options.url, attempt: attempt + 1, error: err instanceof Error ? err.message : String(err) }, 'dial-in webhook failed');
+      options.log.warn(
+        { url: options.url, attempt: attempt + 1, error: err instanceof Error ? err.message : String(err) },
+        'dial-in webhook failed',
+      );
     }
     const delayMs = RETRY_DELAYS_MS[Math.min(attempt, RETRY_DELAYS_MS.length - 1)]!;
     if (performance.now() + delayMs >= options.deadlineMs) return false;

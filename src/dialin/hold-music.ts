@@ -68,7 +68,10 @@ export class HoldMusic {
       })
       .catch((err: unknown) => {
         // Keep the last good copy, if any; callers hear the chime otherwise.
-        this.log.warn({ url, err: err instanceof Error ? err.message : String(err) }, 'hold music could not be used; playing the chime');
+        this.log.warn(
+          { url, err: err instanceof Error ? err.message : String(err) },
+          'hold music could not be used; playing the chime',
+        );
       })
       .finally(() => {
         entry.loading = false;
@@ -79,8 +82,17 @@ export class HoldMusic {
 
 function decode(url: string, contentType: string | undefined, body: Buffer): Uint8Array {
   const bytes = new Uint8Array(body.buffer, body.byteOffset, body.length);
-  if (bytes.length >= 12 && body.toString('latin1', 0, 4) === 'RIFF' && body.toString('latin1', 8, 12) === 'WAVE') return wavToMulaw(bytes);
+  if (bytes.length >= 12 && body.toString('latin1', 0, 4) === 'RIFF' && body.toString('latin1', 8, 12) === 'WAVE')
+    return wavToMulaw(bytes);
   const type = (contentType ?? '').split(';')[0]!.trim().toLowerCase();
-  if (type === 'audio/basic' || type === 'audio/x-mulaw' || type === 'audio/pcmu' || /\.(ulaw|mulaw|ul)$/i.test(new URL(url).pathname)) return bytes;
-  throw new Error(`not a WAV or raw 8 kHz mu-law file (content-type ${type || 'none'}); convert it, e.g. sox in.mp3 -r 8000 -c 1 out.wav`);
+  if (
+    type === 'audio/basic' ||
+    type === 'audio/x-mulaw' ||
+    type === 'audio/pcmu' ||
+    /\.(ulaw|mulaw|ul)$/i.test(new URL(url).pathname)
+  )
+    return bytes;
+  throw new Error(
+    `not a WAV or raw 8 kHz mu-law file (content-type ${type || 'none'}); convert it, e.g. sox in.mp3 -r 8000 -c 1 out.wav`,
+  );
 }

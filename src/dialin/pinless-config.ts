@@ -30,12 +30,21 @@ const base64Secret = z
 
 const entryInput = z
   .object({
-    phone_number: z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number such as +14155550123').optional(),
+    phone_number: z
+      .string()
+      .regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number such as +14155550123')
+      .optional(),
     room_creation_api: z.string().max(2048),
-    name_prefix: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1–64 letters, digits, - or _').optional(),
+    name_prefix: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{1,64}$/, 'must be 1–64 letters, digits, - or _')
+      .optional(),
     hmac: base64Secret.optional(),
     hold_music_url: z.string().max(2048).optional(),
-    timeout_config: z.object({ message: z.string().min(1).max(500).optional() }).strict().optional(),
+    timeout_config: z
+      .object({ message: z.string().min(1).max(500).optional() })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -88,11 +97,15 @@ export class PinlessConfigService {
         if (seen.has(input.phone_number)) issues.push(`${path}.phone_number: ${input.phone_number} appears twice`);
         seen.add(input.phone_number);
         const holder = await this.numbers.findByNumber(input.phone_number);
-        if (holder?.account_id !== account.id) issues.push(`${path}.phone_number: ${input.phone_number} is not one of your purchased numbers`);
+        if (holder?.account_id !== account.id)
+          issues.push(`${path}.phone_number: ${input.phone_number} is not one of your purchased numbers`);
       } else {
         // SIP interconnect entries are told apart by their webhook and prefix.
         const identity = `${input.room_creation_api}|${input.name_prefix ?? ''}`;
-        if (seen.has(identity)) issues.push(`${path}: another entry without phone_number has the same room_creation_api and name_prefix; give it a different name_prefix`);
+        if (seen.has(identity))
+          issues.push(
+            `${path}: another entry without phone_number has the same room_creation_api and name_prefix; give it a different name_prefix`,
+          );
         seen.add(identity);
       }
       entries.push({
@@ -133,14 +146,22 @@ export class PinlessConfigService {
     const body = JSON.stringify({ To: entry.phone_number ?? entry.sip_uri, test: true });
     const timestamp = String(Math.floor(Date.now() / 1000));
     try {
-      const result = await postJson(entry.room_creation_api, body, {
-        'x-pinless-timestamp': timestamp,
-        'x-pinless-signature': pinlessSignature(entry.hmac, timestamp, body),
-      }, { policy: this.policy, timeoutMs: VERIFY_TIMEOUT_MS });
+      const result = await postJson(
+        entry.room_creation_api,
+        body,
+        {
+          'x-pinless-timestamp': timestamp,
+          'x-pinless-signature': pinlessSignature(entry.hmac, timestamp, body),
+        },
+        { policy: this.policy, timeoutMs: VERIFY_TIMEOUT_MS },
+      );
       this.log.info({ url: entry.room_creation_api, status: result.status }, 'pinless dial-in verification sent');
     } catch (err) {
       // Kept whatever happens: a receiver that does not know the test body must not lose its config.
-      this.log.warn({ url: entry.room_creation_api, error: err instanceof Error ? err.message : String(err) }, 'pinless dial-in verification failed');
+      this.log.warn(
+        { url: entry.room_creation_api, error: err instanceof Error ? err.message : String(err) },
+        'pinless dial-in verification failed',
+      );
     }
   }
 
@@ -162,7 +183,10 @@ export class PinlessConfigService {
  * An entry's SIP user: derived from what identifies the entry (its number, or its webhook and
  * prefix), not its position, so it stays the same when other entries are added or removed.
  */
-function sipUser(domainId: string, entry: { phone_number?: string; room_creation_api: string; name_prefix?: string }): string {
+function sipUser(
+  domainId: string,
+  entry: { phone_number?: string; room_creation_api: string; name_prefix?: string },
+): string {
   const identity = entry.phone_number ?? `${entry.room_creation_api}|${entry.name_prefix ?? ''}`;
   return `dialin-${createHash('sha256').update(`${domainId}|${identity}`).digest('hex').slice(0, 16)}`;
 }

@@ -1,7 +1,12 @@
 import { createHmac } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import { type AddressPolicy, AddressPolicyError, guardedLookup, literalHostProblem } from '../security/address-policy.js';
+import {
+  type AddressPolicy,
+  AddressPolicyError,
+  guardedLookup,
+  literalHostProblem,
+} from '../security/address-policy.js';
 
 /**
  * Posts JSON to a customer's webhook (and fetches hold music). Addresses are checked when the
@@ -33,10 +38,23 @@ export interface WebhookResult {
 }
 
 /** POSTs `body` as JSON; rejects on a forbidden address, a network error or the timeout. */
-export async function postJson(rawUrl: string, body: string, headers: Record<string, string>, options: { policy: AddressPolicy; timeoutMs: number }): Promise<WebhookResult> {
-  const headersOut = { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers };
+export async function postJson(
+  rawUrl: string,
+  body: string,
+  headers: Record<string, string>,
+  options: { policy: AddressPolicy; timeoutMs: number },
+): Promise<WebhookResult> {
+  const headersOut = {
+    'content-type': 'application/json',
+    'content-length': String(Buffer.byteLength(body)),
+    ...headers,
+  };
   // A webhook reply is small; keep at most 64 KiB of it.
-  const reply = await guardedRequest(rawUrl, 'POST', headersOut, body, { ...options, maxBytes: 65_536, truncate: true });
+  const reply = await guardedRequest(rawUrl, 'POST', headersOut, body, {
+    ...options,
+    maxBytes: 65_536,
+    truncate: true,
+  });
   return { status: reply.status, body: reply.body.toString('utf8') };
 }
 
@@ -80,7 +98,13 @@ function guardedRequest(
           if (size <= options.maxBytes) chunks.push(chunk);
           else if (!options.truncate) req.destroy(new Error(`${rawUrl} is larger than ${options.maxBytes} bytes`));
         });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: res.headers['content-type'], body: Buffer.concat(chunks) }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            contentType: res.headers['content-type'],
+            body: Buffer.concat(chunks),
+          }),
+        );
         res.on('error', reject);
       },
     );

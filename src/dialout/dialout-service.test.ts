@@ -157,7 +157,9 @@ describe('DialoutService', () => {
   it('refuses more targets than a room can hold before dialling anything', async () => {
     const { carrier, service } = setUp();
     const targets = Array.from({ length: 4 }, (_, i) => ({ phoneNumber: `+1415555012${i}` }));
-    await expect(service.plan('acct', targets, 1)).rejects.toThrow('4 targets plus 1 caller, but a room holds at most 4 participants');
+    await expect(service.plan('acct', targets, 1)).rejects.toThrow(
+      '4 targets plus 1 caller, but a room holds at most 4 participants',
+    );
     expect(carrier.dialled).toEqual([]);
   });
 });

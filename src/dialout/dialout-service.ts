@@ -85,7 +85,10 @@ export class DialoutService {
     const max = this.options.maxParticipants;
     if (targets.length + otherPhoneLegs > max) {
       const others = otherPhoneLegs > 0 ? ` plus ${otherPhoneLegs} caller` : '';
-      throw new ApiError('invalid-request-error', `dialout_settings: ${targets.length} targets${others}, but a room holds at most ${max} participants (SWITCHBOARD_ROOM_MAX_PARTICIPANTS)`);
+      throw new ApiError(
+        'invalid-request-error',
+        `dialout_settings: ${targets.length} targets${others}, but a room holds at most ${max} participants (SWITCHBOARD_ROOM_MAX_PARTICIPANTS)`,
+      );
     }
     const plans: DialPlan[] = [];
     let fallbackFrom: string | undefined;
@@ -97,11 +100,19 @@ export class DialoutService {
       let from: string;
       if (target.callerId !== undefined) {
         const row = await this.options.numbers.get(accountId, target.callerId);
-        if (!row) throw new ApiError('invalid-request-error', `${field}.callerId: no purchased number with id ${target.callerId} (callerId is the id from POST /v1/buy-phone-number, not the number)`);
+        if (!row)
+          throw new ApiError(
+            'invalid-request-error',
+            `${field}.callerId: no purchased number with id ${target.callerId} (callerId is the id from POST /v1/buy-phone-number, not the number)`,
+          );
         from = row.number;
       } else {
         fallbackFrom ??= (await this.options.numbers.list(accountId, { kind: 'first' }, 1, {}))[0]?.number;
-        if (!fallbackFrom) throw new ApiError('invalid-request-error', `${field}: dial-out needs a number to call from; buy one with POST /v1/buy-phone-number`);
+        if (!fallbackFrom)
+          throw new ApiError(
+            'invalid-request-error',
+            `${field}: dial-out needs a number to call from; buy one with POST /v1/buy-phone-number`,
+          );
         from = fallbackFrom;
       }
       plans.push({ to, from });
@@ -169,7 +180,13 @@ export class DialoutService {
     const base = `${this.options.publicUrl}/twilio/dialout/${id}`;
     log.info({ from: plan.from }, 'dialling out');
     this.options.carrier
-      .dial({ to: plan.to, from: plan.from, answerUrl: base, statusUrl: `${base}/status`, ringTimeoutSecs: this.options.ringTimeoutSecs })
+      .dial({
+        to: plan.to,
+        from: plan.from,
+        answerUrl: base,
+        statusUrl: `${base}/status`,
+        ringTimeoutSecs: this.options.ringTimeoutSecs,
+      })
       .then(({ carrierRef }) => {
         leg.carrierRef = carrierRef;
         leg.log = log.child({ callSid: carrierRef });
@@ -208,7 +225,9 @@ export class DialoutService {
 
   private hangUp(leg: Leg, stage: OutboundCallStage): void {
     if (!leg.carrierRef) return;
-    this.options.carrier.hangUp(leg.carrierRef, stage).catch((err: unknown) => leg.log.warn({ err }, 'could not hang up the dial-out call'));
+    this.options.carrier
+      .hangUp(leg.carrierRef, stage)
+      .catch((err: unknown) => leg.log.warn({ err }, 'could not hang up the dial-out call'));
   }
 }
 

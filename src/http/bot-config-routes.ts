@@ -49,12 +49,19 @@ export async function botConfigRoutes(
         response: { 200: stored, ...errorResponses('not-found') },
       },
     },
-    async (request) => service.replace(request.account, request.params.id, await checked(request.body, request.account.id)),
+    async (request) =>
+      service.replace(request.account, request.params.id, await checked(request.body, request.account.id)),
   );
 
   app.get(
     '/bots/twilio-config/:id',
-    { schema: { summary: 'Read a telephony bot configuration', params: idParams, response: { 200: stored, ...errorResponses('not-found') } } },
+    {
+      schema: {
+        summary: 'Read a telephony bot configuration',
+        params: idParams,
+        response: { 200: stored, ...errorResponses('not-found') },
+      },
+    },
     async (request) => service.get(request.account, request.params.id),
   );
 
@@ -72,7 +79,13 @@ export async function botConfigRoutes(
 
   app.delete(
     '/bots/twilio-config/:id',
-    { schema: { summary: 'Delete a telephony bot configuration', params: idParams, response: { 200: deletedConfig, ...errorResponses('not-found') } } },
+    {
+      schema: {
+        summary: 'Delete a telephony bot configuration',
+        params: idParams,
+        response: { 200: deletedConfig, ...errorResponses('not-found') },
+      },
+    },
     async (request) => {
       await service.delete(request.account, request.params.id);
       return { deleted: true as const, id: request.params.id };

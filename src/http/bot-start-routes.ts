@@ -83,7 +83,10 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
     if (natural) {
       // A shorter pause ends speech; the words then decide whether the turn is over. The bot's
       // own vad settings come later in the list, so they still win.
-      configBody.config = [{ service: 'vad', options: [{ name: 'stop_secs', value: NATURAL_VAD_STOP_SECS }] }, ...configBody.config];
+      configBody.config = [
+        { service: 'vad', options: [{ name: 'stop_secs', value: NATURAL_VAD_STOP_SECS }] },
+        ...configBody.config,
+      ];
     }
     const { token, room } = opts.rooms.start(name, {
       config: { id: '', accountId: request.account.id, body: configBody },

@@ -20,7 +20,8 @@ export async function domainRoutes(instance: FastifyInstance, opts: { service: P
     {
       schema: {
         summary: 'Replace the pinless dial-in entries (not a merge)',
-        description: 'Each room_creation_api gets a signed test POST {To, test: true}; calls to the numbers POST {From, To, callId, callDomain} there.',
+        description:
+          'Each room_creation_api gets a signed test POST {To, test: true}; calls to the numbers POST {From, To, callId, callDomain} there.',
         body: named(app, 'DomainConfigRequest', domainConfigBody),
         response: { 200: domain },
       },

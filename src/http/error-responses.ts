@@ -9,7 +9,12 @@ export interface ErrorResponse {
 }
 
 /** The errors any route with a JSON body can answer: Fastify's body parsing and the schema check. */
-export const BODY_ERRORS: readonly ErrorType[] = ['json-parsing-error', 'invalid-request-error', 'payload-too-large', 'unsupported-media-type'];
+export const BODY_ERRORS: readonly ErrorType[] = [
+  'json-parsing-error',
+  'invalid-request-error',
+  'payload-too-large',
+  'unsupported-media-type',
+];
 
 /** The errors of the API-key check on every /v1 route. */
 export const AUTH_ERRORS: readonly ErrorType[] = ['authorization-header-error', 'authentication-error'];
@@ -34,7 +39,10 @@ export function errorResponses(...types: ErrorType[]): Record<number, ErrorRespo
   }
   const responses: Record<number, ErrorResponse> = {};
   for (const [status, list] of byStatus) {
-    responses[status] = { description: `error: ${list.join(', ')}`, content: { 'application/json': { schema: envelope(list) } } };
+    responses[status] = {
+      description: `error: ${list.join(', ')}`,
+      content: { 'application/json': { schema: envelope(list) } },
+    };
   }
   return responses;
 }

@@ -4,7 +4,12 @@ import { ApiError, validationError } from '../shared/api-error.js';
 
 /** The 413 a client can act on: it names the limit. */
 function bodyTooLarge(bodyLimitBytes: number | undefined): ApiError {
-  return new ApiError('payload-too-large', bodyLimitBytes === undefined ? 'the request body is larger than the limit' : `the request body exceeds ${bodyLimitBytes} bytes`);
+  return new ApiError(
+    'payload-too-large',
+    bodyLimitBytes === undefined
+      ? 'the request body is larger than the limit'
+      : `the request body exceeds ${bodyLimitBytes} bytes`,
+  );
 }
 
 /**
@@ -36,7 +41,8 @@ export function toApiError(error: FastifyError | Error, bodyLimitBytes?: number)
   const status = (error as FastifyError).statusCode;
   if (status === 413) return bodyTooLarge(bodyLimitBytes);
   if (status === 415) return new ApiError('unsupported-media-type', 'unsupported content type');
-  if (status !== undefined && status >= 400 && status < 500) return new ApiError('invalid-request-error', error.message, status);
+  if (status !== undefined && status >= 400 && status < 500)
+    return new ApiError('invalid-request-error', error.message, status);
   return new ApiError('server-error', 'internal error');
 }
 

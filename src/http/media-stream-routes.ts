@@ -42,8 +42,13 @@ export interface MediaStreamOptions {
 
 /** How /openapi.json describes a media stream socket (the upgrade, or a 404 for a plain GET). */
 function socketDoc(summary: string) {
-  const description = "The carrier's Twilio Media Streams socket, signature-checked. Close codes are listed in the README.";
-  return { summary, description, response: { 101: z.null().describe('Switching Protocols'), 404: z.null().describe('Not an upgrade') } };
+  const description =
+    "The carrier's Twilio Media Streams socket, signature-checked. Close codes are listed in the README.";
+  return {
+    summary,
+    description,
+    response: { 101: z.null().describe('Switching Protocols'), 404: z.null().describe('Not an upgrade') },
+  };
 }
 
 /** The media websocket at each configuration's `wssUrl`: one socket per call leg. */
@@ -67,7 +72,9 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
         relaySocket(socket, request, {
           fromNodeId: opts.cluster.nodeId,
           log,
-          target: opts.cluster.holderOf('dialin', request.params.id).then((holder) => (holder && !holder.self ? holder.url : undefined)),
+          target: opts.cluster
+            .holderOf('dialin', request.params.id)
+            .then((holder) => (holder && !holder.self ? holder.url : undefined)),
           onNowhere: () => {
             log.info(`media stream for an unknown or finished ${what}`);
             new TwilioTransport(socket, log).close(CLOSE.unknownConfig, `unknown or finished ${what}`);
@@ -95,18 +102,27 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
     (id, transport) => opts.dialinCalls.connect(id, transport),
     (id) => opts.dialinCalls.holds(id),
   );
-  knownLegRoute('/ws/dialout/:id', 'dial-out leg', 'dialoutLeg', (id, transport) => opts.dialout.connect(id, transport));
+  knownLegRoute('/ws/dialout/:id', 'dial-out leg', 'dialoutLeg', (id, transport) =>
+    opts.dialout.connect(id, transport),
+  );
 
   /**
    * The caller, the bot and everyone in dialout_settings in one room: the caller joins when the
    * stream starts, the bot greets them, and each callee joins when they answer. Targets that are no
    * longer valid (a caller id released since the configuration was written) are logged and skipped.
    */
-  async function callWithDialout(config: BotConfigForCall, transport: TwilioTransport, log: Logger, releaseCall: () => void): Promise<void> {
-    const plans = await opts.dialout.plan(config.accountId, config.body.dialout_settings ?? [], 1).catch((err: unknown) => {
-      log.error({ err }, 'dial-out targets are no longer valid; the call goes on without them');
-      return [];
-    });
+  async function callWithDialout(
+    config: BotConfigForCall,
+    transport: TwilioTransport,
+    log: Logger,
+    releaseCall: () => void,
+  ): Promise<void> {
+    const plans = await opts.dialout
+      .plan(config.accountId, config.body.dialout_settings ?? [], 1)
+      .catch((err: unknown) => {
+        log.error({ err }, 'dial-out targets are no longer valid; the call goes on without them');
+        return [];
+      });
     const name = await opts.rooms.reserve();
     const { room } = opts.rooms.start(name, { config, vision: false, onClosed: releaseCall });
     log.info({ room: room.name, targets: plans.length }, 'telephony call in a room, dialling out');
@@ -121,65 +137,69 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
     return isValidTwilioSignature(opts.authToken, typeof signature === 'string' ? signature : undefined, url, {});
   }
 
-  app.get<{ Params: { id: string } }>('/ws/twilio/:id', { websocket: true, schema: socketDoc("A configuration's wssUrl") }, (socket, request) => {
-    // Fastify's logger is the process's pino instance (buildApp passes it in), typed more narrowly.
-    const log = request.log.child({ botConfigId: request.params.id }) as Logger;
-    // Listeners first: the carrier sends `connected` and `start` right after the upgrade.
-    const transport = new TwilioTransport(socket, log);
+  app.get<{ Params: { id: string } }>(
+    '/ws/twilio/:id',
+    { websocket: true, schema: socketDoc("A configuration's wssUrl") },
+    (socket, request) => {
+      // Fastify's logger is the process's pino instance (buildApp passes it in), typed more narrowly.
+      const log = request.log.child({ botConfigId: request.params.id }) as Logger;
+      // Listeners first: the carrier sends `connected` and `start` right after the upgrade.
+      const transport = new TwilioTransport(socket, log);
 
-    if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
-      log.warn('media stream signature rejected');
-      transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
-      return;
-    }
-    if (opts.liveCalls.isDraining) {
-      log.info('media stream refused: the server is shutting down');
-      transport.close(CLOSE.goingAway, SHUTDOWN_REASON);
-      return;
-    }
+      if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
+        log.warn('media stream signature rejected');
+        transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
+        return;
+      }
+      if (opts.liveCalls.isDraining) {
+        log.info('media stream refused: the server is shutting down');
+        transport.close(CLOSE.goingAway, SHUTDOWN_REASON);
+        return;
+      }
 
-    opts.service
-      .loadForCall(request.params.id)
-      .then(async (config) => {
-        if (!config) {
-          log.info('media stream for an unknown bot configuration');
-          transport.close(CLOSE.unknownConfig, 'unknown bot configuration');
-          return;
-        }
-        let releaseCall: () => void;
-        try {
-          releaseCall = await opts.accountCalls.take(config.accountId);
-        } catch (err) {
-          if (!(err instanceof ApiError)) throw err;
-          log.info({ why: err.info }, 'media stream refused: the account is at its call limit');
-          transport.close(CLOSE.tryAgainLater, 'the account is at its limit of concurrent calls');
-          return;
-        }
-        if ((config.body.dialout_settings ?? []).length > 0) {
-          return callWithDialout(config, transport, log, releaseCall).catch((err: unknown) => {
-            releaseCall();
+      opts.service
+        .loadForCall(request.params.id)
+        .then(async (config) => {
+          if (!config) {
+            log.info('media stream for an unknown bot configuration');
+            transport.close(CLOSE.unknownConfig, 'unknown bot configuration');
+            return;
+          }
+          let releaseCall: () => void;
+          try {
+            releaseCall = await opts.accountCalls.take(config.accountId);
+          } catch (err) {
+            if (!(err instanceof ApiError)) throw err;
+            log.info({ why: err.info }, 'media stream refused: the account is at its call limit');
+            transport.close(CLOSE.tryAgainLater, 'the account is at its limit of concurrent calls');
+            return;
+          }
+          if ((config.body.dialout_settings ?? []).length > 0) {
+            return callWithDialout(config, transport, log, releaseCall).catch((err: unknown) => {
+              releaseCall();
+              throw err;
+            });
+          }
+          transport.whenEnded(releaseCall);
+          const recorder = opts.recordings?.startForCall(config, log);
+          try {
+            const bot = startBot(transport, config, { ...opts.session, log }, recorder);
+            transport.attach(bot.handler);
+            transport.whenEnded(
+              opts.liveCalls.add({
+                endWithGoodbye: () => bot.endWithGoodbye(SHUTDOWN_REASON, CLOSE.goingAway, PHRASES.shutdown),
+                endNow: () => transport.close(CLOSE.goingAway, SHUTDOWN_REASON),
+              }),
+            );
+          } catch (err) {
+            void recorder?.finish();
             throw err;
-          });
-        }
-        transport.whenEnded(releaseCall);
-        const recorder = opts.recordings?.startForCall(config, log);
-        try {
-          const bot = startBot(transport, config, { ...opts.session, log }, recorder);
-          transport.attach(bot.handler);
-          transport.whenEnded(
-            opts.liveCalls.add({
-              endWithGoodbye: () => bot.endWithGoodbye(SHUTDOWN_REASON, CLOSE.goingAway, PHRASES.shutdown),
-              endNow: () => transport.close(CLOSE.goingAway, SHUTDOWN_REASON),
-            }),
-          );
-        } catch (err) {
-          void recorder?.finish();
-          throw err;
-        }
-      })
-      .catch((err: unknown) => {
-        log.error({ err }, 'could not start the call');
-        transport.close(CLOSE.internalError, 'internal error');
-      });
-  });
+          }
+        })
+        .catch((err: unknown) => {
+          log.error({ err }, 'could not start the call');
+          transport.close(CLOSE.internalError, 'internal error');
+        });
+    },
+  );
 }

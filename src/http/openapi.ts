@@ -44,7 +44,9 @@ function oneNamePerSchema(document: Record<string, unknown>): Record<string, unk
     }
   }
   const refs = /"#\/components\/schemas\/(\w+)Input"/g;
-  return JSON.parse(JSON.stringify(doc).replace(refs, (ref, id: string) => (renamed.has(id) ? `"#/components/schemas/${id}"` : ref)));
+  return JSON.parse(
+    JSON.stringify(doc).replace(refs, (ref, id: string) => (renamed.has(id) ? `"#/components/schemas/${id}"` : ref)),
+  );
 }
 
 /**
@@ -72,19 +74,28 @@ export async function openApiRoutes(app: FastifyInstance, opts: { version: strin
       info: {
         title: 'Switchboard',
         version: opts.version,
-        description: 'Self-hosted voice-bot hosting: bots in rooms and on phone numbers, numbers, pinless dial-in, dial-out and recordings.',
+        description:
+          'Self-hosted voice-bot hosting: bots in rooms and on phone numbers, numbers, pinless dial-in, dial-out and recordings.',
       },
       servers: [{ url: API_PREFIX }],
       security: [{ bearer: [] }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
     },
     transform: createJsonSchemaTransform({ schemaRegistry: schemas, skipList: [] }),
-    transformObject: (input) => oneNamePerSchema(createJsonSchemaTransformObject({ schemaRegistry: schemas })(input) as Record<string, unknown>) as never,
+    transformObject: (input) =>
+      oneNamePerSchema(
+        createJsonSchemaTransformObject({ schemaRegistry: schemas })(input) as Record<string, unknown>,
+      ) as never,
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get(
     '/openapi.json',
-    { schema: { summary: 'This document (OpenAPI 3.1)', response: { 200: z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }) } } },
+    {
+      schema: {
+        summary: 'This document (OpenAPI 3.1)',
+        response: { 200: z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }) },
+      },
+    },
     async () => app.swagger(),
   );
 }

@@ -46,13 +46,18 @@ export async function operatorRoutes(instance: FastifyInstance, opts: OperatorRo
     {
       schema: {
         summary: 'Health: 200 while the store is usable and the server takes calls',
-        response: { 200: z.object({ status: z.literal('ok'), version: z.string() }), ...errorResponses('service-unavailable') },
+        response: {
+          200: z.object({ status: z.literal('ok'), version: z.string() }),
+          ...errorResponses('service-unavailable'),
+        },
       },
     },
     async (_request, reply) => {
       // A load balancer stops sending new calls here while the live ones finish (answered, not logged as a failure).
-      if (opts.liveCalls.isDraining) return sendError(reply, new ApiError('service-unavailable', 'the server is shutting down'));
-      if (!(await opts.database.ping())) return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
+      if (opts.liveCalls.isDraining)
+        return sendError(reply, new ApiError('service-unavailable', 'the server is shutting down'));
+      if (!(await opts.database.ping()))
+        return sendError(reply, new ApiError('service-unavailable', 'the store is not usable'));
       return { status: 'ok' as const, version: opts.version };
     },
   );
@@ -63,12 +68,18 @@ export async function operatorRoutes(instance: FastifyInstance, opts: OperatorRo
       schema: {
         summary: 'Prometheus metrics',
         description: 'With SWITCHBOARD_METRICS_TOKEN set, send Authorization: Bearer <token>.',
-        response: { 200: { description: 'Prometheus text format', content: { 'text/plain': { schema: z.string() } } }, ...errorResponses('authentication-error') },
+        response: {
+          200: { description: 'Prometheus text format', content: { 'text/plain': { schema: z.string() } } },
+          ...errorResponses('authentication-error'),
+        },
       },
     },
     async (request, reply) => {
       if (opts.metricsToken && !bearerMatches(request.headers.authorization, opts.metricsToken)) {
-        return sendError(reply, new ApiError('authentication-error', 'GET /metrics needs Authorization: Bearer <SWITCHBOARD_METRICS_TOKEN>'));
+        return sendError(
+          reply,
+          new ApiError('authentication-error', 'GET /metrics needs Authorization: Bearer <SWITCHBOARD_METRICS_TOKEN>'),
+        );
       }
       reply.type(opts.metrics.registry.contentType);
       return opts.metrics.registry.metrics();
@@ -90,7 +101,10 @@ export async function operatorRoutes(instance: FastifyInstance, opts: OperatorRo
     },
     async (request, reply) => {
       if (opts.metricsToken && !bearerMatches(request.headers.authorization, opts.metricsToken)) {
-        return sendError(reply, new ApiError('authentication-error', 'GET /cluster needs Authorization: Bearer <SWITCHBOARD_METRICS_TOKEN>'));
+        return sendError(
+          reply,
+          new ApiError('authentication-error', 'GET /cluster needs Authorization: Bearer <SWITCHBOARD_METRICS_TOKEN>'),
+        );
       }
       return { node_id: opts.cluster.nodeId, clustered: opts.cluster.clustered, nodes: await opts.cluster.nodes() };
     },

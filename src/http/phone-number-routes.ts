@@ -7,11 +7,15 @@ import { errorResponses } from './error-responses.js';
 import { named } from './openapi.js';
 import { availableNumbers, boughtNumber, purchasedNumbers, releasedNumber } from './response-schemas.js';
 
-const digits = (min: number, max: number) => z.string().regex(new RegExp(`^\\d{${min},${max}}$`), `must be ${min}–${max} digits`);
+const digits = (min: number, max: number) =>
+  z.string().regex(new RegExp(`^\\d{${min},${max}}$`), `must be ${min}–${max} digits`);
 
 const searchQuery = z
   .object({
-    region: z.string().regex(/^[A-Za-z]{2}$/, 'must be a two-letter region code such as CA').optional(),
+    region: z
+      .string()
+      .regex(/^[A-Za-z]{2}$/, 'must be a two-letter region code such as CA')
+      .optional(),
     city: z.string().min(1).max(100).optional(),
     areacode: digits(3, 3).optional(),
     contains: digits(3, 7).optional(),
@@ -27,7 +31,10 @@ const searchQuery = z
 
 export const buyPhoneNumberBody = z
   .object({
-    number: z.string().regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number such as +14155550123').optional(),
+    number: z
+      .string()
+      .regex(/^\+[1-9]\d{6,14}$/, 'must be an E.164 phone number such as +14155550123')
+      .optional(),
     name: z.string().min(1).max(256).optional(),
   })
   .strict();
@@ -38,7 +45,10 @@ const listQuery = z.intersection(
 );
 
 /** Endpoints 6–8 of the spec, plus release. Mounted under /v1 behind the API-key check. */
-export async function phoneNumberRoutes(instance: FastifyInstance, opts: { service: PhoneNumberService }): Promise<void> {
+export async function phoneNumberRoutes(
+  instance: FastifyInstance,
+  opts: { service: PhoneNumberService },
+): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
   const { service } = opts;
 
@@ -81,7 +91,13 @@ export async function phoneNumberRoutes(instance: FastifyInstance, opts: { servi
 
   app.get(
     '/purchased-phone-numbers',
-    { schema: { summary: 'Numbers this account holds, newest first', querystring: listQuery, response: { 200: purchasedNumbers } } },
+    {
+      schema: {
+        summary: 'Numbers this account holds, newest first',
+        querystring: listQuery,
+        response: { 200: purchasedNumbers },
+      },
+    },
     async (request) => {
       const { filter_name, filter_number, ...page } = request.query;
       return service.list(request.account, page, { name: filter_name, number: filter_number });
@@ -93,7 +109,9 @@ export async function phoneNumberRoutes(instance: FastifyInstance, opts: { servi
     {
       schema: {
         summary: 'Release a purchased number at the carrier',
-        params: z.object({ id: z.string().min(1, 'must be a purchased number id').max(128, 'must be a purchased number id') }),
+        params: z.object({
+          id: z.string().min(1, 'must be a purchased number id').max(128, 'must be a purchased number id'),
+        }),
         response: { 200: releasedNumber, ...errorResponses('not-found', 'conflict-error', 'carrier-error') },
       },
     },

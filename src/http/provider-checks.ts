@@ -26,7 +26,11 @@ export function withKnownProviders<T extends z.ZodObject>(schema: T, registry: P
 }
 
 /** A missing key or a bad service option is a 400 now, not a failure on the first call. */
-export function assertProvidersSetUp(body: Parameters<typeof providerSetupIssues>[0], registry: ProviderRegistry, env: AppConfig['env']): void {
+export function assertProvidersSetUp(
+  body: Parameters<typeof providerSetupIssues>[0],
+  registry: ProviderRegistry,
+  env: AppConfig['env'],
+): void {
   const issues = providerSetupIssues(body, registry, env);
   if (issues.length > 0) throw new ApiError('invalid-request-error', issues.join('; '));
 }

@@ -40,12 +40,21 @@ export interface RecordingRoutesOptions {
  * Whether the request was passed to the node that holds the recording's files (its answer is
  * sent); a 503 when that node is not running, since the files are only there.
  */
-async function forwardedToFilesNode(opts: RecordingRoutesOptions, id: string, request: FastifyRequest, reply: FastifyReply): Promise<boolean> {
+async function forwardedToFilesNode(
+  opts: RecordingRoutesOptions,
+  id: string,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<boolean> {
   if (!opts.cluster.clustered || wasForwarded(request)) return false;
   const nodeId = await opts.service.filesNodeOf(id);
   if (nodeId === undefined) return false;
   const url = await opts.cluster.nodeUrl(nodeId);
-  if (url === undefined) throw new ApiError('service-unavailable', `recording ${id} is kept on node ${nodeId}, which is not running; try again when it is`);
+  if (url === undefined)
+    throw new ApiError(
+      'service-unavailable',
+      `recording ${id} is kept on node ${nodeId}, which is not running; try again when it is`,
+    );
   await forwardRequest(request, reply, url, opts.cluster.nodeId);
   return true;
 }
@@ -100,7 +109,8 @@ export async function recordingRoutes(instance: FastifyInstance, opts: Recording
         response: { 200: accessLink, ...errorResponses('not-found', 'forbidden-error') },
       },
     },
-    async (request) => service.accessLink(request.account, request.params.id, request.query.valid_for_secs, request.query.track),
+    async (request) =>
+      service.accessLink(request.account, request.params.id, request.query.valid_for_secs, request.query.track),
   );
 }
 
@@ -116,7 +126,8 @@ export async function recordingDownloadRoutes(app: FastifyInstance, opts: Record
     {
       schema: {
         summary: 'Download a recording file through an access link',
-        description: 'The link from GET /v1/recordings/{id}/access-link; its `expires` and `signature` are the authority, no API key.',
+        description:
+          'The link from GET /v1/recordings/{id}/access-link; its `expires` and `signature` are the authority, no API key.',
         // Documented, not checked here: a link without them is a 403 from the handler, not a 400.
         querystring: z.object({
           expires: z.unknown().optional().describe('Unix seconds, as the access link carries it'),
@@ -133,7 +144,8 @@ export async function recordingDownloadRoutes(app: FastifyInstance, opts: Record
       const track = ACCESS_LINK_TRACKS.find((t) => file === `${t}.wav`);
       if (!track || !recordingId.safeParse(id).success) throw new ApiError('not-found', 'no such recording file');
       const query = downloadQuery.safeParse(request.query);
-      if (!query.success) throw new ApiError('forbidden-error', 'the download link is incomplete: it needs expires and signature');
+      if (!query.success)
+        throw new ApiError('forbidden-error', 'the download link is incomplete: it needs expires and signature');
       // The link is checked where the file is (every node shares the signing key).
       if (await forwardedToFilesNode(opts, id, request, reply)) return reply;
       const download = await service.openDownload({ id, track, ...query.data });

@@ -93,7 +93,10 @@ export const recordings = z.object({ total_count: z.number().int(), data: z.arra
 export const accessLink = z.object({ download_link: z.string(), expires: z.number().int().describe('Unix seconds') });
 
 /** A TwiML answer to the carrier (a string: not checked, only documented). */
-export const twimlResponse = (description: string) => ({ description, content: { 'text/xml': { schema: z.string() } } });
+export const twimlResponse = (description: string) => ({
+  description,
+  content: { 'text/xml': { schema: z.string() } },
+});
 
 /** An answer without a body (a 204). */
 export const noBody = (description: string) => z.null().describe(description);

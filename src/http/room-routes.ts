@@ -41,11 +41,18 @@ function tokenOf(protocolHeader: string | string[] | undefined, query: { token?:
 /** How /openapi.json describes the two routes. */
 const pageDoc = {
   summary: 'The web client of a room',
-  response: { 200: { description: 'The room page', content: { 'text/html': { schema: z.string() } } }, 404: { description: 'A notice that the room does not exist or has ended', content: { 'text/html': { schema: z.string() } } } },
+  response: {
+    200: { description: 'The room page', content: { 'text/html': { schema: z.string() } } },
+    404: {
+      description: 'A notice that the room does not exist or has ended',
+      content: { 'text/html': { schema: z.string() } },
+    },
+  },
 };
 const socketDoc = {
   summary: "A room's socket",
-  description: 'The room token rides in the second subprotocol (`v1.…`) or in ?token=. Close codes are listed in the README.',
+  description:
+    'The room token rides in the second subprotocol (`v1.…`) or in ?token=. Close codes are listed in the README.',
   response: { 101: z.null().describe('Switching Protocols'), 404: z.null().describe('Not an upgrade') },
 };
 
@@ -56,41 +63,50 @@ export async function roomRoutes(app: FastifyInstance, opts: RoomRoutesOptions):
     const room = ROOM_NAME.test(name) ? opts.rooms.get(name) : undefined;
     const elsewhere = !room && ROOM_NAME.test(name) && (await opts.cluster.holderOf('room', name)) !== undefined;
     reply.header('cache-control', 'no-store');
-    reply.header('content-security-policy', "default-src 'self'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self' ws: wss:; media-src 'self' blob:");
+    reply.header(
+      'content-security-policy',
+      "default-src 'self'; script-src 'unsafe-inline' blob:; style-src 'unsafe-inline'; img-src 'self' data: blob:; connect-src 'self' ws: wss:; media-src 'self' blob:",
+    );
     reply.type('text/html; charset=utf-8');
     if (!room && !elsewhere) reply.status(404);
     return roomPageHtml(name, room !== undefined || elsewhere);
   });
 
-  app.get<{ Params: { name: string }; Querystring: { token?: string } }>('/rooms/:name/ws', { websocket: true, schema: socketDoc }, (socket, request) => {
-    const { name } = request.params;
-    const log = request.log.child({ room: name }) as Logger;
-    const check = opts.rooms.tokens.verify(tokenOf(request.headers['sec-websocket-protocol'], request.query), name);
-    if (!check.ok) {
-      log.info({ why: check.why }, 'room token refused');
-      socket.close(check.why === 'wrong-room' ? ROOM_CLOSE.wrongRoom : ROOM_CLOSE.invalidToken, check.message);
-      return;
-    }
-    if (!opts.rooms.get(name) && opts.cluster.clustered && !wasForwarded(request)) {
-      // The token is good (every node shares the key); the room's node takes the participant.
-      relaySocket(socket, request, {
-        fromNodeId: opts.cluster.nodeId,
-        log,
-        target: opts.cluster.holderOf('room', name).then((holder) => (holder && !holder.self ? holder.url : undefined)),
-        onNowhere: () => socket.close(ROOM_CLOSE.unknownRoom, 'room not found or has closed'),
-      });
-      return;
-    }
-    if (opts.liveCalls.isDraining) {
-      log.info('room join refused: the server is shutting down');
-      socket.close(ROOM_CLOSE.goingAway, SHUTDOWN_REASON);
-      return;
-    }
-    const room = opts.rooms.get(name);
-    if (!room || room.isClosed) {
-      socket.close(ROOM_CLOSE.unknownRoom, 'room not found or has closed');
-      return;
-    }
-    room.admit(socket, log);
-  });
+  app.get<{ Params: { name: string }; Querystring: { token?: string } }>(
+    '/rooms/:name/ws',
+    { websocket: true, schema: socketDoc },
+    (socket, request) => {
+      const { name } = request.params;
+      const log = request.log.child({ room: name }) as Logger;
+      const check = opts.rooms.tokens.verify(tokenOf(request.headers['sec-websocket-protocol'], request.query), name);
+      if (!check.ok) {
+        log.info({ why: check.why }, 'room token refused');
+        socket.close(check.why === 'wrong-room' ? ROOM_CLOSE.wrongRoom : ROOM_CLOSE.invalidToken, check.message);
+        return;
+      }
+      if (!opts.rooms.get(name) && opts.cluster.clustered && !wasForwarded(request)) {
+        // The token is good (every node shares the key); the room's node takes the participant.
+        relaySocket(socket, request, {
+          fromNodeId: opts.cluster.nodeId,
+          log,
+          target: opts.cluster
+            .holderOf('room', name)
+            .then((holder) => (holder && !holder.self ? holder.url : undefined)),
+          onNowhere: () => socket.close(ROOM_CLOSE.unknownRoom, 'room not found or has closed'),
+        });
+        return;
+      }
+      if (opts.liveCalls.isDraining) {
+        log.info('room join refused: the server is shutting down');
+        socket.close(ROOM_CLOSE.goingAway, SHUTDOWN_REASON);
+        return;
+      }
+      const room = opts.rooms.get(name);
+      if (!room || room.isClosed) {
+        socket.close(ROOM_CLOSE.unknownRoom, 'room not found or has closed');
+        return;
+      }
+      room.admit(socket, log);
+    },
+  );
 }

@@ -17,7 +17,11 @@ export function startBotCors(app: FastifyInstance, origins: readonly string[]): 
   const allowed = (origin: string | undefined): string | undefined =>
     origin === undefined ? undefined : origins.includes('*') ? '*' : origins.includes(origin) ? origin : undefined;
 
-  const schema = { summary: 'CORS preflight of POST /v1/bots/start (no API key)', security: [], response: { 204: z.null().describe('The allowed origin, method and headers') } };
+  const schema = {
+    summary: 'CORS preflight of POST /v1/bots/start (no API key)',
+    security: [],
+    response: { 204: z.null().describe('The allowed origin, method and headers') },
+  };
   app.options(START_BOT_PATH, { schema }, async (request, reply) => {
     const origin = allowed(request.headers.origin);
     reply.header('vary', 'Origin');

@@ -35,7 +35,8 @@ const XML = 'text/xml; charset=utf-8';
 function webhookSchema(summary: string, responses: Record<number, unknown>) {
   return {
     summary,
-    description: 'Called by the carrier with an application/x-www-form-urlencoded body; checked against X-Twilio-Signature when TWILIO_AUTH_TOKEN is set.',
+    description:
+      'Called by the carrier with an application/x-www-form-urlencoded body; checked against X-Twilio-Signature when TWILIO_AUTH_TOKEN is set.',
     response: {
       ...responses,
       403: twimlResponse('The signature did not verify (TwiML that hangs up)'),
@@ -56,7 +57,8 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
     if (!opts.authToken) return true;
     const url = opts.publicUrl + request.url;
     const signature = request.headers['x-twilio-signature'];
-    if (isValidTwilioSignature(opts.authToken, typeof signature === 'string' ? signature : undefined, url, params)) return true;
+    if (isValidTwilioSignature(opts.authToken, typeof signature === 'string' ? signature : undefined, url, params))
+      return true;
     request.log.warn('twilio webhook signature rejected');
     void reply.status(403).type(XML).send(buildSayHangupTwiml('This request could not be verified.'));
     return false;
@@ -66,7 +68,10 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
   function refusedWhileDraining(request: FastifyRequest, reply: FastifyReply): boolean {
     if (!opts.liveCalls.isDraining) return false;
     request.log.info('new call refused: the server is shutting down');
-    void reply.status(503).type(XML).send(buildSayHangupTwiml('This service is restarting. Please call again in a moment.'));
+    void reply
+      .status(503)
+      .type(XML)
+      .send(buildSayHangupTwiml('This service is restarting. Please call again in a moment.'));
     return true;
   }
 
@@ -74,42 +79,58 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
    * The voice webhook of every number bought through this service, routed by `To`: a number with
    * pinless dial-in puts the caller on hold and tells the customer's server, which starts a bot.
    */
-  const newCall = { 503: twimlResponse('The server is shutting down: the carrier tries the number\'s fallback URL') };
+  const newCall = { 503: twimlResponse("The server is shutting down: the carrier tries the number's fallback URL") };
   app.post(
     '/twilio/voice',
-    { schema: webhookSchema('Voice webhook of numbers bought here: routed by To to pinless dial-in', { 200: twimlResponse('TwiML'), ...newCall }) },
+    {
+      schema: webhookSchema('Voice webhook of numbers bought here: routed by To to pinless dial-in', {
+        200: twimlResponse('TwiML'),
+        ...newCall,
+      }),
+    },
     async (request, reply) => {
-    const params = (request.body ?? {}) as Record<string, unknown>;
-    if (!verified(request, reply, params) || refusedWhileDraining(request, reply)) return reply;
-    const to = typeof params.To === 'string' ? params.To : '';
-    const from = typeof params.From === 'string' ? params.From.slice(0, 64) : 'unknown';
-    const found = to ? await opts.dialin.config.findByAddress(to) : undefined;
-    if (!found) {
-      request.log.info({ to }, 'call to a number with no dial-in configured');
-      return reply.type(XML).send(buildSayHangupTwiml('This number is not connected to an assistant.'));
-    }
-    const domain = await opts.accounts.domainOf(found.accountId);
-    const callId = await opts.dialin.calls.open(found.accountId, domain, found.entry, from, to);
-    return reply.type(XML).send(
-      buildStreamTwiml({ streamUrl: `${websocketBase(opts.publicUrl)}/ws/dialin/${callId}`, parameters: { callId, from, to } }),
-    );
+      const params = (request.body ?? {}) as Record<string, unknown>;
+      if (!verified(request, reply, params) || refusedWhileDraining(request, reply)) return reply;
+      const to = typeof params.To === 'string' ? params.To : '';
+      const from = typeof params.From === 'string' ? params.From.slice(0, 64) : 'unknown';
+      const found = to ? await opts.dialin.config.findByAddress(to) : undefined;
+      if (!found) {
+        request.log.info({ to }, 'call to a number with no dial-in configured');
+        return reply.type(XML).send(buildSayHangupTwiml('This number is not connected to an assistant.'));
+      }
+      const domain = await opts.accounts.domainOf(found.accountId);
+      const callId = await opts.dialin.calls.open(found.accountId, domain, found.entry, from, to);
+      return reply
+        .type(XML)
+        .send(
+          buildStreamTwiml({
+            streamUrl: `${websocketBase(opts.publicUrl)}/ws/dialin/${callId}`,
+            parameters: { callId, from, to },
+          }),
+        );
     },
   );
 
   /** A dial-out callee answered: stream the leg to this service, where it joins its room. */
   app.post<{ Params: { legId: string } }>(
     '/twilio/dialout/:legId',
-    { schema: webhookSchema('Answer webhook of a dial-out leg: streams it into its room', { 200: twimlResponse('TwiML') }) },
+    {
+      schema: webhookSchema('Answer webhook of a dial-out leg: streams it into its room', {
+        200: twimlResponse('TwiML'),
+      }),
+    },
     async (request, reply) => {
-    const params = (request.body ?? {}) as Record<string, unknown>;
-    if (!verified(request, reply, params)) return reply;
-    const leg = opts.dialout.legFor(request.params.legId);
-    if (!leg) {
-      request.log.info({ legId: request.params.legId }, 'answer webhook for an unknown or finished dial-out leg');
-      return reply.type(XML).send(buildSayHangupTwiml('Sorry, this call is no longer needed. Goodbye.'));
-    }
-    const streamUrl = `${websocketBase(opts.publicUrl)}/ws/dialout/${request.params.legId}`;
-    return reply.type(XML).send(buildStreamTwiml({ streamUrl, parameters: { legId: request.params.legId, room: leg.room } }));
+      const params = (request.body ?? {}) as Record<string, unknown>;
+      if (!verified(request, reply, params)) return reply;
+      const leg = opts.dialout.legFor(request.params.legId);
+      if (!leg) {
+        request.log.info({ legId: request.params.legId }, 'answer webhook for an unknown or finished dial-out leg');
+        return reply.type(XML).send(buildSayHangupTwiml('Sorry, this call is no longer needed. Goodbye.'));
+      }
+      const streamUrl = `${websocketBase(opts.publicUrl)}/ws/dialout/${request.params.legId}`;
+      return reply
+        .type(XML)
+        .send(buildStreamTwiml({ streamUrl, parameters: { legId: request.params.legId, room: leg.room } }));
     },
   );
 
@@ -118,15 +139,15 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
     '/twilio/dialout/:legId/status',
     { schema: webhookSchema('Status callback of a dial-out leg', { 204: noBody('Noted') }) },
     async (request, reply) => {
-    const params = (request.body ?? {}) as Record<string, unknown>;
-    if (!verified(request, reply, params)) return reply;
-    const status = typeof params.CallStatus === 'string' ? params.CallStatus : '';
-    const duration = Number(params.CallDuration);
-    opts.dialout.onStatus(request.params.legId, status, {
-      durationSecs: Number.isFinite(duration) ? duration : undefined,
-      sipCode: typeof params.SipResponseCode === 'string' ? params.SipResponseCode : undefined,
-    });
-    return reply.status(204).send();
+      const params = (request.body ?? {}) as Record<string, unknown>;
+      if (!verified(request, reply, params)) return reply;
+      const status = typeof params.CallStatus === 'string' ? params.CallStatus : '';
+      const duration = Number(params.CallDuration);
+      opts.dialout.onStatus(request.params.legId, status, {
+        durationSecs: Number.isFinite(duration) ? duration : undefined,
+        sipCode: typeof params.SipResponseCode === 'string' ? params.SipResponseCode : undefined,
+      });
+      return reply.status(204).send();
     },
   );
 
@@ -140,19 +161,19 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
       }),
     },
     async (request, reply) => {
-    const params = (request.body ?? {}) as Record<string, unknown>;
-    if (!verified(request, reply, params) || refusedWhileDraining(request, reply)) return reply;
-    const config = await opts.service.loadForCall(request.params.id);
-    if (!config) {
-      return reply.status(404).type(XML).send(buildSayHangupTwiml('This bot is not available.'));
-    }
-    const domain = await opts.accounts.domainOf(config.accountId);
-    const extra: Record<string, string> = {};
-    for (const field of ['From', 'To', 'CallSid'] as const) {
-      const value = params[field];
-      if (typeof value === 'string' && value.length > 0 && value.length <= 256) extra[field.toLowerCase()] = value;
-    }
-    return reply.type(XML).send(opts.service.twiml(config.id, domain, extra));
+      const params = (request.body ?? {}) as Record<string, unknown>;
+      if (!verified(request, reply, params) || refusedWhileDraining(request, reply)) return reply;
+      const config = await opts.service.loadForCall(request.params.id);
+      if (!config) {
+        return reply.status(404).type(XML).send(buildSayHangupTwiml('This bot is not available.'));
+      }
+      const domain = await opts.accounts.domainOf(config.accountId);
+      const extra: Record<string, string> = {};
+      for (const field of ['From', 'To', 'CallSid'] as const) {
+        const value = params[field];
+        if (typeof value === 'string' && value.length > 0 && value.length <= 256) extra[field.toLowerCase()] = value;
+      }
+      return reply.type(XML).send(opts.service.twiml(config.id, domain, extra));
     },
   );
 }

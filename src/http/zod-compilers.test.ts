@@ -15,12 +15,16 @@ beforeAll(async () => {
   app.setErrorHandler(errorHandler);
   const typed = app.withTypeProvider<ZodTypeProvider>();
   const answer = z.object({ id: z.string(), count: z.number() });
-  typed.post('/echo', { schema: { body: z.object({ n: z.number() }).strict(), response: { 200: answer } } }, async (request) => ({
-    // Not in the schema's order, with a key it does not name: sent as built.
-    count: request.body.n,
-    extra: true,
-    id: 'a',
-  }));
+  typed.post(
+    '/echo',
+    { schema: { body: z.object({ n: z.number() }).strict(), response: { 200: answer } } },
+    async (request) => ({
+      // Not in the schema's order, with a key it does not name: sent as built.
+      count: request.body.n,
+      extra: true,
+      id: 'a',
+    }),
+  );
   typed.get('/broken', { schema: { response: { 200: answer } } }, async () => ({ id: 'a', count: 'many' }) as never);
   await app.listen({ port: 0, host: 'localhost' });
   const address = app.server.address();
@@ -28,7 +32,8 @@ beforeAll(async () => {
 });
 afterAll(async () => app.close());
 
-const post = (body: string) => fetch(`${base}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+const post = (body: string) =>
+  fetch(`${base}/echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
 
 it('answers a failed schema check with the API envelope, naming each field', async () => {
   const res = await post('{"n": "x", "m": 1}');
@@ -38,7 +43,10 @@ it('answers a failed schema check with the API envelope, naming each field', asy
     info: 'n: Invalid input: expected number, received string; body: Unrecognized key: "m"',
   });
   // JSON null reads as no body at all.
-  expect(await (await post('null')).json()).toEqual({ error: 'invalid-request-error', info: 'body: Invalid input: expected object, received undefined' });
+  expect(await (await post('null')).json()).toEqual({
+    error: 'invalid-request-error',
+    info: 'body: Invalid input: expected object, received undefined',
+  });
 });
 
 it('sends a fitting answer exactly as the handler built it', async () => {

@@ -4,7 +4,12 @@ import type { z } from 'zod';
 import { validationError } from '../shared/api-error.js';
 
 /** How a failed check names the whole part it checked ("body: expected object, …"). */
-const PART_NAMES: Record<string, string> = { body: 'body', querystring: 'query', params: 'request', headers: 'headers' };
+const PART_NAMES: Record<string, string> = {
+  body: 'body',
+  querystring: 'query',
+  params: 'request',
+  headers: 'headers',
+};
 
 /**
  * Runs a route's zod schema on one part of the request. A failure is the API's own 400,

@@ -65,7 +65,10 @@ export class LiveCalls {
    */
   async drain(limitMs: number, log: Logger): Promise<void> {
     this.startDraining();
-    log.info({ liveCalls: this.count, drainTimeoutSecs: limitMs / 1000 }, 'draining: new calls are refused, live calls go on');
+    log.info(
+      { liveCalls: this.count, drainTimeoutSecs: limitMs / 1000 },
+      'draining: new calls are refused, live calls go on',
+    );
     if (await settlesWithin(this.whenIdle(), limitMs)) return;
     log.info({ liveCalls: this.count }, 'drain limit reached: the bots say goodbye');
     this.endAllWithGoodbye();

@@ -19,7 +19,12 @@ export interface BotOnCall {
  * pipeline, or a speech-to-speech vendor session for those profiles, and with a recorder a tap on
  * both directions (the transport's outbound frames are the bot track, inbound the caller track).
  */
-export function startBot(transport: CallTransport, config: BotConfigForCall, deps: CallSessionDeps, recorder?: CallRecorder): BotOnCall {
+export function startBot(
+  transport: CallTransport,
+  config: BotConfigForCall,
+  deps: CallSessionDeps,
+  recorder?: CallRecorder,
+): BotOnCall {
   const Session = isSpeechToSpeech(config.body.bot_profile) ? S2sCallSession : CallSession;
   const session = new Session(recorder ? tapTransport(transport, recorder) : transport, config, deps);
   return {

@@ -20,14 +20,22 @@ export class ServiceMetrics {
     // 10 ms resolution: the budget is about delays of 20 ms. Node counts the sampling interval in
     // each delay, so an idle loop reads about 10 ms.
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 10 });
-    this.callsActive = new Gauge({ name: 'switchboard_calls_active', help: 'Calls in progress.', registers: [this.registry] });
+    this.callsActive = new Gauge({
+      name: 'switchboard_calls_active',
+      help: 'Calls in progress.',
+      registers: [this.registry],
+    });
     this.callsEnded = new Counter({
       name: 'switchboard_calls_ended_total',
       help: 'Calls ended, by reason.',
       labelNames: ['reason'],
       registers: [this.registry],
     });
-    this.bargeIns = new Counter({ name: 'switchboard_barge_ins_total', help: 'Replies cut off by the caller.', registers: [this.registry] });
+    this.bargeIns = new Counter({
+      name: 'switchboard_barge_ins_total',
+      help: 'Replies cut off by the caller.',
+      registers: [this.registry],
+    });
     this.providerErrors = new Counter({
       name: 'switchboard_provider_errors_total',
       help: 'Provider failures inside calls.',
@@ -59,7 +67,12 @@ export class ServiceMetrics {
    * which its recordings and the cluster view carry too), so several nodes' scrapes can be told apart and joined.
    */
   setNodeId(nodeId: string): void {
-    new Gauge({ name: 'switchboard_node_info', help: 'This node’s id (always 1).', labelNames: ['node_id'], registers: [this.registry] }).set({ node_id: nodeId }, 1);
+    new Gauge({
+      name: 'switchboard_node_info',
+      help: 'This node’s id (always 1).',
+      labelNames: ['node_id'],
+      registers: [this.registry],
+    }).set({ node_id: nodeId }, 1);
   }
 
   /** A dial-out leg was answered (joined its room) or ended without joining. */
@@ -78,9 +91,12 @@ export class ServiceMetrics {
     this.bargeIns.inc(summary.bargeIns);
     this.providerErrors.inc(summary.providerErrors);
     for (const turn of summary.perTurn) {
-      if (turn.llmFirstTokenMs !== undefined) this.turnLatency.observe({ kind: turn.kind, stage: 'llm_first_token' }, turn.llmFirstTokenMs / 1000);
-      if (turn.ttsFirstAudioMs !== undefined) this.turnLatency.observe({ kind: turn.kind, stage: 'tts_first_audio' }, turn.ttsFirstAudioMs / 1000);
-      if (turn.firstFrameSentMs !== undefined) this.turnLatency.observe({ kind: turn.kind, stage: 'first_frame_sent' }, turn.firstFrameSentMs / 1000);
+      if (turn.llmFirstTokenMs !== undefined)
+        this.turnLatency.observe({ kind: turn.kind, stage: 'llm_first_token' }, turn.llmFirstTokenMs / 1000);
+      if (turn.ttsFirstAudioMs !== undefined)
+        this.turnLatency.observe({ kind: turn.kind, stage: 'tts_first_audio' }, turn.ttsFirstAudioMs / 1000);
+      if (turn.firstFrameSentMs !== undefined)
+        this.turnLatency.observe({ kind: turn.kind, stage: 'first_frame_sent' }, turn.firstFrameSentMs / 1000);
     }
   }
 

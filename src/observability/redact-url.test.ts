@@ -8,7 +8,9 @@ describe('redactUrl', () => {
     );
     expect(redactUrl('/rooms/r1/ws?token=v1.abc.def')).toBe('/rooms/r1/ws?token=[redacted]');
     expect(
-      redactUrl('https://b.s3.amazonaws.com/k.wav?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F1&X-Amz-Date=1&X-Amz-Expires=900&X-Amz-Security-Token=t&X-Amz-Signature=ab&X-Amz-SignedHeaders=host'),
+      redactUrl(
+        'https://b.s3.amazonaws.com/k.wav?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F1&X-Amz-Date=1&X-Amz-Expires=900&X-Amz-Security-Token=t&X-Amz-Signature=ab&X-Amz-SignedHeaders=host',
+      ),
     ).toBe(
       'https://b.s3.amazonaws.com/k.wav?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=[redacted]&X-Amz-Date=1&X-Amz-Expires=900&X-Amz-Security-Token=[redacted]&X-Amz-Signature=[redacted]&X-Amz-SignedHeaders=host',
     );
@@ -18,7 +20,9 @@ describe('redactUrl', () => {
   });
 
   it('drops a password in the userinfo and leaves URLs without secrets alone', () => {
-    expect(redactUrl('https://user:hunter2@hooks.example.com/start?x=1')).toBe('https://user:[redacted]@hooks.example.com/start?x=1');
+    expect(redactUrl('https://user:hunter2@hooks.example.com/start?x=1')).toBe(
+      'https://user:[redacted]@hooks.example.com/start?x=1',
+    );
     expect(redactUrl('https://hooks.example.com/start')).toBe('https://hooks.example.com/start');
     expect(redactUrl('/v1/recordings?limit=5&starting_after=abc')).toBe('/v1/recordings?limit=5&starting_after=abc');
     expect(redactUrl('/a?flag&token')).toBe('/a?flag&token');

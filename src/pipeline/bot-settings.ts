@@ -19,7 +19,10 @@ export interface InterruptionSettings {
 }
 
 /** Phone callers interrupt to be heard: stop at once (instant) and cancel on VAD alone, as the bot always has (README: Barge-in). */
-export const DEFAULT_INTERRUPTION: Readonly<InterruptionSettings> = Object.freeze({ mode: 'instant', turnPolicy: 'default' });
+export const DEFAULT_INTERRUPTION: Readonly<InterruptionSettings> = Object.freeze({
+  mode: 'instant',
+  turnPolicy: 'default',
+});
 
 /** A bot's per-service options, with `config` entries applied in order (later wins). */
 export interface BotSettings {
@@ -42,7 +45,8 @@ export function botSettings(body: Pick<TelephonyConfigBody, 'config' | 'max_dura
       if (entry.service === 'interruption') {
         if (option.name === 'mode') interruption.mode = option.value as InterruptionSettings['mode'];
         else if (option.name === 'min_words') interruption.minWords = option.value as number;
-        else if (option.name === 'turn_policy') interruption.turnPolicy = option.value as InterruptionSettings['turnPolicy'];
+        else if (option.name === 'turn_policy')
+          interruption.turnPolicy = option.value as InterruptionSettings['turnPolicy'];
       } else if (entry.service === 'vad') {
         if (option.name === 'params') Object.assign(vad, option.value as Partial<VadParams>);
         else (vad as unknown as Record<string, unknown>)[option.name] = option.value;

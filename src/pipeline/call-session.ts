@@ -145,7 +145,10 @@ export class CallSession implements CallTransportHandler {
     this.metrics = this.call.metrics;
     const interruption = botSettings(config.body).interruption;
     this.interruptionMode = interruption.mode;
-    this.turns = new TurnController((decision) => this.onTurnDecision(decision), turnPolicyFor(interruption, deps.turnPolicy));
+    this.turns = new TurnController(
+      (decision) => this.onTurnDecision(decision),
+      turnPolicyFor(interruption, deps.turnPolicy),
+    );
     this.deadline = new TurnDeadline(deps.turnDeadlineMs ?? DEFAULT_TURN_DEADLINE_MS, () => this.onTurnDeadline());
   }
 
@@ -230,7 +233,9 @@ export class CallSession implements CallTransportHandler {
       this.log,
     );
     this.ready = true;
-    this.call.armMaxDuration(settings.maxDurationSecs, () => this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye));
+    this.call.armMaxDuration(settings.maxDurationSecs, () =>
+      this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye),
+    );
     if (settings.runOnConfig) this.answer('greeting');
     await this.openStt(stt);
   }
@@ -334,7 +339,10 @@ export class CallSession implements CallTransportHandler {
         return;
       case 'error':
         this.metrics.providerErrors += 1;
-        this.log.error({ provider: event.error.provider, error: event.error.message }, 'speech-to-text failed for good; ending the call');
+        this.log.error(
+          { provider: event.error.provider, error: event.error.message },
+          'speech-to-text failed for good; ending the call',
+        );
         this.stt = undefined;
         // Without ears the bot cannot hold a conversation: say so and hang up.
         this.call.endWith('error', () => this.speakFixed('apology', PHRASES.sttFailed, true, true));
@@ -400,7 +408,13 @@ export class CallSession implements CallTransportHandler {
     this.turns.setBotSpeaking(false);
     this.deps.events?.onBotSpeaking?.(false);
     this.log.info(
-      { cause, heardMs: cleared.heardMs, sentMs: cleared.sentMs, clearSent: cleared.cleared, heardChars: heardText.length },
+      {
+        cause,
+        heardMs: cleared.heardMs,
+        sentMs: cleared.sentMs,
+        clearSent: cleared.cleared,
+        heardChars: heardText.length,
+      },
       'caller interrupted the bot',
     );
   }
@@ -434,7 +448,10 @@ export class CallSession implements CallTransportHandler {
           break;
         } catch (err) {
           if (used || !mayRetry(err, attempt, ctx.signal)) throw new LlmFailure(err);
-          session.log.warn({ err, provider: llm.name, attempt: attempt + 1 }, 'llm request failed before any text; retrying');
+          session.log.warn(
+            { err, provider: llm.name, attempt: attempt + 1 },
+            'llm request failed before any text; retrying',
+          );
           await retryDelay(attempt, ctx.signal);
           if (ctx.signal.aborted) return;
         }
@@ -484,7 +501,9 @@ export class CallSession implements CallTransportHandler {
     this.metrics.turns.push(reply.timings);
     this.turns.setBotSpeaking(true);
     const ctx = this.context(AbortSignal.any([this.call.abort.signal, reply.abort.signal]));
-    this.runReply(reply, tts, this.queuedPieces(reply, text(this, reply, ctx, history)), ctx).catch((err: unknown) => this.fail(err, 'reply failed'));
+    this.runReply(reply, tts, this.queuedPieces(reply, text(this, reply, ctx, history)), ctx).catch((err: unknown) =>
+      this.fail(err, 'reply failed'),
+    );
   }
 
   /** The reply's pieces on their way to the voice, noted so an interruption can tell which sentence was playing. */
@@ -495,7 +514,12 @@ export class CallSession implements CallTransportHandler {
     }
   }
 
-  private async runReply(reply: Reply, tts: TtsProvider, text: AsyncIterable<string>, ctx: ProviderContext): Promise<void> {
+  private async runReply(
+    reply: Reply,
+    tts: TtsProvider,
+    text: AsyncIterable<string>,
+    ctx: ProviderContext,
+  ): Promise<void> {
     const replayable = new ReplayableText(text);
     for (let attempt = 0; ; attempt++) {
       try {
@@ -517,7 +541,12 @@ export class CallSession implements CallTransportHandler {
   }
 
   /** One TTS attempt: its audio goes to Playout, its spoken marks to the conversation. */
-  private async speak(reply: Reply, tts: TtsProvider, text: AsyncIterable<string>, ctx: ProviderContext): Promise<void> {
+  private async speak(
+    reply: Reply,
+    tts: TtsProvider,
+    text: AsyncIterable<string>,
+    ctx: ProviderContext,
+  ): Promise<void> {
     const converter = toTelephony(tts.outputFormat);
     let pieceStartMs = 0;
     for await (const out of tts.synthesize(text, ctx)) {
@@ -546,10 +575,17 @@ export class CallSession implements CallTransportHandler {
     const stage = llmFailed ? 'llm' : 'tts';
     // Retrying cannot fix a refused key or a bad request: say so once, plainly, and end the call.
     const fatal = cause instanceof ProviderError && !cause.retryable;
-    if (fatal) this.log.error({ provider: cause.provider, stage, turn: reply.timings.turn, error: cause.message }, `${cause.provider} refused the request; ending the call`);
+    if (fatal)
+      this.log.error(
+        { provider: cause.provider, stage, turn: reply.timings.turn, error: cause.message },
+        `${cause.provider} refused the request; ending the call`,
+      );
     else {
       const provider = cause instanceof ProviderError ? cause.provider : undefined;
-      this.log.warn({ provider, stage, turn: reply.timings.turn, error: cause instanceof Error ? cause.message : String(cause) }, `${provider ?? stage} failed; apologising`);
+      this.log.warn(
+        { provider, stage, turn: reply.timings.turn, error: cause instanceof Error ? cause.message : String(cause) },
+        `${provider ?? stage} failed; apologising`,
+      );
     }
     if (this.reply !== reply) return;
     if (reply.timings.kind === 'apology' || reply.endsCall) {
@@ -587,7 +623,9 @@ export class CallSession implements CallTransportHandler {
 
   private apologiseForDeadline(): void {
     // The stage that kept the caller waiting: the model if it never wrote a word, else the voice.
-    const answer = this.metrics.turns.findLast((t) => t.kind === 'answer' || t.kind === 'dtmf' || t.kind === 'greeting');
+    const answer = this.metrics.turns.findLast(
+      (t) => t.kind === 'answer' || t.kind === 'dtmf' || t.kind === 'greeting',
+    );
     const stage = answer?.llmFirstTokenMs === undefined ? 'llm' : 'tts';
     const provider = stage === 'llm' ? this.llm?.name : this.tts?.name;
     this.metrics.providerErrors += 1;
@@ -644,7 +682,8 @@ export class CallSession implements CallTransportHandler {
  * `interruption.turn_policy`, with `interruption.min_words` over either when set.
  */
 function turnPolicyFor(interruption: InterruptionSettings, roomPolicy: TurnPolicy | undefined): TurnPolicy {
-  const policy = roomPolicy ?? (interruption.turnPolicy === 'natural_conversation' ? NATURAL_TURN_POLICY : DEFAULT_TURN_POLICY);
+  const policy =
+    roomPolicy ?? (interruption.turnPolicy === 'natural_conversation' ? NATURAL_TURN_POLICY : DEFAULT_TURN_POLICY);
   return interruption.minWords === undefined ? policy : { ...policy, minInterruptionWords: interruption.minWords };
 }
 

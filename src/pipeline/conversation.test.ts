@@ -4,7 +4,13 @@ import { Conversation } from './conversation.js';
 describe('Conversation', () => {
   it('flattens initial messages with text parts', () => {
     const c = new Conversation([
-      { role: 'system', content: [{ type: 'text', text: 'Be brief.' }, { type: 'text', text: 'Be kind.' }] },
+      {
+        role: 'system',
+        content: [
+          { type: 'text', text: 'Be brief.' },
+          { type: 'text', text: 'Be kind.' },
+        ],
+      },
       { role: 'developer', content: 'Use English.' },
     ]);
     expect(c.messages).toEqual([

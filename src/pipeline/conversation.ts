@@ -116,7 +116,8 @@ export class Conversation {
         reportedEndMs = span.endMs;
         continue;
       }
-      if (span.startMs < heardMs) kept.push(...wordsHeard(span.words, (heardMs - span.startMs) / Math.max(1, span.endMs - span.startMs)));
+      if (span.startMs < heardMs)
+        kept.push(...wordsHeard(span.words, (heardMs - span.startMs) / Math.max(1, span.endMs - span.startMs)));
       cut = true;
       break;
     }

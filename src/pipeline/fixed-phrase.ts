@@ -7,7 +7,14 @@ import type { Playout } from './playout.js';
  * Speaks a fixed line (a goodbye, an apology, the no-bot message) as reply `generation` of
  * `playout`, and ends that reply, so Playout reports it played like any other.
  */
-export async function speakFixedPhrase(playout: Playout, generation: number, tts: TtsProvider, text: string, signal: AbortSignal, log: Logger): Promise<void> {
+export async function speakFixedPhrase(
+  playout: Playout,
+  generation: number,
+  tts: TtsProvider,
+  text: string,
+  signal: AbortSignal,
+  log: Logger,
+): Promise<void> {
   const converter = toTelephony(tts.outputFormat);
   async function* pieces(): AsyncGenerator<string> {
     yield text;

@@ -14,8 +14,10 @@ describe('natural-conversation turn policy: reading the words', () => {
   });
 
   it('knows an acknowledgement from an answer', () => {
-    for (const text of ['mm-hmm', 'Mm hmm.', 'uh-huh', 'Yeah.', 'okay', 'I see', 'right, right']) expect(isBackchannel(text), text).toBe(true);
-    for (const text of ['yes I want the blue one', 'stop', 'wait a second', 'no']) expect(isBackchannel(text), text).toBe(false);
+    for (const text of ['mm-hmm', 'Mm hmm.', 'uh-huh', 'Yeah.', 'okay', 'I see', 'right, right'])
+      expect(isBackchannel(text), text).toBe(true);
+    for (const text of ['yes I want the blue one', 'stop', 'wait a second', 'no'])
+      expect(isBackchannel(text), text).toBe(false);
   });
 });
 

@@ -19,12 +19,65 @@ const MAX_EXTRA_WAIT_MS = 2500;
 
 const FILLERS = new Set(['um', 'umm', 'uh', 'uhh', 'er', 'erm', 'hmm', 'like', 'well', 'so']);
 const TRAILING_CONNECTORS = new Set([
-  'and', 'but', 'or', 'so', 'because', 'cause', 'then', 'that', 'which', 'who', 'if', 'when', 'while',
-  'with', 'to', 'for', 'of', 'the', 'a', 'an', 'my', 'your', 'is', 'are', 'was', 'i', "i'm", 'we', 'at', 'in', 'on',
+  'and',
+  'but',
+  'or',
+  'so',
+  'because',
+  'cause',
+  'then',
+  'that',
+  'which',
+  'who',
+  'if',
+  'when',
+  'while',
+  'with',
+  'to',
+  'for',
+  'of',
+  'the',
+  'a',
+  'an',
+  'my',
+  'your',
+  'is',
+  'are',
+  'was',
+  'i',
+  "i'm",
+  'we',
+  'at',
+  'in',
+  'on',
 ]);
 const BACKCHANNEL_WORDS = new Set([
-  'mm', 'mhm', 'mmhmm', 'mm-hmm', 'uh-huh', 'uhhuh', 'hmm', 'yeah', 'yep', 'yes', 'ok', 'okay', 'right', 'sure',
-  'uh', 'huh', 'aha', 'ah', 'oh', 'i', 'see', 'got', 'it', 'cool', 'nice', 'true',
+  'mm',
+  'mhm',
+  'mmhmm',
+  'mm-hmm',
+  'uh-huh',
+  'uhhuh',
+  'hmm',
+  'yeah',
+  'yep',
+  'yes',
+  'ok',
+  'okay',
+  'right',
+  'sure',
+  'uh',
+  'huh',
+  'aha',
+  'ah',
+  'oh',
+  'i',
+  'see',
+  'got',
+  'it',
+  'cool',
+  'nice',
+  'true',
 ]);
 /** A backchannel is short: "yeah, I see" is one, "yes I want the blue one" is not. */
 const MAX_BACKCHANNEL_WORDS = 3;
@@ -43,7 +96,8 @@ export function naturalExtraWaitMs(text: string): number {
   const list = words(trimmed);
   const last = list.at(-1);
   if (last === undefined) return 0;
-  if (FILLERS.has(last) || TRAILING_CONNECTORS.has(last) || /[,;:\u2026-]$|\.\.\.$/.test(trimmed)) return INCOMPLETE_WAIT_MS;
+  if (FILLERS.has(last) || TRAILING_CONNECTORS.has(last) || /[,;:\u2026-]$|\.\.\.$/.test(trimmed))
+    return INCOMPLETE_WAIT_MS;
   if (/[.?!]["')\]]?$/.test(trimmed)) return 0;
   return UNSURE_WAIT_MS;
 }

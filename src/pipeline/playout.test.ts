@@ -25,10 +25,14 @@ function setup(options: { leadMs?: number; markEveryFrames?: number } = {}) {
   const sink = new RecordingSink();
   const played: number[] = [];
   const firstFrames: number[] = [];
-  const playout = new Playout(sink, { onReplyPlayed: (g) => played.push(g), onFirstFrame: (g) => firstFrames.push(g) }, {
-    now: () => nowMs,
-    ...options,
-  });
+  const playout = new Playout(
+    sink,
+    { onReplyPlayed: (g) => played.push(g), onFirstFrame: (g) => firstFrames.push(g) },
+    {
+      now: () => nowMs,
+      ...options,
+    },
+  );
   return {
     sink,
     playout,
@@ -67,8 +71,18 @@ describe('Playout', () => {
     expect(sink.media()).toHaveLength(0);
     playout.enqueue(g, new Uint8Array(200).fill(0x22));
     expect(sink.media()).toHaveLength(1);
-    expect(sink.media()[0]!.frame.subarray(0, 37).every((b) => b === 0x10)).toBe(true);
-    expect(sink.media()[0]!.frame.subarray(37).every((b) => b === 0x22)).toBe(true);
+    expect(
+      sink
+        .media()[0]!
+        .frame.subarray(0, 37)
+        .every((b) => b === 0x10),
+    ).toBe(true);
+    expect(
+      sink
+        .media()[0]!
+        .frame.subarray(37)
+        .every((b) => b === 0x22),
+    ).toBe(true);
     playout.endReply(g);
     advance(0);
     const last = sink.media()[1]!.frame;
@@ -195,7 +209,9 @@ describe('Playout pause and resume (speech suspected over the bot)', () => {
     expect(played).toEqual([g]);
     const afterPause = frameIds(sink).slice(sentBeforePause.length);
     // What was heard, then everything from the first unheard frame: each frame of the reply once, in order.
-    expect([...sentBeforePause.slice(0, heardFrames), ...afterPause]).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    expect([...sentBeforePause.slice(0, heardFrames), ...afterPause]).toEqual(
+      Array.from({ length: 20 }, (_, i) => i + 1),
+    );
   });
 
   it('a barge-in confirmed while paused reports the heard point and sends no second clear', () => {

@@ -100,7 +100,10 @@ export class Playout {
 
   /** True while audio of the current reply is queued or not yet confirmed played. */
   get active(): boolean {
-    return this.replyOpen && (this.queuedFrames() > 0 || this.partialBytes > 0 || this.pendingMarks.length > 0 || !this.replyEnded);
+    return (
+      this.replyOpen &&
+      (this.queuedFrames() > 0 || this.partialBytes > 0 || this.pendingMarks.length > 0 || !this.replyEnded)
+    );
   }
 
   /** True while the caller may be hearing bot audio (sent and not yet confirmed played, or queued). */

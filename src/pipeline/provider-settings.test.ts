@@ -4,20 +4,41 @@ import { createS2sProvider, providerSettingsFor } from './provider-settings.js';
 describe('provider settings from a bot configuration', () => {
   it('takes the key from api_keys by name, then by vendor, then from the environment', () => {
     const env = { DEEPGRAM_API_KEY: 'from-env' } as never;
-    const byName = providerSettingsFor({ api_keys: { deepgram_tts: 'a', deepgram: 'b' }, service_options: {} }, 'deepgram_tts', {}, env);
+    const byName = providerSettingsFor(
+      { api_keys: { deepgram_tts: 'a', deepgram: 'b' }, service_options: {} },
+      'deepgram_tts',
+      {},
+      env,
+    );
     expect(byName.apiKey).toBe('a');
     const byVendor = providerSettingsFor({ api_keys: { deepgram: 'b' }, service_options: {} }, 'deepgram_tts', {}, env);
     expect(byVendor.apiKey).toBe('b');
-    const fromEnv = providerSettingsFor({ api_keys: {}, service_options: [{ deepgram: { keyterm: 'x' } }] }, 'deepgram_tts', {}, env);
+    const fromEnv = providerSettingsFor(
+      { api_keys: {}, service_options: [{ deepgram: { keyterm: 'x' } }] },
+      'deepgram_tts',
+      {},
+      env,
+    );
     expect(fromEnv.apiKey).toBe('from-env');
     expect(fromEnv.serviceOptions).toEqual({ keyterm: 'x' });
   });
 
   it('runs each speech-to-speech profile on its own services.llm names only', () => {
-    const settings = providerSettingsFor({ api_keys: { openai: 'sk-test', gemini: 'g-test' }, service_options: {} }, 'openai', {}, {});
+    const settings = providerSettingsFor(
+      { api_keys: { openai: 'sk-test', gemini: 'g-test' }, service_options: {} },
+      'openai',
+      {},
+      {},
+    );
     expect(createS2sProvider('openai_realtime_beta_2024_10', 'openai', settings).name).toBe('openai_realtime');
-    expect(createS2sProvider('gemini_multimodal_live_2024_12', 'gemini', { ...settings, apiKey: 'g-test' }).name).toBe('gemini_live');
-    expect(() => createS2sProvider('gemini_multimodal_live_2024_12', 'openai', settings)).toThrow(/runs on services.llm "gemini", not "openai"/);
-    expect(() => createS2sProvider('telephony_ws_voice_2024_09', 'openai', settings)).toThrow(/not a speech-to-speech profile/);
+    expect(createS2sProvider('gemini_multimodal_live_2024_12', 'gemini', { ...settings, apiKey: 'g-test' }).name).toBe(
+      'gemini_live',
+    );
+    expect(() => createS2sProvider('gemini_multimodal_live_2024_12', 'openai', settings)).toThrow(
+      /runs on services.llm "gemini", not "openai"/,
+    );
+    expect(() => createS2sProvider('telephony_ws_voice_2024_09', 'openai', settings)).toThrow(
+      /not a speech-to-speech profile/,
+    );
   });
 });

@@ -13,7 +13,10 @@ import { botSettings } from './bot-settings.js';
  * nothing of configurations.
  */
 
-type ConfigBody = Pick<TelephonyConfigBody, 'api_keys' | 'service_options' | 'config' | 'max_duration' | 'services' | 'bot_profile'>;
+type ConfigBody = Pick<
+  TelephonyConfigBody,
+  'api_keys' | 'service_options' | 'config' | 'max_duration' | 'services' | 'bot_profile'
+>;
 
 /**
  * What the provider `name` is built from: its `config` options, its key (`api_keys.<name>`, then
@@ -60,7 +63,9 @@ export function providerSetupIssues(body: ConfigBody, registry: ProviderRegistry
     const name = body.services[kind];
     if (name === undefined) continue;
     if (!registry.has(kind, name)) {
-      issues.push(`services.${kind}: "${name}" is not available in this build (available: ${registry.names(kind).join(', ')})`);
+      issues.push(
+        `services.${kind}: "${name}" is not available in this build (available: ${registry.names(kind).join(', ')})`,
+      );
       continue;
     }
     const providerSettings = providerSettingsFor(body, name, settings[kind], env);
@@ -76,7 +81,9 @@ export function providerSetupIssues(body: ConfigBody, registry: ProviderRegistry
 }
 
 /** Which `services.llm` names each speech-to-speech profile takes, and the adapter it runs on. */
-const S2S_PROFILES: Partial<Record<BotProfile, { llmNames: readonly string[]; create: (settings: ProviderSettings) => S2sProvider }>> = {
+const S2S_PROFILES: Partial<
+  Record<BotProfile, { llmNames: readonly string[]; create: (settings: ProviderSettings) => S2sProvider }>
+> = {
   openai_realtime_beta_2024_10: { llmNames: ['openai', 'openai_realtime'], create: createOpenAiRealtime },
   gemini_multimodal_live_2024_12: { llmNames: ['gemini'], create: createGeminiLive },
 };
@@ -86,7 +93,10 @@ export function createS2sProvider(profile: BotProfile, llmName: string, settings
   const entry = S2S_PROFILES[profile];
   if (!entry) throw new ProviderError(llmName, `profile ${profile} is not a speech-to-speech profile`);
   if (!entry.llmNames.includes(llmName)) {
-    throw new ProviderError(llmName, `profile ${profile} runs on services.llm ${entry.llmNames.map((n) => `"${n}"`).join(' or ')}, not "${llmName}"`);
+    throw new ProviderError(
+      llmName,
+      `profile ${profile} runs on services.llm ${entry.llmNames.map((n) => `"${n}"`).join(' or ')}, not "${llmName}"`,
+    );
   }
   return entry.create(settings);
 }

@@ -64,7 +64,11 @@ export class S2sCallSession implements CallTransportHandler {
     private readonly config: BotConfigForCall,
     private readonly deps: CallSessionDeps,
   ) {
-    this.playout = new Playout(transport, { onReplyPlayed: (generation) => this.onPlayed(generation) }, { leadMs: deps.leadMs });
+    this.playout = new Playout(
+      transport,
+      { onReplyPlayed: (generation) => this.onPlayed(generation) },
+      { leadMs: deps.leadMs },
+    );
     this.call = new CallLifecycle(transport, config, this.playout, deps);
     this.metrics = this.call.metrics;
   }
@@ -123,7 +127,11 @@ export class S2sCallSession implements CallTransportHandler {
     const body = this.config.body;
     const settings = botSettings(body);
     const llmName = body.services.llm!;
-    const provider = createS2sProvider(body.bot_profile, llmName, providerSettingsFor(body, llmName, settings.llm, this.deps.env));
+    const provider = createS2sProvider(
+      body.bot_profile,
+      llmName,
+      providerSettingsFor(body, llmName, settings.llm, this.deps.env),
+    );
     const history = new Conversation(settings.initialMessages).messages;
     const options = {
       history,
@@ -131,7 +139,9 @@ export class S2sCallSession implements CallTransportHandler {
       model: typeof settings.llm.model === 'string' ? settings.llm.model : undefined,
       voice: typeof settings.llm.voice === 'string' ? settings.llm.voice : undefined,
     };
-    this.call.armMaxDuration(settings.maxDurationSecs, () => this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye));
+    this.call.armMaxDuration(settings.maxDurationSecs, () =>
+      this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye),
+    );
     if (settings.interruption.mode === 'instant') {
       this.vad = this.deps.createVad(
         settings.vad,
@@ -150,7 +160,11 @@ export class S2sCallSession implements CallTransportHandler {
         this.log,
       );
     }
-    const session = await provider.open({ signal: this.call.abort.signal, log: this.log }, options, this.vendorEvents());
+    const session = await provider.open(
+      { signal: this.call.abort.signal, log: this.log },
+      options,
+      this.vendorEvents(),
+    );
     if (this.ended) {
       await session.close();
       return;
@@ -185,10 +199,20 @@ export class S2sCallSession implements CallTransportHandler {
     if (this.ended || this.ending || this.cancelled.has(itemId)) return;
     if (this.item?.id !== itemId) {
       // A new item: its own generation, so its heard time starts from zero.
-      const timings: TurnTimings = { turn: this.metrics.turns.length + 1, kind: this.metrics.turns.length === 0 ? 'greeting' : 'answer', interrupted: false };
+      const timings: TurnTimings = {
+        turn: this.metrics.turns.length + 1,
+        kind: this.metrics.turns.length === 0 ? 'greeting' : 'answer',
+        interrupted: false,
+      };
       timings.ttsFirstAudioMs = elapsedSince(this.userSpokeAtMs);
       this.metrics.turns.push(timings);
-      this.item = { id: itemId, generation: this.playout.startReply(), receivedMs: 0, timings, startedAtMs: performance.now() };
+      this.item = {
+        id: itemId,
+        generation: this.playout.startReply(),
+        receivedMs: 0,
+        timings,
+        startedAtMs: performance.now(),
+      };
       this.deps.events?.onBotSpeaking?.(true);
       if (timings.kind === 'answer') this.deps.events?.onTurnLatency?.(timings.ttsFirstAudioMs);
     }
@@ -248,7 +272,10 @@ export class S2sCallSession implements CallTransportHandler {
     this.cancelled.add(item.id);
     this.metrics.bargeIns += 1;
     this.session?.interrupt(item.id, heardMs);
-    this.log.info({ cause, itemId: item.id, heardMs, receivedMs: Math.round(item.receivedMs), clearSent: cleared.cleared }, 'caller interrupted the bot');
+    this.log.info(
+      { cause, itemId: item.id, heardMs, receivedMs: Math.round(item.receivedMs), clearSent: cleared.cleared },
+      'caller interrupted the bot',
+    );
   }
 
   private onDtmfInput(digits: string): void {
@@ -277,7 +304,10 @@ export class S2sCallSession implements CallTransportHandler {
   private onVendorLost(error: ProviderError): void {
     if (this.ended) return;
     this.metrics.providerErrors += 1;
-    this.log.error({ provider: error.provider, error: error.message }, 'speech-to-speech session lost; ending the call');
+    this.log.error(
+      { provider: error.provider, error: error.message },
+      'speech-to-speech session lost; ending the call',
+    );
     this.session = undefined;
     this.call.endWith('error', () => this.cutAndSay(PHRASES.unavailable));
   }
@@ -294,9 +324,11 @@ export class S2sCallSession implements CallTransportHandler {
     if (this.item) this.interrupt('speech');
     const generation = this.playout.startReply();
     this.closingGeneration = generation;
-    speakFixedPhrase(this.playout, generation, this.deps.fallbackTts(), text, this.call.abort.signal, this.log).catch((err: unknown) => {
-      this.log.error({ err }, 'could not speak the closing phrase');
-      this.call.endCall('error');
-    });
+    speakFixedPhrase(this.playout, generation, this.deps.fallbackTts(), text, this.call.abort.signal, this.log).catch(
+      (err: unknown) => {
+        this.log.error({ err }, 'could not speak the closing phrase');
+        this.call.endCall('error');
+      },
+    );
   }
 }

@@ -11,7 +11,11 @@ beforeEach(() => {
 afterEach(() => vi.useRealTimers());
 
 function controller(minInterruptionWords = 0) {
-  return new TurnController((d) => decisions.push(d), { minInterruptionWords, finalTranscriptWaitMs: 1000 }, realScheduler);
+  return new TurnController(
+    (d) => decisions.push(d),
+    { minInterruptionWords, finalTranscriptWaitMs: 1000 },
+    realScheduler,
+  );
 }
 
 describe('TurnController', () => {
@@ -33,7 +37,11 @@ describe('TurnController', () => {
     c.onFinal('Book a table for two.');
     c.onVadStop();
     c.onFinal('');
-    expect(decisions).toEqual([{ type: 'user-speaking' }, { type: 'finalize-stt' }, { type: 'user-turn', text: 'Book a table for two.' }]);
+    expect(decisions).toEqual([
+      { type: 'user-speaking' },
+      { type: 'finalize-stt' },
+      { type: 'user-turn', text: 'Book a table for two.' },
+    ]);
   });
 
   it('asks STT to finalise and waits for the final when only interim text exists', () => {

@@ -104,7 +104,11 @@ export class TurnController {
 
   onInterim(text: string): void {
     this.interim = text.trim();
-    if (this.userSpeaking && this.policy.minInterruptionWords > 0 && this.interruptingWords() >= this.policy.minInterruptionWords) {
+    if (
+      this.userSpeaking &&
+      this.policy.minInterruptionWords > 0 &&
+      this.interruptingWords() >= this.policy.minInterruptionWords
+    ) {
       this.maybeBargeIn();
     }
   }
@@ -114,7 +118,8 @@ export class TurnController {
     this.interim = '';
     if (trimmed.length > 0) this.finals.push(trimmed);
     if (this.userSpeaking) {
-      if (this.policy.minInterruptionWords > 0 && this.interruptingWords() >= this.policy.minInterruptionWords) this.maybeBargeIn();
+      if (this.policy.minInterruptionWords > 0 && this.interruptingWords() >= this.policy.minInterruptionWords)
+        this.maybeBargeIn();
       return;
     }
     if (this.waitingForFinal) {

@@ -11,7 +11,11 @@ describe('TurnDeadline', () => {
 
   it('expires the deadline after the first unanswered turn; later turns do not restart it', () => {
     let expired = 0;
-    const deadline = new TurnDeadline(2000, () => (expired += 1), () => Date.now());
+    const deadline = new TurnDeadline(
+      2000,
+      () => (expired += 1),
+      () => Date.now(),
+    );
     const start = Date.now();
     deadline.owe(start);
     vi.advanceTimersByTime(1500);
@@ -26,7 +30,11 @@ describe('TurnDeadline', () => {
 
   it('is met when the caller hears the bot, and the next turn starts a new clock', () => {
     let expired = 0;
-    const deadline = new TurnDeadline(2000, () => (expired += 1), () => Date.now());
+    const deadline = new TurnDeadline(
+      2000,
+      () => (expired += 1),
+      () => Date.now(),
+    );
     deadline.owe(Date.now());
     vi.advanceTimersByTime(1000);
     deadline.met();
@@ -40,7 +48,11 @@ describe('TurnDeadline', () => {
 
   it('counts from the end of the turn, not from when the reply started', () => {
     let expired = 0;
-    const deadline = new TurnDeadline(2000, () => (expired += 1), () => Date.now());
+    const deadline = new TurnDeadline(
+      2000,
+      () => (expired += 1),
+      () => Date.now(),
+    );
     deadline.owe(Date.now() - 1500);
     vi.advanceTimersByTime(500);
     expect(expired).toBe(1);

@@ -6,7 +6,18 @@
 export const PROVIDER_NAMES = {
   stt: ['deepgram', 'assemblyai', 'gladia'],
   llm: ['echo', 'openai', 'anthropic', 'gemini', 'together', 'groq', 'grok', 'custom_llm', 'ollama', 'openai_realtime'],
-  tts: ['flite', 'cartesia', 'elevenlabs', 'deepgram_tts', 'openai_tts', 'azure_tts', 'aws_tts', 'google_tts', 'playht', 'rime'],
+  tts: [
+    'flite',
+    'cartesia',
+    'elevenlabs',
+    'deepgram_tts',
+    'openai_tts',
+    'azure_tts',
+    'aws_tts',
+    'google_tts',
+    'playht',
+    'rime',
+  ],
 } as const;
 
 export type ServiceKind = keyof typeof PROVIDER_NAMES;

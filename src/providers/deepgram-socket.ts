@@ -45,7 +45,11 @@ export interface DeepgramSocket {
 export function connectDeepgram(options: DeepgramSocketOptions): DeepgramSocket {
   const { provider, signal } = options;
   const startedMs = performance.now();
-  const ws = openVendorSocket(options.url, { headers: { Authorization: `Token ${options.apiKey}` }, timeoutMs: options.timeoutMs, lookup: options.lookup });
+  const ws = openVendorSocket(options.url, {
+    headers: { Authorization: `Token ${options.apiKey}` },
+    timeoutMs: options.timeoutMs,
+    lookup: options.lookup,
+  });
   let opened = false;
   let settled = false;
   let resolveOpened!: () => void;

@@ -39,7 +39,8 @@ export function endpointFetch(url: string, init: EndpointRequest, guard: Endpoin
         const status = res.statusCode ?? 0;
         const headers = new Headers();
         for (const [name, value] of Object.entries(res.headers)) {
-          for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value]) headers.append(name, one);
+          for (const one of Array.isArray(value) ? value : value === undefined ? [] : [value])
+            headers.append(name, one);
         }
         try {
           const body = NULL_BODY_STATUSES.has(status) ? null : (Readable.toWeb(res) as ReadableStream<Uint8Array>);

@@ -64,13 +64,17 @@ export function vendorEndpoint(settings: ProviderSettings, vendor: string, defau
   } catch {
     throw new ProviderError(vendor, `endpoint "${chosen}" is not a URL`);
   }
-  if (!/^(https?|wss?):$/.test(url.protocol)) throw new ProviderError(vendor, `endpoint "${chosen}" must be http(s) or ws(s)`);
+  if (!/^(https?|wss?):$/.test(url.protocol))
+    throw new ProviderError(vendor, `endpoint "${chosen}" must be http(s) or ws(s)`);
   const baseUrl = chosen.replace(/\/+$/, '');
   if (!fromBot) return { baseUrl, guard: undefined };
   const allowPrivate = (settings.env[PROVIDER_ALLOW_PRIVATE_ENV] ?? '').trim() === 'true';
   const problem = literalHostProblem(url, providerAddressPolicy(allowPrivate));
   if (problem) {
-    const hint = allowPrivate || !/loopback|private/.test(problem) ? '' : ` (the operator can allow loopback and private addresses with ${PROVIDER_ALLOW_PRIVATE_ENV}=true)`;
+    const hint =
+      allowPrivate || !/loopback|private/.test(problem)
+        ? ''
+        : ` (the operator can allow loopback and private addresses with ${PROVIDER_ALLOW_PRIVATE_ENV}=true)`;
     throw new ProviderError(vendor, `service_options.${vendor}.base_url ${problem}${hint}`);
   }
   return { baseUrl, guard: endpointGuard(allowPrivate) };
@@ -84,5 +88,8 @@ export function toWebSocketUrl(baseUrl: string): string {
 /** The key for a provider, or a clear error naming where to put it. */
 export function requireApiKey(settings: ProviderSettings, provider: string): string {
   if (settings.apiKey && settings.apiKey.length > 0) return settings.apiKey;
-  throw new ProviderError(provider, `no API key: set api_keys.${provider} in the bot configuration or ${envKeyName(provider)} on the server`);
+  throw new ProviderError(
+    provider,
+    `no API key: set api_keys.${provider} in the bot configuration or ${envKeyName(provider)} on the server`,
+  );
 }

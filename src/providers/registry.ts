@@ -60,7 +60,10 @@ export class ProviderRegistry {
 
   private get<T>(map: Map<string, Factory<T>>, kind: string, name: string): Factory<T> {
     const factory = map.get(name);
-    if (!factory) throw new Error(`no ${kind} provider "${name}" is available in this build (available: ${[...map.keys()].join(', ') || 'none'})`);
+    if (!factory)
+      throw new Error(
+        `no ${kind} provider "${name}" is available in this build (available: ${[...map.keys()].join(', ') || 'none'})`,
+      );
     return factory;
   }
 }

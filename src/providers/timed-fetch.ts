@@ -44,12 +44,21 @@ export class TimedFetch {
     this.arm();
     try {
       const { url, headers, body, guard } = this.request;
-      return await endpointFetch(url, { method: 'POST', headers, body, signal: AbortSignal.any([this.signal, this.local.signal]) }, guard);
+      return await endpointFetch(
+        url,
+        { method: 'POST', headers, body, signal: AbortSignal.any([this.signal, this.local.signal]) },
+        guard,
+      );
     } catch (err) {
       // An interrupted request needs no error, even if its timer fired in the same moment.
       if (this.signal.aborted) return undefined;
       if (this.timedOut) throw new ProviderError(provider, `no response within ${timeoutMs} ms`, true);
-      throw new ProviderError(provider, `request failed: ${redact(networkErrorText(err), this.request.secrets)}`, !isAddressRefusal(err), { cause: err });
+      throw new ProviderError(
+        provider,
+        `request failed: ${redact(networkErrorText(err), this.request.secrets)}`,
+        !isAddressRefusal(err),
+        { cause: err },
+      );
     }
   }
 
@@ -60,7 +69,12 @@ export class TimedFetch {
       return (await response.text()).slice(0, MAX_ERROR_BODY_BYTES);
     } catch {
       if (this.signal.aborted) return undefined;
-      if (this.timedOut) throw new ProviderError(this.request.provider, `HTTP ${response.status}, and its body did not arrive within ${this.request.timeoutMs} ms`, true);
+      if (this.timedOut)
+        throw new ProviderError(
+          this.request.provider,
+          `HTTP ${response.status}, and its body did not arrive within ${this.request.timeoutMs} ms`,
+          true,
+        );
       return '';
     } finally {
       clearTimeout(this.timer);
@@ -81,7 +95,12 @@ export class TimedFetch {
     } catch (err) {
       if (this.signal.aborted) return undefined;
       if (this.timedOut) throw new ProviderError(provider, `${silence()} ${timeoutMs} ms`, true);
-      throw new ProviderError(provider, `stream interrupted: ${redact(networkErrorText(err), this.request.secrets)}`, true, { cause: err });
+      throw new ProviderError(
+        provider,
+        `stream interrupted: ${redact(networkErrorText(err), this.request.secrets)}`,
+        true,
+        { cause: err },
+      );
     } finally {
       clearTimeout(this.timer);
     }

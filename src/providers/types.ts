@@ -10,7 +10,7 @@ export interface ProviderContext {
 /** Events from speech-to-text; times are ms of call audio when the vendor gives them. */
 export type SttEvent =
   | { type: 'interim'; text: string }
-  | { type: 'final'; text: string; /** The vendor's endpointing saw the end of the utterance. */ speechFinal: boolean }
+  | { type: 'final'; text: string /** The vendor's endpointing saw the end of the utterance. */; speechFinal: boolean }
   | { type: 'speech-started' }
   | { type: 'utterance-end' }
   | { type: 'error'; error: ProviderError };

@@ -28,22 +28,31 @@ export function isRetryableCloseCode(code: number): boolean {
 /** Error body shapes, tried in order. */
 const ERROR_SHAPES: Array<(json: unknown) => string | undefined> = [
   // OpenAI `{error:{message,type}}`, Anthropic `{type:"error",error:{type,message}}`, Gemini `{error:{code,message,status}}`.
-  shape(z.object({ error: z.object({ message: z.string(), type: z.string().optional(), status: z.string().optional() }) }), ({ error }) =>
-    [error.type ?? error.status, error.message].filter(Boolean).join(': '),
+  shape(
+    z.object({ error: z.object({ message: z.string(), type: z.string().optional(), status: z.string().optional() }) }),
+    ({ error }) => [error.type ?? error.status, error.message].filter(Boolean).join(': '),
   ),
   // Deepgram `{err_code, err_msg}`.
-  shape(z.object({ err_msg: z.string().optional(), err_code: z.string().optional() }), ({ err_msg: message, err_code: code }) =>
-    message && code ? `${message} (${code})` : (message ?? code),
+  shape(
+    z.object({ err_msg: z.string().optional(), err_code: z.string().optional() }),
+    ({ err_msg: message, err_code: code }) => (message && code ? `${message} (${code})` : (message ?? code)),
   ),
   // Ollama and llama.cpp.
   shape(z.object({ error: z.string() }), ({ error }) => error),
   // Cartesia `{title, message}`, and plain `{message}`.
-  shape(z.object({ title: z.string().optional(), message: z.string() }), ({ title, message }) => [title, message].filter(Boolean).join(': ')),
+  shape(z.object({ title: z.string().optional(), message: z.string() }), ({ title, message }) =>
+    [title, message].filter(Boolean).join(': '),
+  ),
   // ElevenLabs `{detail:{status,message}}`, FastAPI `{detail}`.
-  shape(z.object({ detail: z.union([z.string(), z.object({ message: z.string() })]) }), ({ detail }) => (typeof detail === 'string' ? detail : detail.message)),
+  shape(z.object({ detail: z.union([z.string(), z.object({ message: z.string() })]) }), ({ detail }) =>
+    typeof detail === 'string' ? detail : detail.message,
+  ),
 ];
 
-function shape<S extends z.ZodType>(schema: S, text: (body: z.infer<S>) => string | undefined): (json: unknown) => string | undefined {
+function shape<S extends z.ZodType>(
+  schema: S,
+  text: (body: z.infer<S>) => string | undefined,
+): (json: unknown) => string | undefined {
   return (json) => {
     const parsed = schema.safeParse(json);
     return parsed.success ? text(parsed.data) : undefined;
@@ -100,7 +109,12 @@ export function networkErrorText(err: unknown): string {
 
 /** A failed connection: retryable unless the address policy refused the host (it will refuse again). */
 export function connectionError(provider: string, err: unknown, secret: string): ProviderError {
-  return new ProviderError(provider, `connection failed: ${redact(networkErrorText(err), secret)}`, !isAddressRefusal(err), { cause: err });
+  return new ProviderError(
+    provider,
+    `connection failed: ${redact(networkErrorText(err), secret)}`,
+    !isAddressRefusal(err),
+    { cause: err },
+  );
 }
 
 /** Reads at most MAX_ERROR_BODY_BYTES of an error response, waiting no longer than ERROR_BODY_WAIT_MS. */
@@ -131,17 +145,28 @@ export function readErrorBody(res: IncomingMessage): Promise<string> {
  * A websocket handshake answered with an HTTP status instead of an upgrade, as a ProviderError
  * with the status and the vendor's text (its body, else `textHeader`, else the status line).
  */
-export async function handshakeRefusal(provider: string, res: IncomingMessage, secret: string, textHeader?: string): Promise<ProviderError> {
+export async function handshakeRefusal(
+  provider: string,
+  res: IncomingMessage,
+  secret: string,
+  textHeader?: string,
+): Promise<ProviderError> {
   const status = res.statusCode ?? 0;
   const body = await readErrorBody(res);
   const header = textHeader ? res.headers[textHeader] : undefined;
-  const text = vendorErrorText(body) || (typeof header === 'string' ? oneLine(header) : '') || res.statusMessage || 'no details';
-  return new ProviderError(provider, `handshake refused: HTTP ${status}: ${redact(text, secret)}`, isRetryableStatus(status));
+  const text =
+    vendorErrorText(body) || (typeof header === 'string' ? oneLine(header) : '') || res.statusMessage || 'no details';
+  return new ProviderError(
+    provider,
+    `handshake refused: HTTP ${status}: ${redact(text, secret)}`,
+    isRetryableStatus(status),
+  );
 }
 
 /** A websocket that failed before it opened: timed out (ws's handshakeTimeout) or unreachable. */
 export function handshakeError(provider: string, err: Error, timeoutMs: number, secret: string): ProviderError {
-  if (/timed out/i.test(err.message)) return new ProviderError(provider, `no answer to the handshake within ${timeoutMs} ms`, true, { cause: err });
+  if (/timed out/i.test(err.message))
+    return new ProviderError(provider, `no answer to the handshake within ${timeoutMs} ms`, true, { cause: err });
   return connectionError(provider, err, secret);
 }
 

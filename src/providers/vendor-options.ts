@@ -19,7 +19,12 @@ export const baseServiceOptionsSchema = z.looseObject({
 });
 
 /** Parses options with a schema; a wrong type becomes `<provider>: <what>: <path>: <problem>`. */
-export function parseOptions<S extends z.ZodType>(provider: string, what: string, schema: S, value: unknown): z.infer<S> {
+export function parseOptions<S extends z.ZodType>(
+  provider: string,
+  what: string,
+  schema: S,
+  value: unknown,
+): z.infer<S> {
   const parsed = schema.safeParse(value);
   if (!parsed.success) throw new ProviderError(provider, `${what}: ${describeIssues(parsed.error)}`);
   return parsed.data;

@@ -15,7 +15,12 @@ export interface VendorSocketOptions {
  * Pair with handshakeRefusal and handshakeError (vendor-errors.ts) for its failures.
  */
 export function openVendorSocket(url: string, options: VendorSocketOptions): WebSocket {
-  return new WebSocket(url, { headers: options.headers, handshakeTimeout: options.timeoutMs, perMessageDeflate: false, lookup: options.lookup });
+  return new WebSocket(url, {
+    headers: options.headers,
+    handshakeTimeout: options.timeoutMs,
+    perMessageDeflate: false,
+    lookup: options.lookup,
+  });
 }
 
 /** A frame as text (vendors send JSON in text frames, and some in binary ones). */

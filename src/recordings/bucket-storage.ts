@@ -71,14 +71,20 @@ export class BucketStorage {
   /** A presigned GET URL valid for `validForSecs`. */
   async presignedUrl(bucket: RecordingsBucket, key: string, validForSecs: number): Promise<string> {
     const { s3, presigner } = await loadBucketSdk();
-    return presigner.getSignedUrl(await this.client(bucket), new s3.GetObjectCommand({ Bucket: bucket.bucket_name, Key: key }), {
-      expiresIn: validForSecs,
-    });
+    return presigner.getSignedUrl(
+      await this.client(bucket),
+      new s3.GetObjectCommand({ Bucket: bucket.bucket_name, Key: key }),
+      {
+        expiresIn: validForSecs,
+      },
+    );
   }
 
   async download(bucket: RecordingsBucket, key: string): Promise<{ body: Readable; sizeBytes: number | undefined }> {
     const { s3 } = await loadBucketSdk();
-    const result = await (await this.client(bucket)).send(new s3.GetObjectCommand({ Bucket: bucket.bucket_name, Key: key }));
+    const result = await (await this.client(bucket)).send(
+      new s3.GetObjectCommand({ Bucket: bucket.bucket_name, Key: key }),
+    );
     return { body: result.Body as Readable, sizeBytes: result.ContentLength };
   }
 
@@ -96,7 +102,11 @@ export class BucketStorage {
     // Another request may have made it while the SDK loaded.
     const made = this.clients.get(cacheKey);
     if (made) return made;
-    const { AWS_ACCESS_KEY_ID: accessKeyId, AWS_SECRET_ACCESS_KEY: secretAccessKey, AWS_SESSION_TOKEN: sessionToken } = this.env;
+    const {
+      AWS_ACCESS_KEY_ID: accessKeyId,
+      AWS_SECRET_ACCESS_KEY: secretAccessKey,
+      AWS_SESSION_TOKEN: sessionToken,
+    } = this.env;
     this.baseCredentials ??=
       accessKeyId && secretAccessKey
         ? { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) }

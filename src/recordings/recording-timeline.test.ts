@@ -41,7 +41,30 @@ describe('RecordingTimeline', () => {
     timeline.addCaller(frame(1000), 400);
     timeline.addCaller(frame(1000), 420);
     const out = timeline.drainAll(440);
-    expect(slots(out!.caller)).toEqual([level(1000), level(1001), level(1002), level(1003), level(1004), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, A, A]);
+    expect(slots(out!.caller)).toEqual([
+      level(1000),
+      level(1001),
+      level(1002),
+      level(1003),
+      level(1004),
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      0,
+      A,
+      A,
+    ]);
   });
 
   it('plays bot frames back to back from when they were sent, and a clear drops what had not played', () => {

@@ -158,7 +158,11 @@ export class RecordingTimeline {
     if (slots <= 0) return undefined;
     const samples = slots * MULAW_FRAME_BYTES;
     // Fresh arrays: the writer keeps them until the disk has them.
-    const chunk: TimelineChunk = { caller: new Int16Array(samples), bot: new Int16Array(samples), mixed: new Int16Array(samples) };
+    const chunk: TimelineChunk = {
+      caller: new Int16Array(samples),
+      bot: new Int16Array(samples),
+      mixed: new Int16Array(samples),
+    };
     const usedCaller = this.place(this.caller, endSlot, chunk.caller, this.callerPcm);
     const usedBot = this.place(this.bot, endSlot, chunk.bot, this.botPcm);
     this.caller.shift(usedCaller);
@@ -166,7 +170,7 @@ export class RecordingTimeline {
     const { caller, bot, mixed } = chunk;
     for (let i = 0; i < samples; i++) {
       const sum = caller[i]! + bot[i]!;
-      mixed[i] = sum > 32767 ? 32767 : Math.max(sum , -32768);
+      mixed[i] = sum > 32767 ? 32767 : Math.max(sum, -32768);
     }
     this.committedSlot = endSlot;
     return chunk;

@@ -178,7 +178,10 @@ export class RecordingsService {
       ...(options.now ? { now: options.now } : {}),
       onRoomName: (name) => {
         rowWrites = rowWrites.then(async (stored) => {
-          if (stored) await this.deps.repo.update(id, { room_name: name }).catch((err: unknown) => log.warn({ err }, 'could not rename the recording'));
+          if (stored)
+            await this.deps.repo
+              .update(id, { room_name: name })
+              .catch((err: unknown) => log.warn({ err }, 'could not rename the recording'));
           return stored;
         });
       },
@@ -218,15 +221,23 @@ export class RecordingsService {
           samplesByTrack[track] = await repairWavFile(this.localPath(trackKey(row, track)), TELEPHONY_SAMPLE_RATE_HZ);
           anyFile = true;
         } catch (err) {
-          if ((err as NodeJS.ErrnoException).code !== 'ENOENT') this.deps.log.warn({ err, recordingId: row.id, track }, 'could not repair a recording file');
+          if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+            this.deps.log.warn({ err, recordingId: row.id, track }, 'could not repair a recording file');
         }
       }
       if (!anyFile) {
-        await this.deps.repo.update(row.id, { status: 'canceled', duration_secs: 0, finished_at: new Date().toISOString() });
+        await this.deps.repo.update(row.id, {
+          status: 'canceled',
+          duration_secs: 0,
+          finished_at: new Date().toISOString(),
+        });
         continue;
       }
       await this.finalise(row, { samplesByTrack }, this.deps.log);
-      this.deps.log.info({ recordingId: row.id, durationMs: msForSamples(samplesByTrack.mixed) }, 'recovered an interrupted recording');
+      this.deps.log.info(
+        { recordingId: row.id, durationMs: msForSamples(samplesByTrack.mixed) },
+        'recovered an interrupted recording',
+      );
       if (row.bucket_json) this.track(this.uploadToBucket(row.id, this.deps.log));
     }
     return rows.length;
@@ -245,10 +256,18 @@ export class RecordingsService {
   /** A node died mid-call: its recordings in progress are closed (see RecordingsRepo.abandonNode). */
   async abandonNode(nodeId: string): Promise<void> {
     const closed = await this.deps.repo.abandonNode(nodeId);
-    if (closed > 0) this.deps.log.warn({ deadNode: nodeId, recordings: closed }, 'closed the recordings a dead node left in progress; it repairs their files when it starts again');
+    if (closed > 0)
+      this.deps.log.warn(
+        { deadNode: nodeId, recordings: closed },
+        'closed the recordings a dead node left in progress; it repairs their files when it starts again',
+      );
   }
 
-  async list(account: Account, page: PageQuery, filters: { roomName?: string }): Promise<{ total_count: number; data: RecordingView[] }> {
+  async list(
+    account: Account,
+    page: PageQuery,
+    filters: { roomName?: string },
+  ): Promise<{ total_count: number; data: RecordingView[] }> {
     const cursor = page.starting_after ?? page.ending_before;
     let direction: PageDirection = { kind: 'first' };
     if (cursor !== undefined) {
@@ -257,7 +276,10 @@ export class RecordingsService {
       if (seq === undefined) throw new ApiError('invalid-request-error', `${field}: no recording with id ${cursor}`);
       direction = { kind: page.starting_after ? 'older' : 'newer', seq };
     }
-    const [rows, total] = await Promise.all([this.deps.repo.list(account.id, direction, page.limit, filters), this.deps.repo.count(account.id, filters)]);
+    const [rows, total] = await Promise.all([
+      this.deps.repo.list(account.id, direction, page.limit, filters),
+      this.deps.repo.count(account.id, filters),
+    ]);
     return { total_count: total, data: rows.map(view) };
   }
 
@@ -268,15 +290,22 @@ export class RecordingsService {
   /** Removes the row and the files, local and in the bucket. */
   async delete(account: Account, id: string): Promise<RecordingView> {
     const row = await this.row(account, id);
-    if (row.status === 'in-progress') throw new ApiError('invalid-request-error', `recording ${id} is in progress; delete it once it has finished`);
+    if (row.status === 'in-progress')
+      throw new ApiError('invalid-request-error', `recording ${id} is in progress; delete it once it has finished`);
     if (row.storage === 'bucket' && row.bucket_json) {
       const bucket = JSON.parse(row.bucket_json) as RecordingsBucket;
       for (const track of RECORDING_TRACKS) {
         try {
           await this.deps.bucketStorage.delete(bucket, trackKey(row, track));
         } catch (err) {
-          this.deps.log.warn({ err, recordingId: id, bucket: bucket.bucket_name }, 'could not delete a recording object from the bucket');
-          throw new ApiError('server-error', `the bucket ${bucket.bucket_name} refused to delete the recording; try again`);
+          this.deps.log.warn(
+            { err, recordingId: id, bucket: bucket.bucket_name },
+            'could not delete a recording object from the bucket',
+          );
+          throw new ApiError(
+            'server-error',
+            `the bucket ${bucket.bucket_name} refused to delete the recording; try again`,
+          );
         }
       }
     }
@@ -288,16 +317,24 @@ export class RecordingsService {
   /** An expiring link to one of the recording's files (the mixed one unless `track` says). */
   async accessLink(account: Account, id: string, validForSecs: number, track: RecordingTrack): Promise<AccessLink> {
     const row = await this.row(account, id);
-    if (row.status === 'in-progress') throw new ApiError('invalid-request-error', `recording ${id} is still in progress`);
-    if (row.status !== 'finished') throw new ApiError('invalid-request-error', `recording ${id} is ${row.status} and has no audio`);
+    if (row.status === 'in-progress')
+      throw new ApiError('invalid-request-error', `recording ${id} is still in progress`);
+    if (row.status !== 'finished')
+      throw new ApiError('invalid-request-error', `recording ${id} is ${row.status} and has no audio`);
     const expires = Math.floor(Date.now() / 1000) + validForSecs;
     const bucket = row.bucket_json ? (JSON.parse(row.bucket_json) as RecordingsBucket) : undefined;
     if (bucket && bucket.allow_api_access === false) {
-      throw new ApiError('forbidden-error', `recording ${id} is in the bucket ${bucket.bucket_name}, whose allow_api_access is false`);
+      throw new ApiError(
+        'forbidden-error',
+        `recording ${id} is in the bucket ${bucket.bucket_name}, whose allow_api_access is false`,
+      );
     }
     if (row.storage === 'bucket' && bucket?.allow_streaming_from_bucket) {
       try {
-        return { download_link: await this.deps.bucketStorage.presignedUrl(bucket, trackKey(row, track), validForSecs), expires };
+        return {
+          download_link: await this.deps.bucketStorage.presignedUrl(bucket, trackKey(row, track), validForSecs),
+          expires,
+        };
       } catch (err) {
         this.deps.log.warn({ err, recordingId: id }, 'could not presign a bucket URL');
         throw new ApiError('server-error', `could not sign a link to the bucket ${bucket.bucket_name}`);
@@ -309,12 +346,18 @@ export class RecordingsService {
   }
 
   /** Serves a signed download link: checks the signature and the expiry, then opens the file. */
-  async openDownload(request: { id: string; track: RecordingTrack; expires: number; signature: string }): Promise<{ body: Readable; sizeBytes?: number; filename: string }> {
+  async openDownload(request: {
+    id: string;
+    track: RecordingTrack;
+    expires: number;
+    signature: string;
+  }): Promise<{ body: Readable; sizeBytes?: number; filename: string }> {
     const { id, track, expires, signature } = request;
     if (!this.deps.signer.verify(downloadPayload(id, track, expires), signature)) {
       throw new ApiError('forbidden-error', 'the download link is not valid');
     }
-    if (expires * 1000 < Date.now()) throw new ApiError('forbidden-error', 'the download link has expired; ask for a new one');
+    if (expires * 1000 < Date.now())
+      throw new ApiError('forbidden-error', 'the download link has expired; ask for a new one');
     const row = await this.deps.repo.getById(id);
     if (row?.status !== 'finished') throw new ApiError('not-found', `no recording with id ${id}`);
     const filename = `${id}-${track}.wav`;
@@ -348,7 +391,11 @@ export class RecordingsService {
   }
 
   /** Marks the row finished with its duration and tracks. */
-  private async finalise(row: Pick<RecordingRow, 'account_id' | 'id'>, result: RecorderResult, log: Logger): Promise<void> {
+  private async finalise(
+    row: Pick<RecordingRow, 'account_id' | 'id'>,
+    result: RecorderResult,
+    log: Logger,
+  ): Promise<void> {
     const { samplesByTrack } = result;
     const tracks: RecordingTrackView[] = (['caller', 'bot'] as const).map((name) => ({
       name,
@@ -379,7 +426,10 @@ export class RecordingsService {
         await this.deps.bucketStorage.upload(bucket, trackKey(row, track), path, size);
       }
     } catch (err) {
-      log.error({ err, recordingId: id, bucket: bucket.bucket_name }, 'recording upload failed; the files stay in the data dir');
+      log.error(
+        { err, recordingId: id, bucket: bucket.bucket_name },
+        'recording upload failed; the files stay in the data dir',
+      );
       return;
     }
     await this.deps.repo.update(id, { storage: 'bucket' });

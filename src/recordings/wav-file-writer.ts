@@ -67,10 +67,12 @@ export class WavFileWriter {
     const bytes = Buffer.from(samples.buffer, samples.byteOffset, samples.byteLength);
     const position = WAV_HEADER_BYTES + this.dataBytes;
     this.dataBytes += bytes.length;
-    this.chain = this.chain.then(async () => {
-      if (this.failure || !this.handle) return;
-      await this.handle.write(bytes, 0, bytes.length, position);
-    }).catch((err: unknown) => this.fail(err));
+    this.chain = this.chain
+      .then(async () => {
+        if (this.failure || !this.handle) return;
+        await this.handle.write(bytes, 0, bytes.length, position);
+      })
+      .catch((err: unknown) => this.fail(err));
   }
 
   /** Resolves once every queued append is on its way to the disk. */

@@ -1,6 +1,11 @@
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
-import { type AudioRateLimits, DEFAULT_AUDIO_RATE_LIMITS, PeerBudget, type PeerRefusal } from '../audio/audio-rate-limit.js';
+import {
+  type AudioRateLimits,
+  DEFAULT_AUDIO_RATE_LIMITS,
+  PeerBudget,
+  type PeerRefusal,
+} from '../audio/audio-rate-limit.js';
 import { StreamingResampler } from '../audio/resample.js';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
 import { pipecatWire } from './pipecat-wire.js';
@@ -74,7 +79,9 @@ export class BrowserParticipant implements RoomListener {
   ) {
     this.budget = new PeerBudget(limits);
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
-    socket.on('close', (code, reason) => this.finish(`socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`));
+    socket.on('close', (code, reason) =>
+      this.finish(`socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`),
+    );
     socket.on('error', (err) => {
       this.log.debug({ err }, 'room socket error');
       this.finish('socket error');
@@ -163,7 +170,10 @@ export class BrowserParticipant implements RoomListener {
         this.declaredRateHz = message.data.audio?.sampleRateHz;
         const playerRateHz = wire.playerRateHz ?? this.declaredRateHz;
         if (playerRateHz === undefined) {
-          this.close(ROOM_CLOSE.policyViolation, 'malformed message: client-ready must declare data.audio.sampleRateHz');
+          this.close(
+            ROOM_CLOSE.policyViolation,
+            'malformed message: client-ready must declare data.audio.sampleRateHz',
+          );
           return;
         }
         this.playerRateHz = playerRateHz;
@@ -196,7 +206,8 @@ export class BrowserParticipant implements RoomListener {
     }
     this.stats.audioIn += 1;
     // Pipecat frames declare their rate each time; a client that changes it gets a new resampler.
-    if (this.inResampler?.inputRateHz !== rateHz) this.inResampler = new StreamingResampler(rateHz, TELEPHONY_SAMPLE_RATE_HZ);
+    if (this.inResampler?.inputRateHz !== rateHz)
+      this.inResampler = new StreamingResampler(rateHz, TELEPHONY_SAMPLE_RATE_HZ);
     this.input?.push(this.inResampler.process(pcm));
   }
 

@@ -50,7 +50,11 @@ export interface Frame {
 const id = { no: 1, name: 'id', kind: 'scalar', T: ScalarType.UINT64, L: LongType.BIGINT } as const;
 const name = { no: 2, name: 'name', kind: 'scalar', T: ScalarType.STRING } as const;
 
-export const TextFrame = new MessageType<TextFrame>('pipecat.TextFrame', [id, name, { no: 3, name: 'text', kind: 'scalar', T: ScalarType.STRING }]);
+export const TextFrame = new MessageType<TextFrame>('pipecat.TextFrame', [
+  id,
+  name,
+  { no: 3, name: 'text', kind: 'scalar', T: ScalarType.STRING },
+]);
 
 export const AudioRawFrame = new MessageType<AudioRawFrame>('pipecat.AudioRawFrame', [
   id,
@@ -69,7 +73,9 @@ export const TranscriptionFrame = new MessageType<TranscriptionFrame>('pipecat.T
   { no: 5, name: 'timestamp', kind: 'scalar', T: ScalarType.STRING },
 ]);
 
-export const MessageFrame = new MessageType<MessageFrame>('pipecat.MessageFrame', [{ no: 1, name: 'data', kind: 'scalar', T: ScalarType.STRING }]);
+export const MessageFrame = new MessageType<MessageFrame>('pipecat.MessageFrame', [
+  { no: 1, name: 'data', kind: 'scalar', T: ScalarType.STRING },
+]);
 
 export const Frame = new MessageType<Frame>('pipecat.Frame', [
   { no: 1, name: 'text', kind: 'message', oneof: 'frame', T: () => TextFrame },

@@ -35,7 +35,8 @@ function decodeAudio(audio: AudioRawFrame): ClientFrame {
     return malformed(`malformed message: audio sample_rate ${rateHz} is not one of ${PIPECAT_MIC_RATES_HZ.join(', ')}`);
   }
   const channels = audio.numChannels;
-  if (channels !== 1 && channels !== 2) return malformed(`malformed message: audio num_channels ${channels} is not 1 or 2`);
+  if (channels !== 1 && channels !== 2)
+    return malformed(`malformed message: audio num_channels ${channels} is not 1 or 2`);
   if (audio.audio.byteLength % (2 * channels) !== 0) {
     return malformed('malformed message: audio must be 16-bit PCM (whole samples for every channel)');
   }
@@ -61,7 +62,12 @@ function decodeMessage(data: string): ClientFrame {
     // its message dispatcher expects, instead of ending a conversation over a feature.
     return {
       kind: 'refused',
-      reply: JSON.stringify({ label: RTVI_LABEL, type: 'error-response', id, data: { error: `${type} is not supported by this server` } }),
+      reply: JSON.stringify({
+        label: RTVI_LABEL,
+        type: 'error-response',
+        id,
+        data: { error: `${type} is not supported by this server` },
+      }),
     };
   }
   const parsed = clientMessage.safeParse(json);
@@ -76,7 +82,8 @@ export const pipecatWire: RoomWire = {
   disconnectBotEndsRoom: true,
 
   decode(bytes, isBinary) {
-    if (!isBinary) return malformed('malformed message: a text message on a socket that speaks Pipecat protobuf frames');
+    if (!isBinary)
+      return malformed('malformed message: a text message on a socket that speaks Pipecat protobuf frames');
     let frame: Frame;
     try {
       frame = Frame.fromBinary(bytes, { readUnknownField: false });
@@ -91,7 +98,9 @@ export const pipecatWire: RoomWire = {
       case undefined:
         return malformed('malformed message: a Pipecat frame of no known kind');
       default:
-        return malformed(`malformed message: ${frame.frame.oneofKind} frames are not accepted; send RTVI messages in message frames`);
+        return malformed(
+          `malformed message: ${frame.frame.oneofKind} frames are not accepted; send RTVI messages in message frames`,
+        );
     }
   },
 
@@ -102,7 +111,12 @@ export const pipecatWire: RoomWire = {
   encodeAudio(pcm, sampleRateHz) {
     const audio = new Uint8Array(pcm.buffer, pcm.byteOffset, pcm.byteLength);
     return Frame.toBinary(
-      Frame.create({ frame: { oneofKind: 'audio', audio: { id: 0n, name: 'audio', audio, sampleRate: sampleRateHz, numChannels: 1 } } }),
+      Frame.create({
+        frame: {
+          oneofKind: 'audio',
+          audio: { id: 0n, name: 'audio', audio, sampleRate: sampleRateHz, numChannels: 1 },
+        },
+      }),
     );
   },
 };

@@ -56,7 +56,8 @@ export class RoomManager {
 
   /** Throws a 503 ApiError when the server is shutting down (checked before anything is claimed). */
   assertCapacity(): void {
-    if (this.options.liveCalls.isDraining) throw new ApiError('service-unavailable', 'this server is shutting down; try again (another server will answer)');
+    if (this.options.liveCalls.isDraining)
+      throw new ApiError('service-unavailable', 'this server is shutting down; try again (another server will answer)');
   }
 
   /**
@@ -66,7 +67,10 @@ export class RoomManager {
   async reserve(): Promise<string> {
     const name = randomBytes(9).toString('base64url');
     if (!(await this.options.cluster.claim('room', name, this.options.maxRooms))) {
-      throw new ApiError('service-unavailable', `this server is running its maximum of ${this.options.maxRooms} rooms; try again later`);
+      throw new ApiError(
+        'service-unavailable',
+        `this server is running its maximum of ${this.options.maxRooms} rooms; try again later`,
+      );
     }
     return name;
   }

@@ -34,7 +34,10 @@ export const ROOM_CLOSE = {
   flood: 4429,
 } as const;
 
-const envelope = { label: z.literal(RTVI_LABEL, { error: () => `label must be "${RTVI_LABEL}"` }), id: z.string().max(64).optional() };
+const envelope = {
+  label: z.literal(RTVI_LABEL, { error: () => `label must be "${RTVI_LABEL}"` }),
+  id: z.string().max(64).optional(),
+};
 
 const clientReady = z
   .object({
@@ -68,14 +71,19 @@ const userImage = z
           .string()
           .min(16)
           .max(48 * 1024)
-          .regex(/^(data:image\/(jpeg|png|webp);base64,)?[A-Za-z0-9+/]+={0,2}$/, 'imageBase64 must be a base64 JPEG, PNG or WebP'),
+          .regex(
+            /^(data:image\/(jpeg|png|webp);base64,)?[A-Za-z0-9+/]+={0,2}$/,
+            'imageBase64 must be a base64 JPEG, PNG or WebP',
+          ),
       })
       .strict(),
   })
   .strict();
 
 /** The client is leaving on purpose (the leave button). */
-const disconnectBot = z.object({ ...envelope, type: z.literal('disconnect-bot'), data: z.unknown().optional() }).strict();
+const disconnectBot = z
+  .object({ ...envelope, type: z.literal('disconnect-bot'), data: z.unknown().optional() })
+  .strict();
 
 export const clientMessage = z.discriminatedUnion('type', [clientReady, userImage, disconnectBot]);
 export type ClientMessage = z.output<typeof clientMessage>;

@@ -24,8 +24,15 @@ describe('RoomTokens', () => {
     const [v, , sig] = token.split('.');
     const forged = `${v}.${Buffer.from(JSON.stringify({ r: 'room-a', exp: inOneHour + 99_999 })).toString('base64url')}.${sig}`;
     expect(tokens.verify(forged, 'room-a')).toMatchObject({ ok: false, why: 'bad-signature' });
-    expect(new RoomTokens(Buffer.alloc(32, 6)).verify(token, 'room-a')).toMatchObject({ ok: false, why: 'bad-signature' });
-    for (const garbage of [undefined, '', 'abc', 'v2.a.b', 'v1..', 'v1.a.b.c']) expect(tokens.verify(garbage, 'room-a')).toMatchObject({ ok: false, why: expect.stringMatching(/malformed|bad-signature/) });
+    expect(new RoomTokens(Buffer.alloc(32, 6)).verify(token, 'room-a')).toMatchObject({
+      ok: false,
+      why: 'bad-signature',
+    });
+    for (const garbage of [undefined, '', 'abc', 'v2.a.b', 'v1..', 'v1.a.b.c'])
+      expect(tokens.verify(garbage, 'room-a')).toMatchObject({
+        ok: false,
+        why: expect.stringMatching(/malformed|bad-signature/),
+      });
   });
 
   it('keeps its key in the data dir (0600) so tokens survive a restart', () => {

@@ -58,7 +58,8 @@ export class RoomTokens {
     } catch {
       return { ok: false, why: 'malformed', message: 'room token payload is malformed' };
     }
-    if (claims.expiresAtSecs * 1000 <= this.nowMs()) return { ok: false, why: 'expired', message: 'room token has expired' };
+    if (claims.expiresAtSecs * 1000 <= this.nowMs())
+      return { ok: false, why: 'expired', message: 'room token has expired' };
     if (claims.room !== room) return { ok: false, why: 'wrong-room', message: 'room token is for another room' };
     return { ok: true, claims };
   }

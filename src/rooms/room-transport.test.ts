@@ -47,7 +47,10 @@ describe('RoomTransport', () => {
   };
 
   it('mixes members into one frame per 20 ms of wall time, and nothing while the room is empty', () => {
-    const transport = new RoomTransport(() => undefined, () => nowMs);
+    const transport = new RoomTransport(
+      () => undefined,
+      () => nowMs,
+    );
     const bot = recorder();
     transport.attach(bot);
     advance(100);
@@ -64,7 +67,10 @@ describe('RoomTransport', () => {
   });
 
   it('echoes each mark once the audio before it has played, and all of them at once on clear', () => {
-    const transport = new RoomTransport(() => undefined, () => nowMs);
+    const transport = new RoomTransport(
+      () => undefined,
+      () => nowMs,
+    );
     const bot = recorder();
     const member = listener();
     transport.attach(bot);
@@ -86,7 +92,10 @@ describe('RoomTransport', () => {
 
   it('tells the session once when the room ends, and sends nothing after', () => {
     const closes: string[] = [];
-    const transport = new RoomTransport((_code, reason) => closes.push(reason), () => nowMs);
+    const transport = new RoomTransport(
+      (_code, reason) => closes.push(reason),
+      () => nowMs,
+    );
     const bot = recorder();
     const member = listener();
     transport.attach(bot);

@@ -167,7 +167,7 @@ export class RoomTransport implements CallTransport {
       for (const member of this.members) member.mixInto(this.mix);
       for (let i = 0; i < SAMPLES_PER_FRAME_8K; i++) {
         const sample = this.mix[i]!;
-        this.mixPcm[i] = sample > 32767 ? 32767 : Math.max(sample , -32768);
+        this.mixPcm[i] = sample > 32767 ? 32767 : Math.max(sample, -32768);
       }
       this.stats.framesMixed += 1;
       // One buffer for every frame: a handler that keeps a frame copies it (see CallTransport).

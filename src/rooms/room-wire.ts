@@ -51,7 +51,8 @@ export const jsonWire: RoomWire = {
   disconnectBotEndsRoom: false,
   decode(bytes, isBinary) {
     if (isBinary) {
-      if (bytes.length % 2 !== 0) return { kind: 'malformed', reason: 'malformed message: audio must be 16-bit PCM (an even number of bytes)' };
+      if (bytes.length % 2 !== 0)
+        return { kind: 'malformed', reason: 'malformed message: audio must be 16-bit PCM (an even number of bytes)' };
       return { kind: 'audio', pcm: pcm16FromBytes(bytes), sampleRateHz: undefined };
     }
     let json: unknown;
@@ -63,11 +64,13 @@ export const jsonWire: RoomWire = {
     const parsed = clientMessage.safeParse(json);
     if (!parsed.success) return { kind: 'malformed', reason: describeIssue(parsed.error) };
     if (parsed.data.type === 'client-ready' && !parsed.data.data.audio) {
-      return { kind: 'malformed', reason: 'malformed message: data.audio.sampleRateHz: the rate of the audio you will send is required' };
+      return {
+        kind: 'malformed',
+        reason: 'malformed message: data.audio.sampleRateHz: the rate of the audio you will send is required',
+      };
     }
     return { kind: 'message', message: parsed.data };
   },
   encodeMessage: (json) => json,
   encodeAudio: (pcm) => Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength),
 };
-

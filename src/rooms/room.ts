@@ -78,7 +78,15 @@ export class Room implements DialoutRoom {
     const settings = options.config.body.recording_settings;
     const recorder =
       settings?.type === 'cloud'
-        ? options.recordings?.start({ accountId: options.config.accountId, roomName: options.name, settings, maxParticipants: options.limits.maxParticipants + 1 }, this.log)
+        ? options.recordings?.start(
+            {
+              accountId: options.config.accountId,
+              roomName: options.name,
+              settings,
+              maxParticipants: options.limits.maxParticipants + 1,
+            },
+            this.log,
+          )
         : undefined;
     this.bot = startBot(
       this.transport,
@@ -201,7 +209,8 @@ export class Room implements DialoutRoom {
     this.log.info({ to, outcome, stillRinging: this.ringingDialouts }, 'dial-out leg ended without joining');
     if (this.closed || this.ringingDialouts > 0) return;
     if (this.members.size > 0) {
-      if (!this.started) this.joinTimer ??= setTimeout(() => this.close('nobody joined'), this.options.limits.joinTimeoutMs);
+      if (!this.started)
+        this.joinTimer ??= setTimeout(() => this.close('nobody joined'), this.options.limits.joinTimeoutMs);
     } else if (!this.started) {
       this.close('no dial-out target answered');
     } else {
@@ -305,7 +314,8 @@ export class Room implements DialoutRoom {
   }
 
   private broadcast(message: string): void {
-    for (const member of this.members.keys()) if (member instanceof BrowserParticipant && member.ready) member.send(message);
+    for (const member of this.members.keys())
+      if (member instanceof BrowserParticipant && member.ready) member.send(message);
   }
 
   private callEvents(): CallEvents {
@@ -317,7 +327,9 @@ export class Room implements DialoutRoom {
         this.broadcast(serverMessage(speaking ? 'user-started-speaking' : 'user-stopped-speaking'));
       },
       onUserTranscript: (text, final) => {
-        this.broadcast(serverMessage('user-transcription', { text, final, timestamp: new Date().toISOString(), user_id: 'room' }));
+        this.broadcast(
+          serverMessage('user-transcription', { text, final, timestamp: new Date().toISOString(), user_id: 'room' }),
+        );
       },
       onBotText: (text) => {
         this.broadcast(serverMessage('bot-llm-text', { text }));

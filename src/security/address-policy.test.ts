@@ -18,15 +18,25 @@ const PROVIDER_PRIVATE_OK = providerAddressPolicy(true);
 /** A resolver that answers every name with fixed addresses, as a name with several A/AAAA records would. */
 function resolvingTo(addresses: LookupAddress[]) {
   const asked: Array<LookupOptions & { hostname: string }> = [];
-  const resolve = (hostname: string, options: LookupOptions & { all: true }, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => {
+  const resolve = (
+    hostname: string,
+    options: LookupOptions & { all: true },
+    callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+  ) => {
     asked.push({ hostname, ...options });
     setImmediate(() => callback(null, addresses));
   };
   return { resolve, asked };
 }
 
-function lookupAll(lookup: LookupFunction, hostname: string, options: LookupOptions): Promise<{ err: NodeJS.ErrnoException | null; address: string | LookupAddress[]; family?: number }> {
-  return new Promise((resolve) => lookup(hostname, options, (err, address, family) => resolve({ err, address, family })));
+function lookupAll(
+  lookup: LookupFunction,
+  hostname: string,
+  options: LookupOptions,
+): Promise<{ err: NodeJS.ErrnoException | null; address: string | LookupAddress[]; family?: number }> {
+  return new Promise((resolve) =>
+    lookup(hostname, options, (err, address, family) => resolve({ err, address, family })),
+  );
 }
 
 describe('addressProblem', () => {
@@ -40,21 +50,36 @@ describe('addressProblem', () => {
       expect(addressProblem(address, PROVIDER)).toBe('a loopback address');
       expect(addressProblem(address, PROVIDER_PRIVATE_OK)).toBeUndefined();
     }
-    for (const address of ['10.1.2.3', '172.16.0.1', '172.31.255.255', '192.168.1.10', '100.64.0.1', 'fd12:3456::1', 'fc00::1']) {
+    for (const address of [
+      '10.1.2.3',
+      '172.16.0.1',
+      '172.31.255.255',
+      '192.168.1.10',
+      '100.64.0.1',
+      'fd12:3456::1',
+      'fc00::1',
+    ]) {
       expect(addressProblem(address, WEBHOOK)).toBeUndefined();
       expect(addressProblem(address, PROVIDER)).toBe('a private address');
       expect(addressProblem(address, PROVIDER_PRIVATE_OK)).toBeUndefined();
     }
     // Linux connects 0.0.0.0 to loopback: it is never a destination, whatever the switches.
     for (const address of ['0.0.0.0', '::', '224.0.0.1', 'ff02::1', '255.255.255.255']) {
-      expect(addressProblem(address, { allowLinkLocal: true, allowPrivate: true })).toBe('not a usable unicast address');
+      expect(addressProblem(address, { allowLinkLocal: true, allowPrivate: true })).toBe(
+        'not a usable unicast address',
+      );
     }
-    for (const address of ['93.184.215.14', '172.32.0.1', '2606:4700::1111']) expect(addressProblem(address, PROVIDER)).toBeUndefined();
+    for (const address of ['93.184.215.14', '172.32.0.1', '2606:4700::1111'])
+      expect(addressProblem(address, PROVIDER)).toBeUndefined();
   });
 
   it('judges literal hosts of URLs, in every spelling the URL parser accepts', () => {
-    expect(literalHostProblem(new URL('http://169.254.169.254/latest/meta-data/'), WEBHOOK)).toBe('points at 169.254.169.254, a link-local or metadata address');
-    expect(literalHostProblem(new URL('http://[fe80::1]:8080/'), WEBHOOK)).toBe('points at fe80::1, a link-local or metadata address');
+    expect(literalHostProblem(new URL('http://169.254.169.254/latest/meta-data/'), WEBHOOK)).toBe(
+      'points at 169.254.169.254, a link-local or metadata address',
+    );
+    expect(literalHostProblem(new URL('http://[fe80::1]:8080/'), WEBHOOK)).toBe(
+      'points at fe80::1, a link-local or metadata address',
+    );
     // Decimal and hex spellings are normalised by the URL parser before the check.
     expect(literalHostProblem(new URL('http://2130706433/'), PROVIDER)).toBe('points at 127.0.0.1, a loopback address');
     expect(literalHostProblem(new URL('http://0x7f.1/'), PROVIDER)).toBe('points at 127.0.0.1, a loopback address');
@@ -72,7 +97,14 @@ describe('guardedLookup', () => {
     ]);
     const lookup = guardedLookup(PROVIDER, 'endpoint', resolve);
     const all = await lookupAll(lookup, 'models.example.com', { all: true });
-    expect(all).toEqual({ err: null, address: [{ address: '2606:4700::1111', family: 6 }, { address: '93.184.215.14', family: 4 }], family: undefined });
+    expect(all).toEqual({
+      err: null,
+      address: [
+        { address: '2606:4700::1111', family: 6 },
+        { address: '93.184.215.14', family: 4 },
+      ],
+      family: undefined,
+    });
     const one = await lookupAll(lookup, 'models.example.com', { all: false, family: 0 });
     expect(one).toEqual({ err: null, address: '2606:4700::1111', family: 6 });
     // The caller's own options (family, hints) still reach the resolver.
@@ -88,11 +120,15 @@ describe('guardedLookup', () => {
     for (const all of [true, false]) {
       const result = await lookupAll(lookup, 'rebind.example.com', { all });
       expect(result.err).toBeInstanceOf(AddressPolicyError);
-      expect(result.err!.message).toBe('webhook host rebind.example.com resolves to 169.254.169.254, a link-local or metadata address');
+      expect(result.err!.message).toBe(
+        'webhook host rebind.example.com resolves to 169.254.169.254, a link-local or metadata address',
+      );
       expect(result.address).toEqual(all ? [] : '');
     }
     const ipv6 = guardedLookup(WEBHOOK, 'webhook', resolvingTo([{ address: 'fd00:ec2::254', family: 6 }]).resolve);
-    expect((await lookupAll(ipv6, 'metadata.example.com', { all: true })).err?.message).toContain('resolves to fd00:ec2::254');
+    expect((await lookupAll(ipv6, 'metadata.example.com', { all: true })).err?.message).toContain(
+      'resolves to fd00:ec2::254',
+    );
   });
 
   describe('over real sockets', () => {
@@ -128,7 +164,9 @@ describe('guardedLookup', () => {
     it('reaches localhost by name, whether Node asks for all addresses (happy eyeballs) or one', async () => {
       const port = await listenOnIpv4Loopback();
       for (const autoSelectFamily of [true, false]) {
-        expect(await getStatus(`http://localhost:${port}/`, guardedLookup(WEBHOOK, 'webhook'), autoSelectFamily)).toBe(200);
+        expect(await getStatus(`http://localhost:${port}/`, guardedLookup(WEBHOOK, 'webhook'), autoSelectFamily)).toBe(
+          200,
+        );
       }
       expect(requests).toBe(2);
     });
@@ -140,7 +178,9 @@ describe('guardedLookup', () => {
         { address: '::1', family: 6 },
         { address: '127.0.0.1', family: 4 },
       ]);
-      expect(await getStatus(`http://several.example.test:${port}/`, guardedLookup(WEBHOOK, 'webhook', resolve), true)).toBe(200);
+      expect(
+        await getStatus(`http://several.example.test:${port}/`, guardedLookup(WEBHOOK, 'webhook', resolve), true),
+      ).toBe(200);
     });
 
     it('never connects when the name resolves to a forbidden address', async () => {

@@ -82,7 +82,9 @@ export function addressProblem(address: string, policy: AddressPolicy): string |
   if (version === 0) return 'is not an IP address';
   // An IPv4-mapped IPv6 address reaches the IPv4 address inside it.
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  const [ip, family] = mapped ? [mapped[1]!, 'ipv4' as const] : [address, version === 6 ? ('ipv6' as const) : ('ipv4' as const)];
+  const [ip, family] = mapped
+    ? [mapped[1]!, 'ipv4' as const]
+    : [address, version === 6 ? ('ipv6' as const) : ('ipv4' as const)];
   if (UNUSABLE.check(ip, family)) return 'not a usable unicast address';
   if (!policy.allowLinkLocal && LINK_LOCAL.check(ip, family)) return 'a link-local or metadata address';
   if (!policy.allowPrivate && LOOPBACK.check(ip, family)) return 'a loopback address';
@@ -103,7 +105,11 @@ export function literalHostProblem(url: URL, policy: AddressPolicy): string | un
   return undefined;
 }
 
-type Resolve = (hostname: string, options: LookupOptions & { all: true }, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+type Resolve = (
+  hostname: string,
+  options: LookupOptions & { all: true },
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 /**
  * A `lookup` for http.request, ws and net.connect that resolves like the system does and refuses
@@ -116,7 +122,8 @@ export function guardedLookup(policy: AddressPolicy, what: string, resolve: Reso
     const fail = (err: NodeJS.ErrnoException) => (options.all ? callback(err, []) : callback(err, '', 0));
     resolve(hostname, { ...options, all: true }, (err, addresses) => {
       if (err) return fail(err);
-      if (addresses.length === 0) return fail(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }));
+      if (addresses.length === 0)
+        return fail(Object.assign(new Error(`${hostname} has no address`), { code: 'ENOTFOUND' }));
       for (const { address } of addresses) {
         const problem = addressProblem(address, policy);
         if (problem) return fail(new AddressPolicyError(`${what} host ${hostname} resolves to ${address}, ${problem}`));

@@ -24,7 +24,11 @@ describe('service keys on the SQLite store', () => {
     const database = await openDatabase(dataDir);
     try {
       const first = await loadServiceKeys(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir }), database);
-      expect(readdirSync(dataDir).filter((f) => f.endsWith('.key')).sort()).toEqual(['link-signing.key', 'room-token.key', 'secret.key']);
+      expect(
+        readdirSync(dataDir)
+          .filter((f) => f.endsWith('.key'))
+          .sort(),
+      ).toEqual(['link-signing.key', 'room-token.key', 'secret.key']);
       expect(statSync(join(dataDir, 'secret.key')).mode & 0o777).toBe(0o600);
       expect(readFileSync(join(dataDir, 'room-token.key'), 'utf8').trim()).toBe(first.roomToken.toString('base64'));
       const second = await loadServiceKeys(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir }), database);
@@ -32,7 +36,10 @@ describe('service keys on the SQLite store', () => {
       expect(new Set([first.secret, first.linkSigning, first.roomToken].map((k) => k.toString('hex'))).size).toBe(3);
 
       const given = Buffer.alloc(32, 5).toString('base64');
-      const fromEnv = await loadServiceKeys(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_SECRET_KEY: given }), database);
+      const fromEnv = await loadServiceKeys(
+        loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_SECRET_KEY: given }),
+        database,
+      );
       expect(fromEnv.secret.toString('base64')).toBe(given);
       expect(fromEnv.linkSigning).toEqual(first.linkSigning);
       expect(await database.db.selectFrom('service_keys').selectAll().execute()).toEqual([]);

@@ -67,14 +67,18 @@ export function readOrCreateKeyFile(path: string): Buffer {
 }
 
 /** The server's keys, from the environment, the PostgreSQL store or the data dir (see SERVICE_KEY_SOURCES). */
-export async function loadServiceKeys(config: Pick<AppConfig, 'dataDir' | 'serviceKeys'>, database: OpenedDatabase): Promise<ServiceKeys> {
+export async function loadServiceKeys(
+  config: Pick<AppConfig, 'dataDir' | 'serviceKeys'>,
+  database: OpenedDatabase,
+): Promise<ServiceKeys> {
   const repo = new ServiceKeysRepo(database.db);
   const keys: Partial<ServiceKeys> = {};
   for (const name of NAMES) {
     const source = SERVICE_KEY_SOURCES[name];
     const fromEnv = config.serviceKeys[name];
     if (fromEnv) keys[name] = fromEnv;
-    else if (database.engine === 'postgres') keys[name] = decodeKey(await repo.getOrCreate(source.row, newKeyBase64()), `service_keys.${source.row}`);
+    else if (database.engine === 'postgres')
+      keys[name] = decodeKey(await repo.getOrCreate(source.row, newKeyBase64()), `service_keys.${source.row}`);
     else keys[name] = readOrCreateKeyFile(join(config.dataDir, source.file));
   }
   return keys as ServiceKeys;

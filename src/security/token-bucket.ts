@@ -12,7 +12,8 @@ export class TokenBucket {
     readonly refillPerSec: number,
     private readonly now: () => number = () => performance.now(),
   ) {
-    if (!(capacity > 0) || !(refillPerSec > 0)) throw new RangeError('a token bucket needs a positive capacity and refill rate');
+    if (!(capacity > 0) || !(refillPerSec > 0))
+      throw new RangeError('a token bucket needs a positive capacity and refill rate');
     this.level = capacity;
     this.lastMs = now();
   }

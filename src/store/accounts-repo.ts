@@ -28,13 +28,21 @@ export class AccountsRepo {
     const existing = await this.db.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirst();
     if (existing) return { id: existing.id, name: existing.name, domainId: existing.domain_id };
     const account = { id: randomUUID(), name, domain_id: randomUUID(), created_at: new Date().toISOString() };
-    await this.db.insertInto('accounts').values(account).onConflict((oc) => oc.column('name').doNothing()).execute();
+    await this.db
+      .insertInto('accounts')
+      .values(account)
+      .onConflict((oc) => oc.column('name').doNothing())
+      .execute();
     const row = await this.db.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirstOrThrow();
     return { id: row.id, name: row.name, domainId: row.domain_id };
   }
 
   async domainOf(accountId: string): Promise<string> {
-    const row = await this.db.selectFrom('accounts').select('domain_id').where('id', '=', accountId).executeTakeFirstOrThrow();
+    const row = await this.db
+      .selectFrom('accounts')
+      .select('domain_id')
+      .where('id', '=', accountId)
+      .executeTakeFirstOrThrow();
     return row.domain_id;
   }
 
@@ -65,7 +73,14 @@ export class AccountsRepo {
     await this.db.insertInto('api_keys').values(row).execute();
     return {
       key,
-      record: { id: row.id, accountName, name: keyName, prefix: row.key_prefix, createdAt: row.created_at, revokedAt: null },
+      record: {
+        id: row.id,
+        accountName,
+        name: keyName,
+        prefix: row.key_prefix,
+        createdAt: row.created_at,
+        revokedAt: null,
+      },
     };
   }
 

@@ -30,7 +30,12 @@ function toRow(r: Selected): BotConfigRow {
 export class BotConfigsRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async insert(row: { id: string; accountId: string; bodyJson: string; apiKeysSealed: string | null }): Promise<BotConfigRow> {
+  async insert(row: {
+    id: string;
+    accountId: string;
+    bodyJson: string;
+    apiKeysSealed: string | null;
+  }): Promise<BotConfigRow> {
     const now = new Date().toISOString();
     await this.db
       .insertInto('bot_configs')
@@ -47,7 +52,12 @@ export class BotConfigsRepo {
   }
 
   /** Replaces body and keys; returns undefined when the account has no such configuration. */
-  async replace(accountId: string, id: string, bodyJson: string, apiKeysSealed: string | null): Promise<BotConfigRow | undefined> {
+  async replace(
+    accountId: string,
+    id: string,
+    bodyJson: string,
+    apiKeysSealed: string | null,
+  ): Promise<BotConfigRow | undefined> {
     const result = await this.db
       .updateTable('bot_configs')
       .set({ body_json: bodyJson, api_keys_sealed: apiKeysSealed, updated_at: new Date().toISOString() })

@@ -40,7 +40,10 @@ export type CopyCounts = Record<keyof Database, number>;
 type AnyDb = Kysely<any>;
 
 async function countRows(db: AnyDb, table: string): Promise<number> {
-  const row = await db.selectFrom(table).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+  const row = await db
+    .selectFrom(table)
+    .select((eb) => eb.fn.countAll<number>().as('n'))
+    .executeTakeFirstOrThrow();
   return Number(row.n);
 }
 
@@ -49,12 +52,18 @@ async function countRows(db: AnyDb, table: string): Promise<number> {
  * with its ids, `seq` (so list order and cursors carry over) and sealed values unchanged, then the
  * given service keys. Both stores must be at the latest schema (openDatabase sees to that).
  */
-export async function copyStore(source: OpenedDatabase, target: OpenedDatabase, options: CopyOptions): Promise<CopyCounts> {
+export async function copyStore(
+  source: OpenedDatabase,
+  target: OpenedDatabase,
+  options: CopyOptions,
+): Promise<CopyCounts> {
   const from = source.db as AnyDb;
   const known = new Set<string>(COPIED_TABLES.map((t) => t.table));
   const unknown = (await source.db.introspection.getTables()).map((t) => t.name).filter((name) => !known.has(name));
   if (unknown.length > 0) {
-    throw new StoreError(`the source has tables this version does not know (${unknown.join(', ')}); copy with the version that wrote it`);
+    throw new StoreError(
+      `the source has tables this version does not know (${unknown.join(', ')}); copy with the version that wrote it`,
+    );
   }
 
   return target.db.transaction().execute(async (trx) => {
@@ -65,7 +74,9 @@ export async function copyStore(source: OpenedDatabase, target: OpenedDatabase, 
       if (n > 0) present.push(`${table}: ${n}`);
     }
     if (present.length > 0 && !options.replace) {
-      throw new StoreError(`the target is not empty (${present.join(', ')}); copy into an empty database, or pass --replace to empty it first`);
+      throw new StoreError(
+        `the target is not empty (${present.join(', ')}); copy into an empty database, or pass --replace to empty it first`,
+      );
     }
     if (options.replace) {
       for (const { table } of [...COPIED_TABLES].reverse()) await to.deleteFrom(table).execute();
@@ -86,7 +97,9 @@ export async function copyStore(source: OpenedDatabase, target: OpenedDatabase, 
       }
       if (serial && target.engine === 'postgres') {
         // New rows must come after the copied ones, as they would have in the source.
-        await sql`select setval(pg_get_serial_sequence(${table}, 'seq'), coalesce((select max(seq) from ${sql.table(table)}), 0) + 1, false)`.execute(trx);
+        await sql`select setval(pg_get_serial_sequence(${table}, 'seq'), coalesce((select max(seq) from ${sql.table(table)}), 0) + 1, false)`.execute(
+          trx,
+        );
       }
     }
 

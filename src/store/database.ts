@@ -63,14 +63,17 @@ export async function openSqliteFile(path: string, options: { mustExist?: boolea
   let db: Kysely<Database> | undefined;
   try {
     // exec, not pragma(): pragma() prepares a statement that would be garbage-collected (kept-statements.ts).
-    sqlite.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000');
+    sqlite.exec(
+      'PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000',
+    );
     db = new Kysely<Database>({ dialect: new SqliteDialect({ database: connection }) });
     await migrateToLatest(db as Kysely<unknown>);
   } catch (err) {
     if (db) await db.destroy();
     else sqlite.close();
     // better-sqlite3 opens any file; the first statement tells whether it is a database.
-    if ((err as { code?: string }).code === 'SQLITE_NOTADB') throw new StoreError(`${path} is not a SQLite store: ${(err as Error).message}`);
+    if ((err as { code?: string }).code === 'SQLITE_NOTADB')
+      throw new StoreError(`${path} is not a SQLite store: ${(err as Error).message}`);
     throw err;
   }
   const probe = connection.prepare('select 1 as ok');

@@ -6,7 +6,11 @@ export class DialinConfigsRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
   async get(accountId: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('dialin_configs').select('entries_sealed').where('account_id', '=', accountId).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('dialin_configs')
+      .select('entries_sealed')
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return row?.entries_sealed;
   }
 

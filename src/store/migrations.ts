@@ -1,4 +1,11 @@
-import { type CreateTableBuilder, type Kysely, type Migration, type MigrationProvider, Migrator, PostgresAdapter } from 'kysely';
+import {
+  type CreateTableBuilder,
+  type Kysely,
+  type Migration,
+  type MigrationProvider,
+  Migrator,
+  PostgresAdapter,
+} from 'kysely';
 
 /**
  * The same migrations build both stores; only column types Kysely cannot express portably
@@ -9,7 +16,10 @@ function isPostgres(db: Kysely<unknown>): boolean {
 }
 
 /** The insertion-order column that list cursors compare on: SQLite's autoincrement rowid, PostgreSQL's serial. */
-function withSeq<TB extends string>(db: Kysely<unknown>, table: CreateTableBuilder<TB, never>): CreateTableBuilder<TB, 'seq'> {
+function withSeq<TB extends string>(
+  db: Kysely<unknown>,
+  table: CreateTableBuilder<TB, never>,
+): CreateTableBuilder<TB, 'seq'> {
   return isPostgres(db)
     ? table.addColumn('seq', 'serial', (c) => c.primaryKey())
     : table.addColumn('seq', 'integer', (c) => c.primaryKey().autoIncrement());
@@ -69,7 +79,11 @@ const migrations: Record<string, Migration> = {
         .addColumn('carrier_ref', 'text', (c) => c.notNull())
         .addColumn('created_at', 'text', (c) => c.notNull())
         .execute();
-      await db.schema.createIndex('phone_numbers_account_seq').on('phone_numbers').columns(['account_id', 'seq']).execute();
+      await db.schema
+        .createIndex('phone_numbers_account_seq')
+        .on('phone_numbers')
+        .columns(['account_id', 'seq'])
+        .execute();
     },
   },
   '0003_dialin_configs': {

@@ -10,12 +10,21 @@ export class PhoneNumbersRepo {
 
   /** Returns false when someone already holds the number (the unique constraint decides). */
   async insert(row: Omit<PhoneNumberRow, 'seq'>): Promise<boolean> {
-    const result = await this.db.insertInto('phone_numbers').values(row).onConflict((c) => c.column('number').doNothing()).executeTakeFirst();
+    const result = await this.db
+      .insertInto('phone_numbers')
+      .values(row)
+      .onConflict((c) => c.column('number').doNothing())
+      .executeTakeFirst();
     return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
   }
 
   async get(accountId: string, id: string): Promise<PhoneNumberRow | undefined> {
-    return this.db.selectFrom('phone_numbers').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    return this.db
+      .selectFrom('phone_numbers')
+      .selectAll()
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
   }
 
   /** Who holds a number, for the carrier's inbound webhook (routed by `To`). */
@@ -29,12 +38,20 @@ export class PhoneNumbersRepo {
   }
 
   async seqOf(accountId: string, id: string): Promise<number | undefined> {
-    const r = await this.db.selectFrom('phone_numbers').select('seq').where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    const r = await this.db
+      .selectFrom('phone_numbers')
+      .select('seq')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return r?.seq;
   }
 
   async count(accountId: string, filters: { name?: string; number?: string }): Promise<number> {
-    let query = this.db.selectFrom('phone_numbers').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId);
+    let query = this.db
+      .selectFrom('phone_numbers')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('account_id', '=', accountId);
     if (filters.name) query = query.where('name', '=', filters.name);
     if (filters.number) query = query.where('number', '=', filters.number);
     const r = await query.executeTakeFirstOrThrow();
@@ -42,7 +59,12 @@ export class PhoneNumbersRepo {
   }
 
   /** Newest first, like every list of the API. */
-  async list(accountId: string, direction: PageDirection, limit: number, filters: { name?: string; number?: string }): Promise<PhoneNumberRow[]> {
+  async list(
+    accountId: string,
+    direction: PageDirection,
+    limit: number,
+    filters: { name?: string; number?: string },
+  ): Promise<PhoneNumberRow[]> {
     let query = this.db.selectFrom('phone_numbers').selectAll().where('account_id', '=', accountId);
     if (filters.name) query = query.where('name', '=', filters.name);
     if (filters.number) query = query.where('number', '=', filters.number);
@@ -55,7 +77,11 @@ export class PhoneNumbersRepo {
   }
 
   async delete(accountId: string, id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('phone_numbers').where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    const result = await this.db
+      .deleteFrom('phone_numbers')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
   }
 }

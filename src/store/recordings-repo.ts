@@ -18,7 +18,12 @@ export class RecordingsRepo {
   }
 
   async get(accountId: string, id: string): Promise<RecordingRow | undefined> {
-    return this.db.selectFrom('recordings').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    return this.db
+      .selectFrom('recordings')
+      .selectAll()
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
   }
 
   /** For a download link: the link's signature already names the recording. */
@@ -58,19 +63,32 @@ export class RecordingsRepo {
   }
 
   async seqOf(accountId: string, id: string): Promise<number | undefined> {
-    const r = await this.db.selectFrom('recordings').select('seq').where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    const r = await this.db
+      .selectFrom('recordings')
+      .select('seq')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return r?.seq;
   }
 
   async count(accountId: string, filters: { roomName?: string }): Promise<number> {
-    let query = this.db.selectFrom('recordings').select((eb) => eb.fn.countAll<number>().as('n')).where('account_id', '=', accountId);
+    let query = this.db
+      .selectFrom('recordings')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('account_id', '=', accountId);
     if (filters.roomName) query = query.where('room_name', '=', filters.roomName);
     const r = await query.executeTakeFirstOrThrow();
     return Number(r.n);
   }
 
   /** Newest first, like every list of the API. */
-  async list(accountId: string, direction: PageDirection, limit: number, filters: { roomName?: string }): Promise<RecordingRow[]> {
+  async list(
+    accountId: string,
+    direction: PageDirection,
+    limit: number,
+    filters: { roomName?: string },
+  ): Promise<RecordingRow[]> {
     let query = this.db.selectFrom('recordings').selectAll().where('account_id', '=', accountId);
     if (filters.roomName) query = query.where('room_name', '=', filters.roomName);
     if (direction.kind === 'newer') {
@@ -82,7 +100,11 @@ export class RecordingsRepo {
   }
 
   async delete(accountId: string, id: string): Promise<boolean> {
-    const result = await this.db.deleteFrom('recordings').where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    const result = await this.db
+      .deleteFrom('recordings')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return Number(result.numDeletedRows) > 0;
   }
 }

@@ -15,12 +15,20 @@ export class ServiceKeysRepo {
       .values({ name, key_base64: candidateBase64, created_at: new Date().toISOString() })
       .onConflict((c) => c.column('name').doNothing())
       .execute();
-    const row = await this.db.selectFrom('service_keys').select('key_base64').where('name', '=', name).executeTakeFirstOrThrow();
+    const row = await this.db
+      .selectFrom('service_keys')
+      .select('key_base64')
+      .where('name', '=', name)
+      .executeTakeFirstOrThrow();
     return row.key_base64;
   }
 
   async get(name: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('service_keys').select('key_base64').where('name', '=', name).executeTakeFirst();
+    const row = await this.db
+      .selectFrom('service_keys')
+      .select('key_base64')
+      .where('name', '=', name)
+      .executeTakeFirst();
     return row?.key_base64;
   }
 }

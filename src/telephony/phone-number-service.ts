@@ -27,12 +27,21 @@ export class PhoneNumberService {
     private readonly voiceUrl: string,
   ) {}
 
-  async search(filters: NumberSearch): Promise<{ total_count: number; data: Array<{ number: string; region: string; city: string }> }> {
+  async search(
+    filters: NumberSearch,
+  ): Promise<{ total_count: number; data: Array<{ number: string; region: string; city: string }> }> {
     const found = await this.atCarrier(() => this.carrier.search(filters));
-    return { total_count: found.length, data: found.map((n) => ({ number: n.number, region: n.region, city: n.city })) };
+    return {
+      total_count: found.length,
+      data: found.map((n) => ({ number: n.number, region: n.region, city: n.city })),
+    };
   }
 
-  async buy(account: Account, number: string | undefined, name: string | undefined): Promise<{ id: string; number: string }> {
+  async buy(
+    account: Account,
+    number: string | undefined,
+    name: string | undefined,
+  ): Promise<{ id: string; number: string }> {
     let chosen = number;
     if (chosen === undefined) {
       const [first] = await this.atCarrier(() => this.carrier.search({ limit: 1 }));
@@ -67,16 +76,24 @@ export class PhoneNumberService {
     return { id, number: chosen };
   }
 
-  async list(account: Account, page: PageQuery, filters: { name?: string; number?: string }): Promise<{ total_count: number; data: PurchasedNumberView[] }> {
+  async list(
+    account: Account,
+    page: PageQuery,
+    filters: { name?: string; number?: string },
+  ): Promise<{ total_count: number; data: PurchasedNumberView[] }> {
     const cursor = page.starting_after ?? page.ending_before;
     let direction: Parameters<PhoneNumbersRepo['list']>[1] = { kind: 'first' };
     if (cursor !== undefined) {
       const seq = await this.repo.seqOf(account.id, cursor);
       const field = page.starting_after ? 'starting_after' : 'ending_before';
-      if (seq === undefined) throw new ApiError('invalid-request-error', `${field}: no purchased number with id ${cursor}`);
+      if (seq === undefined)
+        throw new ApiError('invalid-request-error', `${field}: no purchased number with id ${cursor}`);
       direction = { kind: page.starting_after ? 'older' : 'newer', seq };
     }
-    const [rows, total] = await Promise.all([this.repo.list(account.id, direction, page.limit, filters), this.repo.count(account.id, filters)]);
+    const [rows, total] = await Promise.all([
+      this.repo.list(account.id, direction, page.limit, filters),
+      this.repo.count(account.id, filters),
+    ]);
     return { total_count: total, data: rows.map(view) };
   }
 
@@ -93,7 +110,10 @@ export class PhoneNumberService {
       return await action();
     } catch (err) {
       if (!(err instanceof CarrierError)) throw err;
-      throw new ApiError(err.kind === 'not-found' ? 'not-found' : err.kind === 'conflict' ? 'conflict-error' : 'carrier-error', err.message);
+      throw new ApiError(
+        err.kind === 'not-found' ? 'not-found' : err.kind === 'conflict' ? 'conflict-error' : 'carrier-error',
+        err.message,
+      );
     }
   }
 }

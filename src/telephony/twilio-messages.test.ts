@@ -1,9 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_AUDIO_MS_PER_MESSAGE } from '../audio/audio-rate-limit.js';
-import { MAX_MEDIA_PAYLOAD_CHARS, isWellFormedMedia, mediaMessage, outboundMedia, outboundMessage } from './twilio-messages.js';
+import {
+  MAX_MEDIA_PAYLOAD_CHARS,
+  isWellFormedMedia,
+  mediaMessage,
+  outboundMedia,
+  outboundMessage,
+} from './twilio-messages.js';
 
 const payload = Buffer.alloc(160, 0xff).toString('base64');
-const good = { event: 'media', sequenceNumber: '3', streamSid: 'MZ1', media: { track: 'inbound', chunk: '2', timestamp: '40', payload } };
+const good = {
+  event: 'media',
+  sequenceNumber: '3',
+  streamSid: 'MZ1',
+  media: { track: 'inbound', chunk: '2', timestamp: '40', payload },
+};
 
 /** Messages on both sides of every rule of mediaMessage. */
 const cases: unknown[] = [
@@ -34,7 +45,10 @@ const cases: unknown[] = [
 describe('isWellFormedMedia', () => {
   it('accepts exactly what the mediaMessage schema accepts', () => {
     for (const message of cases) {
-      expect({ message, ok: isWellFormedMedia(message) }).toEqual({ message, ok: mediaMessage.safeParse(message).success });
+      expect({ message, ok: isWellFormedMedia(message) }).toEqual({
+        message,
+        ok: mediaMessage.safeParse(message).success,
+      });
     }
   });
 });

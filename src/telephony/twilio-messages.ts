@@ -30,9 +30,7 @@ export const startMessage = z.object({
     callSid: z.string().min(1).max(128),
     tracks: z.array(z.string().max(32)).max(4).optional(),
     customParameters: z.record(z.string().max(256), z.string().max(4096)).optional(),
-    mediaFormat: z
-      .object({ encoding: z.string().max(64), sampleRate: z.number(), channels: z.number() })
-      .optional(),
+    mediaFormat: z.object({ encoding: z.string().max(64), sampleRate: z.number(), channels: z.number() }).optional(),
   }),
 });
 

@@ -1,6 +1,12 @@
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
-import { type AudioRateLimits, DEFAULT_AUDIO_RATE_LIMITS, MAX_AUDIO_MS_PER_MESSAGE, PeerBudget, type PeerRefusal } from '../audio/audio-rate-limit.js';
+import {
+  type AudioRateLimits,
+  DEFAULT_AUDIO_RATE_LIMITS,
+  MAX_AUDIO_MS_PER_MESSAGE,
+  PeerBudget,
+  type PeerRefusal,
+} from '../audio/audio-rate-limit.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import {
   CLOSE,
@@ -63,7 +69,9 @@ export class TwilioTransport implements CallTransport {
   ) {
     this.budget = new PeerBudget(limits);
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
-    socket.on('close', (code, reason) => this.finish(`socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`));
+    socket.on('close', (code, reason) =>
+      this.finish(`socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`),
+    );
     socket.on('error', (err) => {
       this.log.warn({ err }, 'media socket error');
       this.finish('socket error');
@@ -214,7 +222,8 @@ export class TwilioTransport implements CallTransport {
   private malformed(why: string): void {
     this.stats.malformed += 1;
     this.log.debug({ why }, 'malformed media stream message');
-    if (this.stats.malformed > this.limits.maxMalformed) this.close(CLOSE.policyViolation, 'too many malformed messages');
+    if (this.stats.malformed > this.limits.maxMalformed)
+      this.close(CLOSE.policyViolation, 'too many malformed messages');
   }
 
   /**
@@ -246,7 +255,6 @@ export class TwilioTransport implements CallTransport {
     }
   }
 }
-
 
 /** Bytes a base64 string decodes to (3 for every 4 characters, less the padding). */
 function base64DecodedBytes(base64: string): number {

@@ -13,6 +13,8 @@ describe('TwiML builder', () => {
     const xml = buildStreamTwiml({ streamUrl: 'wss://h/x?a=1&b=2', parameters: { n: '"<&>' } });
     expect(xml).toContain('url="wss://h/x?a=1&amp;b=2"');
     expect(xml).toContain('value="&quot;&lt;&amp;&gt;"');
-    expect(buildSayHangupTwiml('a < b')).toBe('<?xml version="1.0" encoding="UTF-8"?><Response><Say>a &lt; b</Say><Hangup/></Response>');
+    expect(buildSayHangupTwiml('a < b')).toBe(
+      '<?xml version="1.0" encoding="UTF-8"?><Response><Say>a &lt; b</Say><Hangup/></Response>',
+    );
   });
 });

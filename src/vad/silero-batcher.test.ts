@@ -36,7 +36,8 @@ describe('batched Silero inference', () => {
     const together = clips.map(() => [] as number[]);
     const vads = clips.map((_, i) => new SileroVad({ session, onWindow: (p) => together[i]!.push(p) }));
     const frames = Math.min(...clips.map((c) => Math.floor(c.length / 160)));
-    for (let f = 0; f < frames; f++) await Promise.all(vads.map((vad, i) => vad.push(clips[i]!.subarray(f * 160, f * 160 + 160))));
+    for (let f = 0; f < frames; f++)
+      await Promise.all(vads.map((vad, i) => vad.push(clips[i]!.subarray(f * 160, f * 160 + 160))));
 
     expect(sileroBatcher(session, 8000).maxBatchSeen).toBeGreaterThan(1);
     together.forEach((probs, i) => {

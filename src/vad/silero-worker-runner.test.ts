@@ -48,7 +48,8 @@ describe('Silero in a worker thread', () => {
     const frames = Math.min(...clips.map((c) => Math.floor(c.length / 160)));
     // Not awaited frame by frame: windows of all calls pile up and run as batches.
     const pushes: Promise<void>[] = [];
-    for (let f = 0; f < frames; f++) vads.forEach((vad, i) => pushes.push(vad.push(clips[i]!.subarray(f * 160, f * 160 + 160))));
+    for (let f = 0; f < frames; f++)
+      vads.forEach((vad, i) => pushes.push(vad.push(clips[i]!.subarray(f * 160, f * 160 + 160))));
     await Promise.all(pushes);
 
     expect(batcher.maxBatchSeen).toBeGreaterThan(1);
@@ -115,7 +116,11 @@ describe('Silero in a worker thread', () => {
     const keptVad = new SileroVad({ batcher, onWindow: (p) => kept.push(p) });
     const resetSeen: number[] = [];
     const resetVad = new SileroVad({ batcher, onWindow: (p) => resetSeen.push(p) });
-    const disposed = new VadStream({}, { onWindow: () => expect.fail('disposed stream reported a window') }, { batcher });
+    const disposed = new VadStream(
+      {},
+      { onWindow: () => expect.fail('disposed stream reported a window') },
+      { batcher },
+    );
     const pushes: Promise<void>[] = [];
     for (let at = 0; at + 160 <= 8000; at += 160) {
       const frame = clip.subarray(at, at + 160);

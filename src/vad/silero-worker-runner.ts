@@ -127,6 +127,9 @@ export async function closeSileroWorkers(): Promise<void> {
 export async function warmSileroWorker(sampleRateHz: SileroSampleRateHz = 8000): Promise<number> {
   const startedAt = performance.now();
   const { windowSamples, contextSamples } = SILERO_GEOMETRY[sampleRateHz];
-  await workerSileroBatcher(sampleRateHz).infer(new Float32Array(contextSamples + windowSamples), new Float32Array(SILERO_STATE_SIZE));
+  await workerSileroBatcher(sampleRateHz).infer(
+    new Float32Array(contextSamples + windowSamples),
+    new Float32Array(SILERO_STATE_SIZE),
+  );
   return performance.now() - startedAt;
 }

@@ -84,7 +84,8 @@ describe('SileroVad', () => {
     const seen: number[] = [];
     const vad = await SileroVad.create({ onWindow: (p) => seen.push(p) });
     const pushes: Promise<void>[] = [];
-    for (let offset = 0; offset < clip.length; offset += 160) pushes.push(vad.push(clip.subarray(offset, offset + 160)));
+    for (let offset = 0; offset < clip.length; offset += 160)
+      pushes.push(vad.push(clip.subarray(offset, offset + 160)));
     await Promise.all(pushes);
     expect(seen).toEqual(expected);
   });

@@ -16,12 +16,7 @@
 
 import type { InferenceSession } from 'onnxruntime-node';
 import { type SileroBatcher, sileroBatcher } from './silero-batcher.js';
-import {
-  getSileroSession,
-  SILERO_GEOMETRY,
-  SILERO_STATE_SIZE,
-  type SileroSampleRateHz,
-} from './silero-model.js';
+import { getSileroSession, SILERO_GEOMETRY, SILERO_STATE_SIZE, type SileroSampleRateHz } from './silero-model.js';
 
 /**
  * Called once per model window, in stream order.

@@ -45,7 +45,8 @@ export class SpeechSuspicion {
     }
     this.windows += 1;
     this.unlikelyRun = likely ? 0 : this.unlikelyRun + 1;
-    if (this.unlikelyRun < SUSPICION_DISMISS_WINDOWS && this.windows <= this.startWindows + SUSPICION_MAX_EXTRA_WINDOWS) return null;
+    if (this.unlikelyRun < SUSPICION_DISMISS_WINDOWS && this.windows <= this.startWindows + SUSPICION_MAX_EXTRA_WINDOWS)
+      return null;
     this.suspected = false;
     this.armed = !likely;
     return 'dismissed';

@@ -93,7 +93,8 @@ describe('VadStream with the real model', () => {
     const bytes = fixture('A01_jfk');
     for (let offset = 0; offset < 160 * 10; offset += 160) await vad.pushMulaw(bytes.subarray(offset, offset + 160));
     vad.dispose();
-    for (let offset = 1600; offset < bytes.length; offset += 160) await vad.pushMulaw(bytes.subarray(offset, offset + 160));
+    for (let offset = 1600; offset < bytes.length; offset += 160)
+      await vad.pushMulaw(bytes.subarray(offset, offset + 160));
     expect(events).toEqual([]);
   });
 

@@ -38,11 +38,18 @@ function importsOf(file: string): Import[] {
   const found: Import[] = [];
   const add = (specifier: string, dynamic: boolean) => {
     if (!specifier.startsWith('.')) return;
-    const target = relative(SRC, resolve(SRC, dirname(file), specifier)).split(sep).join('/').replace(/\.js$/, '.ts');
+    const target = relative(SRC, resolve(SRC, dirname(file), specifier))
+      .split(sep)
+      .join('/')
+      .replace(/\.js$/, '.ts');
     found.push({ target, dynamic });
   };
   const visit = (node: ts.Node) => {
-    if ((ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) && node.moduleSpecifier && ts.isStringLiteral(node.moduleSpecifier)) {
+    if (
+      (ts.isImportDeclaration(node) || ts.isExportDeclaration(node)) &&
+      node.moduleSpecifier &&
+      ts.isStringLiteral(node.moduleSpecifier)
+    ) {
       add(node.moduleSpecifier.text, false);
     } else if (ts.isCallExpression(node) && node.expression.kind === ts.SyntaxKind.ImportKeyword) {
       const [argument] = node.arguments;
@@ -115,14 +122,22 @@ describe('the layers of src', () => {
   });
 
   it('every import resolves to a file in src', () => {
-    const missing = productFiles.flatMap((file) => imports.get(file)!.filter(({ target }) => !imports.has(target)).map(({ target }) => `${file} -> ${target}`));
+    const missing = productFiles.flatMap((file) =>
+      imports
+        .get(file)!
+        .filter(({ target }) => !imports.has(target))
+        .map(({ target }) => `${file} -> ${target}`),
+    );
     expect(missing).toEqual([]);
   });
 });
 
 describe('the product apart from its tools', () => {
   it('only the CLI and the tools themselves import the tools', () => {
-    const importers = productFiles.filter((file) => ![TOOLS, 'cli'].includes(unitOf(file)) && imports.get(file)!.some(({ target }) => unitOf(target) === TOOLS));
+    const importers = productFiles.filter(
+      (file) =>
+        ![TOOLS, 'cli'].includes(unitOf(file)) && imports.get(file)!.some(({ target }) => unitOf(target) === TOOLS),
+    );
     expect(importers).toEqual([]);
   });
 

@@ -21,7 +21,9 @@ class CountingMediaManager extends WavMediaManager {
 
   /** Samples the player has played so far (its worklet's position). */
   async playedSamples(): Promise<number> {
-    const player = (this as unknown as { _wavStreamPlayer: { getTrackSampleOffset(): Promise<{ offset: number } | null> } })._wavStreamPlayer;
+    const player = (
+      this as unknown as { _wavStreamPlayer: { getTrackSampleOffset(): Promise<{ offset: number } | null> } }
+    )._wavStreamPlayer;
     return (await player.getTrackSampleOffset())?.offset ?? 0;
   }
 }
@@ -39,7 +41,11 @@ const media = new CountingMediaManager(512, 16000);
 const record =
   (type: string) =>
   (data?: unknown): void => {
-    events.push({ type, data: data === undefined ? null : JSON.parse(JSON.stringify(data)), botSamples: media.botSamples });
+    events.push({
+      type,
+      data: data === undefined ? null : JSON.parse(JSON.stringify(data)),
+      botSamples: media.botSamples,
+    });
   };
 
 const client = new PipecatClient({
@@ -68,9 +74,15 @@ const client = new PipecatClient({
   playedSamples: () => media.playedSamples(),
   /** The one call a front-end makes: the answer of bots/start goes to the transport untouched. */
   start: (endpoint: string, apiKey: string, requestData: Record<string, unknown>) =>
-    client.startBotAndConnect({ endpoint, headers: new Headers({ Authorization: `Bearer ${apiKey}` }), requestData: requestData as never }).then(
-      () => 'connected',
-      (err: unknown) => `failed: ${String(err)}`,
-    ),
+    client
+      .startBotAndConnect({
+        endpoint,
+        headers: new Headers({ Authorization: `Bearer ${apiKey}` }),
+        requestData: requestData as never,
+      })
+      .then(
+        () => 'connected',
+        (err: unknown) => `failed: ${String(err)}`,
+      ),
   disconnectBot: () => client.disconnectBot(),
 };

@@ -24,9 +24,12 @@ import { TEST_KEY } from '../helpers/test-app.js';
  * long answer, which interrupts it. Skipped where no Chromium is installed.
  */
 
-const CHROMIUM = [process.env.CHROMIUM_PATH, '/usr/lib/chromium/chromium', '/usr/bin/chromium', '/usr/bin/chromium-browser'].find(
-  (path): path is string => path !== undefined && path !== '' && existsSync(path),
-);
+const CHROMIUM = [
+  process.env.CHROMIUM_PATH,
+  '/usr/lib/chromium/chromium',
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+].find((path): path is string => path !== undefined && path !== '' && existsSync(path));
 
 const GREETING = 'Hello, this is the front desk.';
 const LONG_REPLY =
@@ -61,7 +64,9 @@ async function serveFrontEnd(bundle: string): Promise<{ origin: string; close():
     if (request.url === '/app.js') {
       response.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle);
     } else if (request.url === '/') {
-      response.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Pipecat SDK</title><script src="/app.js"></script>');
+      response
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end('<!doctype html><title>Pipecat SDK</title><script src="/app.js"></script>');
     } else {
       response.writeHead(404).end();
     }
@@ -78,148 +83,208 @@ interface SdkEvent {
 }
 
 async function sdkEvents(page: Page): Promise<SdkEvent[]> {
-  return (await page.evaluate(() => (globalThis as unknown as { sdkTest: { events: unknown[] } }).sdkTest.events)) as SdkEvent[];
+  return (await page.evaluate(
+    () => (globalThis as unknown as { sdkTest: { events: unknown[] } }).sdkTest.events,
+  )) as SdkEvent[];
 }
 
-async function untilEvent(page: Page, what: string, predicate: (events: SdkEvent[]) => boolean, timeoutMs = 20_000): Promise<SdkEvent[]> {
+async function untilEvent(
+  page: Page,
+  what: string,
+  predicate: (events: SdkEvent[]) => boolean,
+  timeoutMs = 20_000,
+): Promise<SdkEvent[]> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const events = await sdkEvents(page);
     if (predicate(events)) return events;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; got ${events.map((e) => e.type).join(', ')}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}; got ${events.map((e) => e.type).join(', ')}`);
     await page.waitForTimeout(100);
   }
 }
 
-describe.skipIf(!CHROMIUM)(`the Pipecat client SDK in headless Chromium${CHROMIUM ? '' : ' (skipped: no chromium binary found; install Debian chromium or set CHROMIUM_PATH)'}`, () => {
-  let browser: Browser;
-  let bundle: string;
-  let server: CallServer | undefined;
-  let closeFront: (() => Promise<void>) | undefined;
+describe.skipIf(!CHROMIUM)(
+  `the Pipecat client SDK in headless Chromium${CHROMIUM ? '' : ' (skipped: no chromium binary found; install Debian chromium or set CHROMIUM_PATH)'}`,
+  () => {
+    let browser: Browser;
+    let bundle: string;
+    let server: CallServer | undefined;
+    let closeFront: (() => Promise<void>) | undefined;
 
-  beforeAll(async () => {
-    const entry = fileURLToPath(new URL('./pipecat-sdk-page.ts', import.meta.url));
-    const built = await build({ entryPoints: [entry], bundle: true, format: 'iife', platform: 'browser', target: 'chrome120', write: false, logLevel: 'silent' });
-    bundle = built.outputFiles[0]!.text;
-    const dir = mkdtempSync(join(tmpdir(), 'switchboard-pipecat-'));
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        '--use-fake-ui-for-media-stream',
-        '--use-fake-device-for-media-stream',
-        `--use-file-for-fake-audio-capture=${microphoneWav(dir)}%noloop`,
-        '--autoplay-policy=no-user-gesture-required',
-      ],
+    beforeAll(async () => {
+      const entry = fileURLToPath(new URL('./pipecat-sdk-page.ts', import.meta.url));
+      const built = await build({
+        entryPoints: [entry],
+        bundle: true,
+        format: 'iife',
+        platform: 'browser',
+        target: 'chrome120',
+        write: false,
+        logLevel: 'silent',
+      });
+      bundle = built.outputFiles[0]!.text;
+      const dir = mkdtempSync(join(tmpdir(), 'switchboard-pipecat-'));
+      browser = await chromium.launch({
+        executablePath: CHROMIUM,
+        args: [
+          '--use-fake-ui-for-media-stream',
+          '--use-fake-device-for-media-stream',
+          `--use-file-for-fake-audio-capture=${microphoneWav(dir)}%noloop`,
+          '--autoplay-policy=no-user-gesture-required',
+        ],
+      });
     });
-  });
 
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-    await closeFront?.();
-    closeFront = undefined;
-  });
-
-  it('startBotAndConnect joins; the greeting plays; transcripts, answers, metrics and an interruption reach the callbacks; disconnectBot ends the room', async () => {
-    const stt = new ScriptedStt([HEARD, HEARD]);
-    const llm = new ScriptedLlm({ replies: [GREETING, LONG_REPLY, ANSWER] });
-    // The front-end lives on its own origin, as a team's would; the server lets it call bots/start.
-    const front = await serveFrontEnd(bundle);
-    closeFront = front.close;
-    server = await startCallServer(
-      (registry) => {
-        registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => new ToneTts());
-      },
-      { SWITCHBOARD_CORS_ORIGINS: front.origin },
-      { publicHost: 'localhost' },
-    );
-    const origin = server.baseUrl.replace('127.0.0.1', 'localhost');
-
-    const page = await browser.newPage();
-    const consoleErrors: string[] = [];
-    page.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(message.text());
-      if (process.env.SDK_DEBUG) console.log('[page]', message.text());
+    afterAll(async () => {
+      await browser?.close();
     });
-    // Nothing may be fetched from anywhere but localhost.
-    const elsewhere: string[] = [];
-    await page.route('**/*', async (route) => {
-      const url = new URL(route.request().url());
-      if (url.hostname === 'localhost') return route.continue();
-      elsewhere.push(url.href);
-      return route.abort();
-    });
-    // What bots/start answered the SDK, as it went by.
-    const answer = page
-      .waitForResponse((response) => response.url().endsWith('/v1/bots/start'))
-      .then(async (response) => (await response.json()) as { ws_url: string });
-    await page.goto(`${front.origin}/`);
 
-    const outcome = await page.evaluate(
-      ([endpoint, key, requestData]) => (globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }).sdkTest.start(endpoint, key, requestData),
-      [
-        `${origin}/v1/bots/start`,
-        TEST_KEY,
-        {
-          bot_profile: 'voice_2024_10',
-          services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
-          config: [
-            { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.5 } }] },
-            { service: 'llm', options: [{ name: 'run_on_config', value: true }] },
-          ],
-          max_duration: 120,
-          transport: 'websocket',
+    afterEach(async () => {
+      await server?.close();
+      server = undefined;
+      await closeFront?.();
+      closeFront = undefined;
+    });
+
+    it('startBotAndConnect joins; the greeting plays; transcripts, answers, metrics and an interruption reach the callbacks; disconnectBot ends the room', async () => {
+      const stt = new ScriptedStt([HEARD, HEARD]);
+      const llm = new ScriptedLlm({ replies: [GREETING, LONG_REPLY, ANSWER] });
+      // The front-end lives on its own origin, as a team's would; the server lets it call bots/start.
+      const front = await serveFrontEnd(bundle);
+      closeFront = front.close;
+      server = await startCallServer(
+        (registry) => {
+          registry
+            .registerStt('scripted_stt', () => stt)
+            .registerLlm('scripted_llm', () => llm)
+            .registerTts('tone_tts', () => new ToneTts());
         },
-      ] as const,
-    );
-    expect(outcome).toBe('connected');
-    expect(Object.keys(await answer)).toEqual(['ws_url']);
+        { SWITCHBOARD_CORS_ORIGINS: front.origin },
+        { publicHost: 'localhost' },
+      );
+      const origin = server.baseUrl.replace('127.0.0.1', 'localhost');
 
-    // The greeting: spoken, handed to the SDK's player in full, and played.
-    let events = await untilEvent(page, 'the greeting', (e) => e.some((x) => x.type === 'botStoppedSpeaking'));
-    expect(events.filter((e) => e.type === 'botReady')).toHaveLength(1);
-    const greetingSamples = events.find((e) => e.type === 'botStoppedSpeaking')!.botSamples;
-    expect((greetingSamples / PLAYER_RATE_HZ) * 1000).toBeGreaterThan(GREETING.length * TONE_MS_PER_CHAR * 0.9);
-    await expect.poll(() => page.evaluate(() => (globalThis as unknown as { sdkTest: { playedSamples(): Promise<number> } }).sdkTest.playedSamples()), { timeout: 10_000 }).toBeGreaterThan(PLAYER_RATE_HZ / 2);
-    expect(events.filter((e) => e.type === 'botLlmText').map((e) => e.data!.text).join('')).toBe(GREETING);
+      const page = await browser.newPage();
+      const consoleErrors: string[] = [];
+      page.on('console', (message) => {
+        if (message.type() === 'error') consoleErrors.push(message.text());
+        if (process.env.SDK_DEBUG) console.log('[page]', message.text());
+      });
+      // Nothing may be fetched from anywhere but localhost.
+      const elsewhere: string[] = [];
+      await page.route('**/*', async (route) => {
+        const url = new URL(route.request().url());
+        if (url.hostname === 'localhost') return route.continue();
+        elsewhere.push(url.href);
+        return route.abort();
+      });
+      // What bots/start answered the SDK, as it went by.
+      const answer = page
+        .waitForResponse((response) => response.url().endsWith('/v1/bots/start'))
+        .then(async (response) => (await response.json()) as { ws_url: string });
+      await page.goto(`${front.origin}/`);
 
-    // The question, heard from the microphone: the user's transcript, then the long answer.
-    events = await untilEvent(page, 'the user transcript', (e) => e.some((x) => x.type === 'userTranscript' && x.data!.final === true), 30_000);
-    expect(events.find((e) => e.type === 'userTranscript' && e.data!.final)!.data).toMatchObject({ text: HEARD, final: true });
-    events = await untilEvent(page, 'metrics', (e) => e.some((x) => x.type === 'metrics'));
-    expect(events.find((e) => e.type === 'metrics')!.data!.turnLatencyMs).toBeGreaterThan(0);
+      const outcome = await page.evaluate(
+        ([endpoint, key, requestData]) =>
+          (
+            globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
+          ).sdkTest.start(endpoint, key, requestData),
+        [
+          `${origin}/v1/bots/start`,
+          TEST_KEY,
+          {
+            bot_profile: 'voice_2024_10',
+            services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+            config: [
+              { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.5 } }] },
+              { service: 'llm', options: [{ name: 'run_on_config', value: true }] },
+            ],
+            max_duration: 120,
+            transport: 'websocket',
+          },
+        ] as const,
+      );
+      expect(outcome).toBe('connected');
+      expect(Object.keys(await answer)).toEqual(['ws_url']);
 
-    // The same words over the long answer interrupt it: the user starts speaking while the bot
-    // talks, and the bot stops before it has said much of it.
-    events = await untilEvent(page, 'the interruption', (e) => e.filter((x) => x.type === 'botStoppedSpeaking').length >= 2, 30_000);
-    const longStart = events.filter((e) => e.type === 'botStartedSpeaking')[1]!;
-    const cut = events.filter((e) => e.type === 'botStoppedSpeaking')[1]!;
-    const between = events.slice(events.indexOf(longStart), events.indexOf(cut)).map((e) => e.type);
-    expect(between).toContain('userStartedSpeaking');
-    expect(((cut.botSamples - longStart.botSamples) / PLAYER_RATE_HZ) * 1000).toBeLessThan(LONG_REPLY.length * TONE_MS_PER_CHAR * 0.8);
+      // The greeting: spoken, handed to the SDK's player in full, and played.
+      let events = await untilEvent(page, 'the greeting', (e) => e.some((x) => x.type === 'botStoppedSpeaking'));
+      expect(events.filter((e) => e.type === 'botReady')).toHaveLength(1);
+      const greetingSamples = events.find((e) => e.type === 'botStoppedSpeaking')!.botSamples;
+      expect((greetingSamples / PLAYER_RATE_HZ) * 1000).toBeGreaterThan(GREETING.length * TONE_MS_PER_CHAR * 0.9);
+      await expect
+        .poll(
+          () =>
+            page.evaluate(() =>
+              (globalThis as unknown as { sdkTest: { playedSamples(): Promise<number> } }).sdkTest.playedSamples(),
+            ),
+          { timeout: 10_000 },
+        )
+        .toBeGreaterThan(PLAYER_RATE_HZ / 2);
+      expect(
+        events
+          .filter((e) => e.type === 'botLlmText')
+          .map((e) => e.data!.text)
+          .join(''),
+      ).toBe(GREETING);
 
-    // The answer to the interrupting words, as the bot's transcript.
-    events = await untilEvent(page, 'the answer', (e) => e.some((x) => x.type === 'botTranscript' && x.data!.text === ANSWER), 30_000);
-    expect(llm.requests[2]!.messages.at(-1)).toEqual({ role: 'user', content: HEARD });
-    // The context keeps only what was heard of the long answer.
-    const heard = llm.requests[2]!.messages.find((m) => m.role === 'assistant' && m.content !== GREETING)!.content;
-    expect(heard.length).toBeLessThan(LONG_REPLY.length);
+      // The question, heard from the microphone: the user's transcript, then the long answer.
+      events = await untilEvent(
+        page,
+        'the user transcript',
+        (e) => e.some((x) => x.type === 'userTranscript' && x.data!.final === true),
+        30_000,
+      );
+      expect(events.find((e) => e.type === 'userTranscript' && e.data!.final)!.data).toMatchObject({
+        text: HEARD,
+        final: true,
+      });
+      events = await untilEvent(page, 'metrics', (e) => e.some((x) => x.type === 'metrics'));
+      expect(events.find((e) => e.type === 'metrics')!.data!.turnLatencyMs).toBeGreaterThan(0);
 
-    // disconnectBot: the bot leaves and the room ends; its address is refused from then on.
-    await page.evaluate(() => (globalThis as unknown as { sdkTest: { disconnectBot(): void } }).sdkTest.disconnectBot());
-    await expect.poll(() => stt.closed, { timeout: 10_000 }).toBe(1);
-    // The SDK sees the server close the socket, as when a Pipecat bot leaves, and disconnects.
-    events = await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
-    expect(JSON.stringify(events.filter((e) => e.type === 'error').map((e) => e.data))).toContain('Code: 1000');
-    const late = await PipecatWsClient.connect((await answer).ws_url);
-    expect(await late.untilClosed()).toEqual({ code: 4404, reason: 'room not found or has closed' });
+      // The same words over the long answer interrupt it: the user starts speaking while the bot
+      // talks, and the bot stops before it has said much of it.
+      events = await untilEvent(
+        page,
+        'the interruption',
+        (e) => e.filter((x) => x.type === 'botStoppedSpeaking').length >= 2,
+        30_000,
+      );
+      const longStart = events.filter((e) => e.type === 'botStartedSpeaking')[1]!;
+      const cut = events.filter((e) => e.type === 'botStoppedSpeaking')[1]!;
+      const between = events.slice(events.indexOf(longStart), events.indexOf(cut)).map((e) => e.type);
+      expect(between).toContain('userStartedSpeaking');
+      expect(((cut.botSamples - longStart.botSamples) / PLAYER_RATE_HZ) * 1000).toBeLessThan(
+        LONG_REPLY.length * TONE_MS_PER_CHAR * 0.8,
+      );
 
-    expect(elsewhere).toEqual([]);
-    expect(consoleErrors.filter((e) => /deserialize|Unrecognized connection parameter/i.test(e))).toEqual([]);
-    await page.close();
-  });
-});
+      // The answer to the interrupting words, as the bot's transcript.
+      events = await untilEvent(
+        page,
+        'the answer',
+        (e) => e.some((x) => x.type === 'botTranscript' && x.data!.text === ANSWER),
+        30_000,
+      );
+      expect(llm.requests[2]!.messages.at(-1)).toEqual({ role: 'user', content: HEARD });
+      // The context keeps only what was heard of the long answer.
+      const heard = llm.requests[2]!.messages.find((m) => m.role === 'assistant' && m.content !== GREETING)!.content;
+      expect(heard.length).toBeLessThan(LONG_REPLY.length);
+
+      // disconnectBot: the bot leaves and the room ends; its address is refused from then on.
+      await page.evaluate(() =>
+        (globalThis as unknown as { sdkTest: { disconnectBot(): void } }).sdkTest.disconnectBot(),
+      );
+      await expect.poll(() => stt.closed, { timeout: 10_000 }).toBe(1);
+      // The SDK sees the server close the socket, as when a Pipecat bot leaves, and disconnects.
+      events = await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
+      expect(JSON.stringify(events.filter((e) => e.type === 'error').map((e) => e.data))).toContain('Code: 1000');
+      const late = await PipecatWsClient.connect((await answer).ws_url);
+      expect(await late.untilClosed()).toEqual({ code: 4404, reason: 'room not found or has closed' });
+
+      expect(elsewhere).toEqual([]);
+      expect(consoleErrors.filter((e) => /deserialize|Unrecognized connection parameter/i.test(e))).toEqual([]);
+      await page.close();
+    });
+  },
+);

@@ -15,7 +15,13 @@ import { type RoundRobinProxy, startRoundRobinProxy } from '../helpers/round-rob
 import { TEST_KEY, removeDir, tempDataDir } from '../helpers/test-app.js';
 import { createTestDatabase } from '../helpers/test-store.js';
 
-export const FAST = { sttFinalDelayMs: 50, llmFirstTokenMs: 50, llmTokensPerSec: 200, ttsFirstByteMs: 30, ttsRealTimeFactor: 4 };
+export const FAST = {
+  sttFinalDelayMs: 50,
+  llmFirstTokenMs: 50,
+  llmTokensPerSec: 200,
+  ttsFirstByteMs: 30,
+  ttsRealTimeFactor: 4,
+};
 export const GREETING = 'Hello, thanks for calling the harbour hotel, how can I help you today?';
 export const ANSWER = 'We have a room with a view for you tonight.';
 /** The liveness window the tests' nodes use: short, so a dead node is reaped within the test. */
@@ -68,7 +74,10 @@ export async function startCluster(env: Record<string, string> = {}, nodeCount =
     async api(method, path, body, via = proxy.url) {
       const res = await fetch(`${via}${path}`, {
         method,
-        headers: { authorization: `Bearer ${TEST_KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        headers: {
+          authorization: `Bearer ${TEST_KEY}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
         body: body === undefined ? undefined : JSON.stringify(body),
       });
       const text = await res.text();
@@ -120,7 +129,12 @@ export async function startCluster(env: Record<string, string> = {}, nodeCount =
 }
 
 /** The node that holds the most recent thing the cluster view counts, by polling GET /cluster until `match` holds. */
-export async function clusterView(via: string): Promise<{ node_id: string; nodes: Array<{ node_id: string; url: string; draining: boolean; live_calls: number; rooms: number }> }> {
+export async function clusterView(
+  via: string,
+): Promise<{
+  node_id: string;
+  nodes: Array<{ node_id: string; url: string; draining: boolean; live_calls: number; rooms: number }>;
+}> {
   const res = await fetch(`${via}/cluster`);
   return (await res.json()) as never;
 }

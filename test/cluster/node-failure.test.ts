@@ -15,7 +15,12 @@ const START_BODY = {
   bot_profile: 'voice_2024_10',
   services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
   api_keys: sampleConfig().api_keys,
-  config: [{ service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are helpful.' }] }] }],
+  config: [
+    {
+      service: 'llm',
+      options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are helpful.' }] }],
+    },
+  ],
   max_duration: 120,
 };
 const wsOf = (baseUrl: string) => baseUrl.replace(/^http/, 'ws');
@@ -37,7 +42,16 @@ describe.skipIf(!redisLookup.ok)('nodes failing and draining', { timeout: 120_00
   it('kill -9 of a node mid-call: its streams close, the other node serves on, nothing of the dead node stays claimable, and acknowledged configurations stay readable', async () => {
     cluster = await startCluster({ SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: '60' });
     const [a, b] = cluster.nodes as [Cluster['nodes'][0], Cluster['nodes'][0]];
-    const configs = await Promise.all([0, 1, 2].map(() => cluster!.api('POST', '/v1/bots/twilio-config', sampleConfig({ recording_settings: { type: 'cloud' } }), a.baseUrl)));
+    const configs = await Promise.all(
+      [0, 1, 2].map(() =>
+        cluster!.api(
+          'POST',
+          '/v1/bots/twilio-config',
+          sampleConfig({ recording_settings: { type: 'cloud' } }),
+          a.baseUrl,
+        ),
+      ),
+    );
     for (const created of configs) expect(created.status).toBe(200);
 
     // On A: a phone call in progress (recorded), a room whose participant came in through B, and a dial-in caller on hold.
@@ -52,18 +66,27 @@ describe.skipIf(!redisLookup.ok)('nodes failing and draining', { timeout: 120_00
     await greeting.happened;
     const room = await cluster.api('POST', '/v1/bots/start', START_BODY, a.baseUrl);
     expect(room.status).toBe(200);
-    const participant = await RoomClient.connect(`${wsOf(b.baseUrl)}/rooms/${roomName(room.body.room_url)}/ws`, room.body.token);
+    const participant = await RoomClient.connect(
+      `${wsOf(b.baseUrl)}/rooms/${roomName(room.body.room_url)}/ws`,
+      room.body.token,
+    );
     await participant.until('bot-ready', () => participant.of('bot-ready').length > 0);
 
     const number = '+14155550171';
     const secret = Buffer.alloc(32, 5).toString('base64');
     let callId: string | undefined;
-    const receiver = await startWebhookReceiver((to) => (to === number ? secret : undefined), 200, (w) => {
-      if (w.body.callId !== undefined) callId = String(w.body.callId);
-    });
+    const receiver = await startWebhookReceiver(
+      (to) => (to === number ? secret : undefined),
+      200,
+      (w) => {
+        if (w.body.callId !== undefined) callId = String(w.body.callId);
+      },
+    );
     try {
       await cluster.api('POST', '/v1/buy-phone-number', { number });
-      await cluster.api('POST', '/v1/', { properties: { pinless_dialin: [{ phone_number: number, room_creation_api: receiver.url, hmac: secret }] } });
+      await cluster.api('POST', '/v1/', {
+        properties: { pinless_dialin: [{ phone_number: number, room_creation_api: receiver.url, hmac: secret }] },
+      });
       const held = firstEvent('bot-audio-start');
       const onHold = new PhoneCall({
         target: { webhookUrl: `${a.baseUrl}/twilio/voice` },
@@ -87,18 +110,30 @@ describe.skipIf(!redisLookup.ok)('nodes failing and draining', { timeout: 120_00
 
       // After the liveness window, B has reaped A: its room and its waiting caller are nowhere.
       await until(async () => (await clusterView(b.baseUrl)).nodes.length === 1);
-      const rejoin = await RoomClient.connect(`${wsOf(b.baseUrl)}/rooms/${roomName(room.body.room_url)}/ws`, room.body.token, { ready: false });
+      const rejoin = await RoomClient.connect(
+        `${wsOf(b.baseUrl)}/rooms/${roomName(room.body.room_url)}/ws`,
+        room.body.token,
+        { ready: false },
+      );
       expect((await rejoin.untilClosed()).code).toBe(4404);
-      const claim = await cluster.api('POST', '/v1/bots/start', { ...START_BODY, dialin_settings: { callId } }, b.baseUrl);
+      const claim = await cluster.api(
+        'POST',
+        '/v1/bots/start',
+        { ...START_BODY, dialin_settings: { callId } },
+        b.baseUrl,
+      );
       expect(claim.status).toBe(404);
       // Its recording in progress is closed by B, not left in progress.
       await until(async () => {
         const listed = await cluster!.api('GET', '/v1/recordings', undefined, b.baseUrl);
-        return listed.body.data.length > 0 && listed.body.data.every((r: { status: string }) => r.status !== 'in-progress');
+        return (
+          listed.body.data.length > 0 && listed.body.data.every((r: { status: string }) => r.status !== 'in-progress')
+        );
       });
 
       // Every configuration acknowledged before the kill is there, and B takes new calls through the balancer.
-      for (const created of configs) expect((await cluster.api('GET', `/v1/bots/twilio-config/${created.body.id}`)).status).toBe(200);
+      for (const created of configs)
+        expect((await cluster.api('GET', `/v1/bots/twilio-config/${created.body.id}`)).status).toBe(200);
       const next = await new PhoneCall({
         target: { webhookUrl: `${cluster.proxy.url}/twilio/voice/${configs[1]!.body.id}` },
         scenario: { steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'hangup' }], endOfScript: 'hangup' },
@@ -146,7 +181,11 @@ describe.skipIf(!redisLookup.ok)('nodes failing and draining', { timeout: 120_00
   });
 
   it('limits count both nodes: the rooms of the service, a room’s participants, and an account’s calls', async () => {
-    cluster = await startCluster({ SWITCHBOARD_MAX_ROOMS: '2', SWITCHBOARD_ROOM_MAX_PARTICIPANTS: '1', SWITCHBOARD_ACCOUNT_MAX_CALLS: '3' });
+    cluster = await startCluster({
+      SWITCHBOARD_MAX_ROOMS: '2',
+      SWITCHBOARD_ROOM_MAX_PARTICIPANTS: '1',
+      SWITCHBOARD_ACCOUNT_MAX_CALLS: '3',
+    });
     const [a, b] = cluster.nodes as [Cluster['nodes'][0], Cluster['nodes'][0]];
     const first = await cluster.api('POST', '/v1/bots/start', START_BODY, a.baseUrl);
     const second = await cluster.api('POST', '/v1/bots/start', START_BODY, b.baseUrl);
@@ -189,4 +228,3 @@ describe.skipIf(!redisLookup.ok)('nodes failing and draining', { timeout: 120_00
     await thirdReport;
   });
 });
-

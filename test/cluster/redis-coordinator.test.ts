@@ -28,7 +28,9 @@ describe.skipIf(!redisLookup.ok)('RedisCoordinator', () => {
     const asks = Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).claim('room', `room-${i}`, 5));
     expect((await Promise.all(asks)).filter(Boolean)).toHaveLength(5);
     expect(await a.claim('room', 'room-0', 100)).toBe(false); // already held
-    const held = (await Promise.all(Array.from({ length: 20 }, (_, i) => a.holderOf('room', `room-${i}`)))).filter(Boolean);
+    const held = (await Promise.all(Array.from({ length: 20 }, (_, i) => a.holderOf('room', `room-${i}`)))).filter(
+      Boolean,
+    );
     expect(held).toHaveLength(5);
   });
 

@@ -91,12 +91,19 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
       200,
       (webhook) => {
         if (webhook.body.callId === undefined) return;
-        started = cluster.api('POST', '/v1/bots/start', { ...START_BODY, dialin_settings: { callId: webhook.body.callId, callDomain: webhook.body.callDomain } }, b.baseUrl);
+        started = cluster.api(
+          'POST',
+          '/v1/bots/start',
+          { ...START_BODY, dialin_settings: { callId: webhook.body.callId, callDomain: webhook.body.callDomain } },
+          b.baseUrl,
+        );
       },
     );
     try {
       expect((await cluster.api('POST', '/v1/buy-phone-number', { number })).status).toBe(200);
-      const configured = await cluster.api('POST', '/v1/', { properties: { pinless_dialin: [{ phone_number: number, room_creation_api: receiver.url, hmac: secret }] } });
+      const configured = await cluster.api('POST', '/v1/', {
+        properties: { pinless_dialin: [{ phone_number: number, room_creation_api: receiver.url, hmac: secret }] },
+      });
       expect(configured.status).toBe(200);
 
       const contextsBefore = cluster.cartesia.contexts.length;
@@ -109,7 +116,10 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
           await started;
           cluster.proxy.pinNext(0);
         },
-        scenario: { steps: [{ do: 'wait', ms: 500 }, { do: 'wait-bot-silence', ms: 600 }, { do: 'hangup' }], endOfScript: 'hangup' },
+        scenario: {
+          steps: [{ do: 'wait', ms: 500 }, { do: 'wait-bot-silence', ms: 600 }, { do: 'hangup' }],
+          endOfScript: 'hangup',
+        },
       });
       const running = call.run();
       await until(() => started !== undefined);
@@ -132,12 +142,22 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
     const number = '+14155550162';
     const secret = Buffer.alloc(32, 8).toString('base64');
     let callId: string | undefined;
-    const receiver = await startWebhookReceiver((to) => (to === number ? secret : undefined), 200, (webhook) => {
-      if (webhook.body.callId !== undefined) callId = String(webhook.body.callId);
-    });
+    const receiver = await startWebhookReceiver(
+      (to) => (to === number ? secret : undefined),
+      200,
+      (webhook) => {
+        if (webhook.body.callId !== undefined) callId = String(webhook.body.callId);
+      },
+    );
     try {
       expect((await cluster.api('POST', '/v1/buy-phone-number', { number })).status).toBe(200);
-      expect((await cluster.api('POST', '/v1/', { properties: { pinless_dialin: [{ phone_number: number, room_creation_api: receiver.url, hmac: secret }] } })).status).toBe(200);
+      expect(
+        (
+          await cluster.api('POST', '/v1/', {
+            properties: { pinless_dialin: [{ phone_number: number, room_creation_api: receiver.url, hmac: secret }] },
+          })
+        ).status,
+      ).toBe(200);
       const events = eventWaiter();
       const call = new PhoneCall({
         target: { webhookUrl: `${a.baseUrl}/twilio/voice` },
@@ -151,7 +171,12 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
       await events.next('bot-audio-start');
       expect(cluster.proxy.routed.at(-1)).toMatchObject({ index: 1, path: `/ws/dialin/${callId}` });
       const contextsBefore = cluster.cartesia.contexts.length;
-      const answer = await cluster.api('POST', '/v1/bots/start', { ...START_BODY, dialin_settings: { callId, callDomain: undefined } }, b.baseUrl);
+      const answer = await cluster.api(
+        'POST',
+        '/v1/bots/start',
+        { ...START_BODY, dialin_settings: { callId, callDomain: undefined } },
+        b.baseUrl,
+      );
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
       await until(() => cluster.cartesia.contexts.length > contextsBefore);
       call.hangup();
@@ -176,10 +201,16 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
     const pcm = fixturePcm('A06_birch_canoe.8k.wav', 16000);
     await client.stream(pcm);
     await client.stream(client.silence(1200));
-    await client.until('the answer', () => client.of('bot-transcription').length >= 2 || client.of('bot-llm-text').length >= 2, 30_000);
+    await client.until(
+      'the answer',
+      () => client.of('bot-transcription').length >= 2 || client.of('bot-llm-text').length >= 2,
+      30_000,
+    );
     expect(client.of('user-transcription').length).toBeGreaterThan(0);
     // A token of another room is refused where it lands, before any relay.
-    const wrong = await RoomClient.connect(`${wsOf(b.baseUrl)}/rooms/another-room/ws`, started.body.token, { ready: false });
+    const wrong = await RoomClient.connect(`${wsOf(b.baseUrl)}/rooms/another-room/ws`, started.body.token, {
+      ready: false,
+    });
     expect((await wrong.untilClosed()).code).toBe(4403);
     client.sendJson({ label: 'rtvi-ai', type: 'disconnect-bot' });
     await client.untilClosed(10_000);
@@ -187,12 +218,20 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
 
   it('a recording made on one node is downloaded and deleted through the other', async () => {
     const [a, b] = cluster.nodes as [Cluster['nodes'][0], Cluster['nodes'][0]];
-    const created = await cluster.api('POST', '/v1/bots/twilio-config', sampleConfig({ recording_settings: { type: 'cloud' } }), a.baseUrl);
+    const created = await cluster.api(
+      'POST',
+      '/v1/bots/twilio-config',
+      sampleConfig({ recording_settings: { type: 'cloud' } }),
+      a.baseUrl,
+    );
     const question = { mulaw: await readMulawFile(fixture('A06_birch_canoe.8k.wav')) };
     const report = await new PhoneCall({
       target: { webhookUrl: `${a.baseUrl}/twilio/voice/${created.body.id}` },
       beforeMediaStream: async () => cluster.proxy.pinNext(0),
-      scenario: { steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'play', clip: 'question' }, { do: 'hangup' }], endOfScript: 'hangup' },
+      scenario: {
+        steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'play', clip: 'question' }, { do: 'hangup' }],
+        endOfScript: 'hangup',
+      },
       clips: { question },
     }).run();
     expect(report.outcome).toBe('completed');
@@ -222,7 +261,8 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
   it('each node’s /metrics names it, and /cluster lists both with their calls and rooms', async () => {
     const views = await Promise.all(cluster.nodes.map((node) => clusterView(node.baseUrl)));
     expect(new Set(views.map((v) => v.node_id)).size).toBe(2);
-    for (const view of views) expect(view.nodes.map((n) => n.node_id).sort()).toEqual(views.map((v) => v.node_id).sort());
+    for (const view of views)
+      expect(view.nodes.map((n) => n.node_id).sort()).toEqual(views.map((v) => v.node_id).sort());
     for (const [i, node] of cluster.nodes.entries()) {
       const metrics = await (await fetch(`${node.baseUrl}/metrics`)).text();
       expect(metrics).toContain(`switchboard_node_info{node_id="${views[i]!.node_id}"} 1`);

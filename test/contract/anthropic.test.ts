@@ -53,7 +53,15 @@ describe('@anthropic-ai/sdk against the Anthropic emulator', () => {
   it('assembles streamed input_json fragments into a tool_use block', async () => {
     const input = { party_size: 2, time: '19:00', name: 'Ada Lovelace' };
     vendors = await startVendors({
-      emulators: [new AnthropicEmulator({ latencies: CONTRACT_LATENCIES, apiKey: API_KEY, replies: [{ text: 'Booking that now.', toolCalls: [{ name: 'book_table', argumentsJson: JSON.stringify(input) }] }] })],
+      emulators: [
+        new AnthropicEmulator({
+          latencies: CONTRACT_LATENCIES,
+          apiKey: API_KEY,
+          replies: [
+            { text: 'Booking that now.', toolCalls: [{ name: 'book_table', argumentsJson: JSON.stringify(input) }] },
+          ],
+        }),
+      ],
     });
     const stream = client(vendors).messages.stream({
       model: MODEL,
@@ -62,7 +70,11 @@ describe('@anthropic-ai/sdk against the Anthropic emulator', () => {
         {
           name: 'book_table',
           description: 'Books a table',
-          input_schema: { type: 'object', properties: { party_size: { type: 'integer' }, time: { type: 'string' }, name: { type: 'string' } }, required: ['party_size', 'time'] },
+          input_schema: {
+            type: 'object',
+            properties: { party_size: { type: 'integer' }, time: { type: 'string' }, name: { type: 'string' } },
+            required: ['party_size', 'time'],
+          },
         },
       ],
       messages: [{ role: 'user', content: 'Book a table for two at seven for Ada Lovelace.' }],
@@ -85,7 +97,9 @@ describe('@anthropic-ai/sdk against the Anthropic emulator', () => {
   it('the key as x-api-key (what the adapter sends) is still accepted, and a wrong bearer key is refused', async () => {
     vendors = await startVendors({ replies: [REPLY] });
     const wrong = new Anthropic({ apiKey: 'not-the-key', baseURL: vendors.baseUrl, maxRetries: 0 });
-    await expect(wrong.messages.create({ model: MODEL, max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })).rejects.toMatchObject({ status: 401 });
+    await expect(
+      wrong.messages.create({ model: MODEL, max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
+    ).rejects.toMatchObject({ status: 401 });
     const response = await fetch(`${vendors.baseUrl}/v1/messages`, {
       method: 'POST',
       headers: { 'x-api-key': API_KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },

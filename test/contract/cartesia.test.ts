@@ -15,7 +15,9 @@ import { API_KEY, type Vendors, startVendors } from './vendors.js';
  *   its `ws` options a `createConnection` that opens plain TCP to the emulator; the URL, headers,
  *   handshake and messages are the SDK's own.
  */
-const { default: Cartesia } = createRequire(import.meta.url)('@cartesia/cartesia-js') as typeof import('@cartesia/cartesia-js');
+const { default: Cartesia } = createRequire(import.meta.url)(
+  '@cartesia/cartesia-js',
+) as typeof import('@cartesia/cartesia-js');
 
 let vendors: Vendors | undefined;
 afterEach(async () => {

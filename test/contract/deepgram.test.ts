@@ -23,7 +23,8 @@ afterEach(async () => {
 function speech(toneMs: number, silenceMs: number): Buffer {
   const toneSamples = (RATE_HZ * toneMs) / 1000;
   const audio = Buffer.alloc(((toneSamples + (RATE_HZ * silenceMs) / 1000) | 0) * 2);
-  for (let i = 0; i < toneSamples; i++) audio.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / RATE_HZ)), i * 2);
+  for (let i = 0; i < toneSamples; i++)
+    audio.writeInt16LE(Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / RATE_HZ)), i * 2);
   return audio;
 }
 
@@ -74,7 +75,13 @@ describe('@deepgram/sdk against the Deepgram emulator', () => {
       start: number;
       duration: number;
       channel_index: number[];
-      channel: { alternatives: Array<{ transcript: string; confidence: number; words: Array<{ word: string; punctuated_word?: string; start: number; end: number }> }> };
+      channel: {
+        alternatives: Array<{
+          transcript: string;
+          confidence: number;
+          words: Array<{ word: string; punctuated_word?: string; start: number; end: number }>;
+        }>;
+      };
       metadata: { request_id: string; model_uuid: string; model_info: { name: string } };
     }>;
     const interims = results.filter((r) => !r.is_final);
@@ -93,10 +100,20 @@ describe('@deepgram/sdk against the Deepgram emulator', () => {
     expect(final.start).toBe(0);
     expect(final.duration).toBeGreaterThanOrEqual(1.2);
 
-    const utteranceEnd = messages.find((m) => m.type === 'UtteranceEnd') as { channel: number[]; last_word_end: number };
+    const utteranceEnd = messages.find((m) => m.type === 'UtteranceEnd') as {
+      channel: number[];
+      last_word_end: number;
+    };
     expect(utteranceEnd.channel).toEqual([0, 1]);
     expect(utteranceEnd.last_word_end).toBeCloseTo(1.2, 1);
-    const metadata = messages.at(-1) as { request_id: string; duration: number; channels: number; sha256: string; created: string; transaction_key: string };
+    const metadata = messages.at(-1) as {
+      request_id: string;
+      duration: number;
+      channels: number;
+      sha256: string;
+      created: string;
+      transaction_key: string;
+    };
     expect(metadata.request_id).toBe(final.metadata.request_id);
     expect(metadata.duration).toBeCloseTo(2.7, 5);
     expect(metadata.channels).toBe(1);
@@ -113,7 +130,12 @@ describe('@deepgram/sdk against the Deepgram emulator', () => {
   it('Aura text-to-speech: the SDK sends Speak and Flush and receives metadata, audio and Flushed', async () => {
     vendors = await startVendors();
     const client = new DeepgramClient({ apiKey: API_KEY, baseUrl: vendors.baseUrl });
-    const socket = await client.speak.v1.connect({ model: 'aura-2-thalia-en', encoding: 'linear16', sample_rate: '24000', reconnectAttempts: 0 });
+    const socket = await client.speak.v1.connect({
+      model: 'aura-2-thalia-en',
+      encoding: 'linear16',
+      sample_rate: '24000',
+      reconnectAttempts: 0,
+    });
     const messages: Message[] = [];
     let audioBytes = 0;
     let flushed!: () => void;

@@ -55,13 +55,19 @@ describe('@elevenlabs/elevenlabs-js against the ElevenLabs emulator', () => {
     vendors = await startVendors();
     const client = new ElevenLabsClient({ apiKey: API_KEY, baseUrl: vendors.baseUrl, maxRetries: 0 });
     const text = 'Goodbye.';
-    const { bytes } = await byteCount(await client.textToSpeech.convert(VOICE_ID, { text, modelId: MODEL_ID, outputFormat: 'pcm_16000' }));
+    const { bytes } = await byteCount(
+      await client.textToSpeech.convert(VOICE_ID, { text, modelId: MODEL_ID, outputFormat: 'pcm_16000' }),
+    );
     expect(bytes).toBe(text.length * 60 * 16 * 2);
     expect(vendors.emulator(ElevenLabsEmulator).speechRequests.at(-1)).toMatchObject({ streaming: false, status: 200 });
 
-    await expect(client.textToSpeech.stream(VOICE_ID, { text, modelId: MODEL_ID, outputFormat: 'mp3_44100_128' })).rejects.toMatchObject({ statusCode: 400 });
+    await expect(
+      client.textToSpeech.stream(VOICE_ID, { text, modelId: MODEL_ID, outputFormat: 'mp3_44100_128' }),
+    ).rejects.toMatchObject({ statusCode: 400 });
     const wrongKey = new ElevenLabsClient({ apiKey: 'not-the-key', baseUrl: vendors.baseUrl, maxRetries: 0 });
-    await expect(wrongKey.textToSpeech.stream(VOICE_ID, { text, outputFormat: 'ulaw_8000' })).rejects.toMatchObject({ statusCode: 401 });
+    await expect(wrongKey.textToSpeech.stream(VOICE_ID, { text, outputFormat: 'ulaw_8000' })).rejects.toMatchObject({
+      statusCode: 401,
+    });
   });
 
   it('multi-stream-input: messages written with the SDK schemas are served, and every answer parses with them', async () => {
@@ -93,7 +99,13 @@ describe('@elevenlabs/elevenlabs-js against the ElevenLabs emulator', () => {
 
     const contextId = 'turn-1';
     const sendJson = (raw: unknown) => ws.send(JSON.stringify(raw));
-    sendJson(serialization.InitialiseContext.jsonOrThrow({ text: ' ', contextId, voiceSettings: { stability: 0.5, similarityBoost: 0.8 } }));
+    sendJson(
+      serialization.InitialiseContext.jsonOrThrow({
+        text: ' ',
+        contextId,
+        voiceSettings: { stability: 0.5, similarityBoost: 0.8 },
+      }),
+    );
     sendJson(serialization.SendTextMulti.jsonOrThrow({ text: 'Hello there. ', contextId }));
     sendJson(serialization.SendTextMulti.jsonOrThrow({ text: 'How are you?', contextId }));
     sendJson(serialization.FlushContext.jsonOrThrow({ contextId, flush: true }));

@@ -59,7 +59,11 @@ describe('@google/genai against the Gemini emulators', () => {
     let closeCode: number | undefined;
     const session = await client(vendors).live.connect({
       model: 'gemini-live-2.5-flash-preview',
-      config: { responseModalities: [Modality.AUDIO], outputAudioTranscription: {}, systemInstruction: 'You are a receptionist.' },
+      config: {
+        responseModalities: [Modality.AUDIO],
+        outputAudioTranscription: {},
+        systemInstruction: 'You are a receptionist.',
+      },
       callbacks: {
         onmessage: (message) => {
           messages.push(message);
@@ -71,7 +75,10 @@ describe('@google/genai against the Gemini emulators', () => {
         },
       },
     });
-    session.sendClientContent({ turns: [{ role: 'user', parts: [{ text: 'A table for two, please.' }] }], turnComplete: true });
+    session.sendClientContent({
+      turns: [{ role: 'user', parts: [{ text: 'A table for two, please.' }] }],
+      turnComplete: true,
+    });
     await turnDone;
     session.close();
     expect(errors).toEqual([]);

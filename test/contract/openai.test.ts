@@ -69,7 +69,15 @@ describe('openai against the OpenAI emulators', () => {
   it('chat completions: the stream helper assembles streamed tool-call fragments into a call', async () => {
     const args = { party_size: 2, time: '19:00', name: 'Ada Lovelace' };
     vendors = await startVendors({
-      emulators: [new OpenAiEmulator({ latencies: CONTRACT_LATENCIES, apiKey: API_KEY, replies: [{ text: 'Booking that now.', toolCalls: [{ name: 'book_table', argumentsJson: JSON.stringify(args) }] }] })],
+      emulators: [
+        new OpenAiEmulator({
+          latencies: CONTRACT_LATENCIES,
+          apiKey: API_KEY,
+          replies: [
+            { text: 'Booking that now.', toolCalls: [{ name: 'book_table', argumentsJson: JSON.stringify(args) }] },
+          ],
+        }),
+      ],
     });
     const runner = client(vendors).chat.completions.stream({
       model: 'gpt-4o-mini',
@@ -80,7 +88,11 @@ describe('openai against the OpenAI emulators', () => {
           function: {
             name: 'book_table',
             description: 'Books a table',
-            parameters: { type: 'object', properties: { party_size: { type: 'integer' }, time: { type: 'string' }, name: { type: 'string' } }, required: ['party_size', 'time'] },
+            parameters: {
+              type: 'object',
+              properties: { party_size: { type: 'integer' }, time: { type: 'string' }, name: { type: 'string' } },
+              required: ['party_size', 'time'],
+            },
           },
         },
       ],
@@ -104,7 +116,12 @@ describe('openai against the OpenAI emulators', () => {
   it('speech: the SDK streams the pcm audio of the text', async () => {
     vendors = await startVendors();
     const text = 'Hello there, how can I help?';
-    const response = await client(vendors).audio.speech.create({ model: 'gpt-4o-mini-tts', voice: 'alloy', input: text, response_format: 'pcm' });
+    const response = await client(vendors).audio.speech.create({
+      model: 'gpt-4o-mini-tts',
+      voice: 'alloy',
+      input: text,
+      response_format: 'pcm',
+    });
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('audio/pcm');
     let bytes = 0;
@@ -116,13 +133,21 @@ describe('openai against the OpenAI emulators', () => {
     // 60 ms of emulated speech per character, 24 kHz, 2 bytes a sample.
     expect(bytes).toBe(text.length * 60 * 24 * 2);
     expect(chunks).toBeGreaterThan(1);
-    expect(vendors.emulator(OpenAiTtsEmulator).requests.at(-1)!.body).toMatchObject({ model: 'gpt-4o-mini-tts', voice: 'alloy', input: text, response_format: 'pcm' });
+    expect(vendors.emulator(OpenAiTtsEmulator).requests.at(-1)!.body).toMatchObject({
+      model: 'gpt-4o-mini-tts',
+      voice: 'alloy',
+      input: text,
+      response_format: 'pcm',
+    });
   });
 
   it('realtime: OpenAIRealtimeWS configures a session, asks for a response, then speaks and gets its words transcribed and answered', async () => {
     vendors = await startVendors({ replies: [REPLY] });
     const v = vendors;
-    const rt = new OpenAIRealtimeWS({ model: 'gpt-realtime', options: { createConnection: () => v.plainSocket() } }, client(v));
+    const rt = new OpenAIRealtimeWS(
+      { model: 'gpt-realtime', options: { createConnection: () => v.plainSocket() } },
+      client(v),
+    );
     const events: Array<{ type: string } & Record<string, unknown>> = [];
     const errors: unknown[] = [];
     rt.on('event', (event) => events.push(event as unknown as (typeof events)[number]));
@@ -131,9 +156,16 @@ describe('openai against the OpenAI emulators', () => {
     await created;
     rt.send({
       type: 'session.update',
-      session: { type: 'realtime', output_modalities: ['audio'], audio: { input: { format: { type: 'audio/pcmu' } }, output: { format: { type: 'audio/pcmu' } } } },
+      session: {
+        type: 'realtime',
+        output_modalities: ['audio'],
+        audio: { input: { format: { type: 'audio/pcmu' } }, output: { format: { type: 'audio/pcmu' } } },
+      },
     });
-    rt.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'A table for two, please.' }] } });
+    rt.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'A table for two, please.' }] },
+    });
     const done = new Promise<OpenAI.Realtime.ResponseDoneEvent>((resolve) => rt.on('response.done', resolve));
     rt.send({ type: 'response.create' });
     const responseDone = await done;
@@ -143,7 +175,8 @@ describe('openai against the OpenAI emulators', () => {
     const pcm = new Int16Array(8000 * 1.4);
     for (let i = 0; i < 8000 * 0.4; i++) pcm[i] = Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 8000));
     const mulaw = Buffer.from(encodeMulaw(pcm));
-    for (let at = 0; at < mulaw.length; at += 160) rt.send({ type: 'input_audio_buffer.append', audio: mulaw.subarray(at, at + 160).toString('base64') });
+    for (let at = 0; at < mulaw.length; at += 160)
+      rt.send({ type: 'input_audio_buffer.append', audio: mulaw.subarray(at, at + 160).toString('base64') });
     const secondDone = await answered;
     expect(secondDone.response.status).toBe('completed');
     const closed = new Promise<number>((resolve) => rt.socket.once('close', (code: number) => resolve(code)));
@@ -165,12 +198,18 @@ describe('openai against the OpenAI emulators', () => {
       'response.created',
     ]);
     const transcribed = events.find((e) => e.type === 'conversation.item.input_audio_transcription.completed')!;
-    expect(transcribed).toMatchObject({ transcript: 'hello', content_index: 0, usage: { type: 'duration', seconds: 0.4 } });
+    expect(transcribed).toMatchObject({
+      transcript: 'hello',
+      content_index: 0,
+      usage: { type: 'duration', seconds: 0.4 },
+    });
     expect(transcribed.item_id).toBe(events.find((e) => e.type === 'input_audio_buffer.committed')!.item_id);
     expect(types.slice(0, 3)).toEqual(['session.created', 'session.updated', 'conversation.item.added']);
     expect(types.indexOf('response.created')).toBeLessThan(types.indexOf('response.output_audio.delta'));
     let audioBytes = 0;
-    for (const event of events) if (event.type === 'response.output_audio.delta') audioBytes += Buffer.from(event.delta as string, 'base64').length;
+    for (const event of events)
+      if (event.type === 'response.output_audio.delta')
+        audioBytes += Buffer.from(event.delta as string, 'base64').length;
     // 60 ms of emulated speech per character, mu-law at 8 kHz: one byte a sample; two responses.
     expect(audioBytes).toBe(2 * REPLY.length * 60 * 8);
     const transcript = events.find((e) => e.type === 'response.output_audio_transcript.done');

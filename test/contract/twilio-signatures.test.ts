@@ -38,9 +38,15 @@ describe('the phone simulator signs as Twilio does (checked with twilio.validate
       req.on('data', (chunk: Buffer) => (body += chunk.toString()));
       req.on('end', () => {
         // The URL the carrier requested, with the host name it used.
-        webhook = { url: `http://${req.headers.host}${req.url}`, params: Object.fromEntries(new URLSearchParams(body)), signature: single(req.headers['x-twilio-signature']) };
+        webhook = {
+          url: `http://${req.headers.host}${req.url}`,
+          params: Object.fromEntries(new URLSearchParams(body)),
+          signature: single(req.headers['x-twilio-signature']),
+        };
         const streamUrl = `ws://${req.headers.host}/ws/twilio/cfg_1`;
-        res.writeHead(200, { 'content-type': 'text/xml' }).end(buildStreamTwiml({ streamUrl, parameters: { botConfigId: 'cfg_1' } }));
+        res
+          .writeHead(200, { 'content-type': 'text/xml' })
+          .end(buildStreamTwiml({ streamUrl, parameters: { botConfigId: 'cfg_1' } }));
       });
     });
     const wss = new WebSocketServer({ server });
@@ -66,7 +72,9 @@ describe('the phone simulator signs as Twilio does (checked with twilio.validate
     expect(webhook).toBeDefined();
     expect(webhook!.params).toMatchObject({ CallSid: call.callSid, From: '+15550100001', To: '+15550100002' });
     expect(twilio.validateRequest(TOKEN, webhook!.signature!, webhook!.url, webhook!.params)).toBe(true);
-    expect(twilio.validateRequest(TOKEN, webhook!.signature!, webhook!.url, { ...webhook!.params, To: '+15550100999' })).toBe(false);
+    expect(
+      twilio.validateRequest(TOKEN, webhook!.signature!, webhook!.url, { ...webhook!.params, To: '+15550100999' }),
+    ).toBe(false);
     expect(twilio.validateRequest('another-token', webhook!.signature!, webhook!.url, webhook!.params)).toBe(false);
 
     expect(upgrade).toBeDefined();
@@ -102,10 +110,21 @@ describe('the server accepts what twilio.getExpectedTwilioSignature signs', () =
   it('the voice webhook: a POST signed by the library gets the TwiML; tampered, re-targeted or unsigned ones get 403', async () => {
     const { id } = await start();
     const path = `/twilio/voice/${id}`;
-    const params = { AccountSid: 'AC0123456789abcdef0123456789abcdef', CallSid: 'CA0123456789abcdef0123456789abcdef', From: '+15550100001', To: '+15550100002', CallStatus: 'ringing', Direction: 'inbound' };
+    const params = {
+      AccountSid: 'AC0123456789abcdef0123456789abcdef',
+      CallSid: 'CA0123456789abcdef0123456789abcdef',
+      From: '+15550100001',
+      To: '+15550100002',
+      CallStatus: 'ringing',
+      Direction: 'inbound',
+    };
     const signature = twilio.getExpectedTwilioSignature(TOKEN, PUBLIC_URL + path, params);
     const post = (form: Record<string, string>, headers: Record<string, string>) =>
-      fetch(localUrl + path, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(form).toString() });
+      fetch(localUrl + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams(form).toString(),
+      });
 
     const ok = await post(params, { 'x-twilio-signature': signature });
     expect(ok.status).toBe(200);
@@ -122,8 +141,13 @@ describe('the server accepts what twilio.getExpectedTwilioSignature signs', () =
   it('the media websocket: an upgrade signed by the library gets the bot greeting; one signed for another URL is closed with 1008', async () => {
     const { id, domain } = await start();
     const streamPath = `/ws/twilio/${id}`;
-    const dial = (signature: string) => new WebSocket(localUrl.replace(/^http/, 'ws') + streamPath, { headers: { 'x-twilio-signature': signature } });
-    const messages = new CarrierMessages({ accountSid: 'AC0123456789abcdef0123456789abcdef', callSid: 'CA0123456789abcdef0123456789abcdef', streamSid: 'MZ0123456789abcdef0123456789abcdef' });
+    const dial = (signature: string) =>
+      new WebSocket(localUrl.replace(/^http/, 'ws') + streamPath, { headers: { 'x-twilio-signature': signature } });
+    const messages = new CarrierMessages({
+      accountSid: 'AC0123456789abcdef0123456789abcdef',
+      callSid: 'CA0123456789abcdef0123456789abcdef',
+      streamSid: 'MZ0123456789abcdef0123456789abcdef',
+    });
 
     const good = dial(twilio.getExpectedTwilioSignature(TOKEN, `wss://bots.example.com${streamPath}`, {}));
     const firstMedia = new Promise<Record<string, unknown>>((resolve, reject) => {
@@ -143,7 +167,9 @@ describe('the server accepts what twilio.getExpectedTwilioSignature signs', () =
     good.close();
 
     const forged = dial(twilio.getExpectedTwilioSignature(TOKEN, `wss://bots.example.com/ws/twilio/another-id`, {}));
-    const [code, reason] = await new Promise<[number, string]>((resolve) => forged.on('close', (c, r) => resolve([c, r.toString()])));
+    const [code, reason] = await new Promise<[number, string]>((resolve) =>
+      forged.on('close', (c, r) => resolve([c, r.toString()])),
+    );
     expect(code).toBe(1008);
     expect(reason).toBe('invalid X-Twilio-Signature');
   });

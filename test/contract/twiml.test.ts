@@ -116,8 +116,17 @@ describe('TwiML compared with twilio.twiml.VoiceResponse', () => {
 
   it('a difference in structure is caught (the comparison can fail)', () => {
     const url = 'wss://bots.example.com/ws/twilio/1';
-    expect(() => expectSameTwiml(buildStreamTwiml({ streamUrl: url, parameters: { a: '1' } }), twilioStream(url, { a: '2' }))).toThrow();
-    expect(() => expectSameTwiml(buildStreamTwiml({ streamUrl: url, parameters: { a: '1', b: '2' } }), twilioStream(url, { b: '2', a: '1' }))).toThrow();
-    expect(() => expectSameTwiml(buildSayHangupTwiml('bye'), new twilio.twiml.VoiceResponse().say('bye').toString())).toThrow();
+    expect(() =>
+      expectSameTwiml(buildStreamTwiml({ streamUrl: url, parameters: { a: '1' } }), twilioStream(url, { a: '2' })),
+    ).toThrow();
+    expect(() =>
+      expectSameTwiml(
+        buildStreamTwiml({ streamUrl: url, parameters: { a: '1', b: '2' } }),
+        twilioStream(url, { b: '2', a: '1' }),
+      ),
+    ).toThrow();
+    expect(() =>
+      expectSameTwiml(buildSayHangupTwiml('bye'), new twilio.twiml.VoiceResponse().say('bye').toString()),
+    ).toThrow();
   });
 });

@@ -1,7 +1,11 @@
 import { type Socket, connect } from 'node:net';
 import { createEmulators } from '../../src/cli/emulate.js';
 import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
-import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from '../../src/tools/emulators/types.js';
+import {
+  DEFAULT_EMULATOR_LATENCIES,
+  type EmulatorLatencies,
+  type VendorEmulator,
+} from '../../src/tools/emulators/types.js';
 
 /**
  * The vendor emulators as `switchboard emulate` builds and serves them, on a free port, for the
@@ -37,7 +41,9 @@ export interface Vendors {
   close(): Promise<void>;
 }
 
-export async function startVendors(options: { transcripts?: string[]; replies?: string[]; emulators?: VendorEmulator[] } = {}): Promise<Vendors> {
+export async function startVendors(
+  options: { transcripts?: string[]; replies?: string[]; emulators?: VendorEmulator[] } = {},
+): Promise<Vendors> {
   const emulators =
     options.emulators ??
     createEmulators({

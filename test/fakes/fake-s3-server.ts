@@ -70,7 +70,8 @@ export class FakeS3Server {
       this.rejected.push({ method: req.method ?? '', url: req.url ?? '', reason: auth });
       return sendXml(res, 403, errorXml('AccessDenied', auth, url.pathname));
     }
-    if (!bucket || !key) return sendXml(res, 400, errorXml('InvalidRequest', 'path-style /<bucket>/<key> expected', url.pathname));
+    if (!bucket || !key)
+      return sendXml(res, 400, errorXml('InvalidRequest', 'path-style /<bucket>/<key> expected', url.pathname));
     this.requests.push({ method: req.method ?? '', bucket, key, ...auth, headers: req.headers });
     const objectId = `${bucket}/${key}`;
 
@@ -79,7 +80,11 @@ export class FakeS3Server {
         const content = req.headers['content-encoding']?.includes('aws-chunked') ? decodeAwsChunked(body) : body;
         const declared = req.headers['x-amz-decoded-content-length'] ?? req.headers['content-length'];
         if (declared !== undefined && Number(declared) !== content.length) {
-          return sendXml(res, 400, errorXml('IncompleteBody', `declared ${declared} bytes, got ${content.length}`, url.pathname));
+          return sendXml(
+            res,
+            400,
+            errorXml('IncompleteBody', `declared ${declared} bytes, got ${content.length}`, url.pathname),
+          );
         }
         this.objects.set(objectId, content);
         res.writeHead(200, { ETag: `"${randomUUID()}"` });
@@ -138,7 +143,11 @@ export class FakeS3Server {
       sendXml(res, 400, errorXml('InvalidAction', 'only AssumeRole is served', '/'));
       return;
     }
-    if (!/^AWS4-HMAC-SHA256 Credential=[A-Za-z0-9]+\/\d{8}\/[a-z0-9-]+\/sts\/aws4_request/.test(req.headers.authorization ?? '')) {
+    if (
+      !/^AWS4-HMAC-SHA256 Credential=[A-Za-z0-9]+\/\d{8}\/[a-z0-9-]+\/sts\/aws4_request/.test(
+        req.headers.authorization ?? '',
+      )
+    ) {
       sendXml(res, 403, errorXml('AccessDenied', 'AssumeRole must be signed for sts', '/'));
       return;
     }

@@ -47,7 +47,10 @@ export class ScriptedStt implements SttProvider {
 
   async open(_ctx: ProviderContext, onEvent: (event: SttEvent) => void): Promise<SttStream> {
     if (this.failAfterMs !== undefined) {
-      setTimeout(() => onEvent({ type: 'error', error: new ProviderError('scripted_stt', 'reconnection failed', true) }), this.failAfterMs);
+      setTimeout(
+        () => onEvent({ type: 'error', error: new ProviderError('scripted_stt', 'reconnection failed', true) }),
+        this.failAfterMs,
+      );
     }
     return {
       write: (audio) => {

@@ -40,5 +40,9 @@ export async function startWebhookReceiver(
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   // A host name, as customers configure it: the connection resolves it (and checks each address).
-  return { url: `http://localhost:${port}/dialin`, received, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://localhost:${port}/dialin`,
+    received,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
 }

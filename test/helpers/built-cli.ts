@@ -18,10 +18,16 @@ export const BUILT_CLI = join(ROOT, 'dist/cli/main.js');
 export function ensureBuilt(): void {
   if (isBuilt()) return;
   try {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.'], { cwd: ROOT, encoding: 'utf8', stdio: 'pipe' });
+    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.'], {
+      cwd: ROOT,
+      encoding: 'utf8',
+      stdio: 'pipe',
+    });
   } catch (error) {
     const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(`npm run build failed, so the tests that start the CLI cannot run:\n${stdout ?? ''}${stderr ?? ''}`);
+    throw new Error(
+      `npm run build failed, so the tests that start the CLI cannot run:\n${stdout ?? ''}${stderr ?? ''}`,
+    );
   }
   // The stamp the next run compares with, whether or not tsc rewrote this file.
   const now = new Date();

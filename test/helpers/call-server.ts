@@ -21,7 +21,10 @@ export interface CallServer {
   /** The server's log records at info and above, parsed, when `captureLogs` was asked for. */
   logs: Array<Record<string, unknown> & { msg?: string }>;
   /** Resolves with the first log record `match` accepts (earlier or later); rejects after `timeoutMs`. */
-  waitForLog(match: (record: Record<string, unknown> & { msg?: string }) => boolean, timeoutMs?: number): Promise<Record<string, unknown>>;
+  waitForLog(
+    match: (record: Record<string, unknown> & { msg?: string }) => boolean,
+    timeoutMs?: number,
+  ): Promise<Record<string, unknown>>;
   /** Creates a telephony configuration and returns its id and wssUrl. */
   createConfig(overrides?: Record<string, unknown>): Promise<{ id: string; wssUrl: string }>;
   close(): Promise<void>;
@@ -56,7 +59,14 @@ export async function startCallServer(
       ...env,
     });
     // The sandbox carrier's callee, as `switchboard serve` plugs it in.
-    const built = await buildApp({ config, database, logger, runtime: defaultRuntime(registry), liveCalls: options.liveCalls, sandboxCallee: simulatedCallee });
+    const built = await buildApp({
+      config,
+      database,
+      logger,
+      runtime: defaultRuntime(registry),
+      liveCalls: options.liveCalls,
+      sandboxCallee: simulatedCallee,
+    });
     try {
       return { app: built, baseUrl: await built.listen({ port, host: '127.0.0.1' }) };
     } catch (error) {
@@ -75,7 +85,13 @@ export async function startCallServer(
       for (;;) {
         const found = logs.find(match);
         if (found) return found;
-        if (Date.now() > deadline) throw new Error(`no matching log record within ${timeoutMs} ms; last: ${logs.slice(-5).map((r) => r.msg).join(' | ')}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `no matching log record within ${timeoutMs} ms; last: ${logs
+              .slice(-5)
+              .map((r) => r.msg)
+              .join(' | ')}`,
+          );
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     },

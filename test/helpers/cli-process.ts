@@ -11,7 +11,10 @@ let checkedBuild = false;
 export function spawnCli(args: string[], env: Record<string, string>): ChildProcess {
   if (!checkedBuild) {
     // An older dist/ would test old code and pass: say so instead.
-    if (!isBuilt()) throw new Error('dist/ is missing or older than src/: add test/helpers/built-cli.ts to this project\'s globalSetup in vitest.config.ts');
+    if (!isBuilt())
+      throw new Error(
+        "dist/ is missing or older than src/: add test/helpers/built-cli.ts to this project's globalSetup in vitest.config.ts",
+      );
     checkedBuild = true;
   }
   return spawn(process.execPath, [BUILT_CLI, ...args], {
@@ -35,7 +38,8 @@ export async function runCli(
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const timer = options.killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), options.killAfterMs);
+  const timer =
+    options.killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), options.killAfterMs);
   const [code] = (await once(child, 'exit')) as [number | null];
   clearTimeout(timer);
   return { code: code ?? -1, stdout, stderr };

@@ -35,7 +35,9 @@ describe('onFreePort', () => {
   });
 
   it('passes on errors other than a taken port, and gives up after the attempts it was given', async () => {
-    await expect(onFreePort(async () => Promise.reject(new Error('config rejected')))).rejects.toThrow('config rejected');
+    await expect(onFreePort(async () => Promise.reject(new Error('config rejected')))).rejects.toThrow(
+      'config rejected',
+    );
     let calls = 0;
     const taken = Object.assign(new Error('listen EADDRINUSE'), { code: 'EADDRINUSE' });
     await expect(

@@ -28,7 +28,12 @@ const service = new RecordingsService({
 });
 
 let clockMs = 0;
-const recorder = service.start({ accountId: account.id, roomName: 'crash-room', settings: { type: 'cloud' }, now: () => clockMs })!;
+const recorder = service.start({
+  accountId: account.id,
+  roomName: 'crash-room',
+  settings: { type: 'cloud' },
+  now: () => clockMs,
+})!;
 // Caller: a ramp, so each frame is recognisable; bot: a constant level from 1 s on.
 for (let frame = 0; frame < 100; frame++) {
   clockMs = frame * 20;

@@ -41,7 +41,10 @@ export class PipecatWsClient {
       client.socket.once('close', () => resolve());
     });
     if (options.ready !== false && !client.closed) {
-      client.sendRtvi('client-ready', { version: '2.1.0', about: { library: '@pipecat-ai/client-js', library_version: '1.13.1' } });
+      client.sendRtvi('client-ready', {
+        version: '2.1.0',
+        about: { library: '@pipecat-ai/client-js', library_version: '1.13.1' },
+      });
     }
     return client;
   }
@@ -79,7 +82,10 @@ export class PipecatWsClient {
     const deadline = Date.now() + timeoutMs;
     while (!predicate()) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}; got ${this.messages.map((m) => m.type).join(', ')}; closed ${JSON.stringify(this.closed)}`);
+      if (left <= 0)
+        throw new Error(
+          `timed out waiting for ${what}; got ${this.messages.map((m) => m.type).join(', ')}; closed ${JSON.stringify(this.closed)}`,
+        );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.min(left, 200));
         this.waiters.push(() => {

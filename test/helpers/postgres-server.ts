@@ -35,7 +35,12 @@ function binDirs(): string[] {
 /** Finds initdb and postgres, and whom to run them as; says why not when it cannot. */
 export function findPostgres(): PostgresLookup {
   const bin = binDirs().find((dir) => existsSync(join(dir, 'initdb')) && existsSync(join(dir, 'postgres')));
-  if (!bin) return { ok: false, reason: 'no PostgreSQL server binaries (initdb, postgres) found; install postgresql or set SWITCHBOARD_TEST_POSTGRES_BIN' };
+  if (!bin)
+    return {
+      ok: false,
+      reason:
+        'no PostgreSQL server binaries (initdb, postgres) found; install postgresql or set SWITCHBOARD_TEST_POSTGRES_BIN',
+    };
   if (process.getuid?.() !== 0) return { ok: true, binaries: { bin } };
   try {
     const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
@@ -81,13 +86,23 @@ export async function startPostgres(binaries: PostgresBinaries): Promise<Postgre
   const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-pg-'));
   if (binaries.runAs) chownSync(dataDir, binaries.runAs.uid, binaries.runAs.gid);
   try {
-    const initdb = spawnAs(binaries, 'initdb', ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '--encoding=UTF8', '--locale=C'], dataDir);
+    const initdb = spawnAs(
+      binaries,
+      'initdb',
+      ['-D', dataDir, '-U', 'postgres', '--auth=trust', '--no-sync', '--encoding=UTF8', '--locale=C'],
+      dataDir,
+    );
     const initOutput = collect(initdb);
     const [code] = (await once(initdb, 'exit')) as [number | null];
     if (code !== 0) throw new Error(`initdb failed (${code}):\n${initOutput()}`);
 
     const port = await freePort();
-    const server = spawnAs(binaries, 'postgres', ['-D', dataDir, '-p', String(port), '-k', dataDir, '-c', 'listen_addresses=localhost'], dataDir);
+    const server = spawnAs(
+      binaries,
+      'postgres',
+      ['-D', dataDir, '-p', String(port), '-k', dataDir, '-c', 'listen_addresses=localhost'],
+      dataDir,
+    );
     const output = collect(server);
     await new Promise<void>((resolve, reject) => {
       const onData = () => {

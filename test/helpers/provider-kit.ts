@@ -1,7 +1,15 @@
 import { type AddressInfo, type Server, type Socket, createServer } from 'node:net';
 import { pino } from 'pino';
 import { expect } from 'vitest';
-import { type LlmDelta, type LlmProvider, type LlmRequest, type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../src/providers/types.js';
+import {
+  type LlmDelta,
+  type LlmProvider,
+  type LlmRequest,
+  type ProviderContext,
+  ProviderError,
+  type TtsOutput,
+  type TtsProvider,
+} from '../../src/providers/types.js';
 
 /**
  * What every provider adapter test needs besides its vendor's emulator: a call context, text
@@ -58,7 +66,11 @@ export class TextFeed implements AsyncIterable<string> {
 }
 
 /** Everything a TTS yields for one reply. */
-export async function collectSpeech(tts: TtsProvider, text: AsyncIterable<string>, ctx = context()): Promise<TtsOutput[]> {
+export async function collectSpeech(
+  tts: TtsProvider,
+  text: AsyncIterable<string>,
+  ctx = context(),
+): Promise<TtsOutput[]> {
   const out: TtsOutput[] = [];
   for await (const item of tts.synthesize(text, ctx)) out.push(item);
   return out;
@@ -119,7 +131,9 @@ export function startSilentServer(): Promise<RawServer> {
 export function startStallingRefusal(status: number, bodyStart: string): Promise<RawServer> {
   return startRawServer((socket) => {
     socket.once('data', () => {
-      socket.write(`HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n${bodyStart}`);
+      socket.write(
+        `HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n${bodyStart}`,
+      );
     });
   });
 }

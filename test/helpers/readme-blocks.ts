@@ -75,7 +75,12 @@ export interface ScriptRun {
  */
 export async function runScript(
   script: string,
-  options: { cwd: string; env: Record<string, string>; timeoutMs: number; /** Keep the background jobs until their output matches. */ awaitOutput?: RegExp },
+  options: {
+    cwd: string;
+    env: Record<string, string>;
+    timeoutMs: number /** Keep the background jobs until their output matches. */;
+    awaitOutput?: RegExp;
+  },
 ): Promise<ScriptRun> {
   const child: ChildProcess = spawn('bash', ['-c', script], {
     cwd: options.cwd,

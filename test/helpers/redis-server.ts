@@ -24,11 +24,16 @@ export type RedisLookup = { ok: true; binary: string } | { ok: false; reason: st
 export function findRedis(): RedisLookup {
   const candidates = [
     process.env.SWITCHBOARD_TEST_REDIS_SERVER,
-    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'redis-server')),
+    ...(process.env.PATH ?? '')
+      .split(delimiter)
+      .filter(Boolean)
+      .map((dir) => join(dir, 'redis-server')),
     '/usr/bin/redis-server',
   ].filter((path): path is string => path !== undefined);
   const binary = candidates.find((path) => existsSync(path));
-  return binary ? { ok: true, binary } : { ok: false, reason: 'no redis-server found; install redis-server or set SWITCHBOARD_TEST_REDIS_SERVER' };
+  return binary
+    ? { ok: true, binary }
+    : { ok: false, reason: 'no redis-server found; install redis-server or set SWITCHBOARD_TEST_REDIS_SERVER' };
 }
 
 export interface RedisServer {
@@ -42,7 +47,20 @@ export async function startRedis(binary: string): Promise<RedisServer> {
   const port = await freePort();
   const server: ChildProcess = spawn(
     binary,
-    ['--port', String(port), '--bind', '127.0.0.1 ::1', '--dir', dir, '--save', '', '--appendonly', 'no', '--protected-mode', 'no'],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1 ::1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--protected-mode',
+      'no',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'], cwd: dir },
   );
   let output = '';

@@ -47,7 +47,11 @@ export class RoomClient {
   }
 
   /** Opens the socket; `token` goes as a subprotocol, as the page sends it, unless `viaQuery`. */
-  static async connect(wsUrl: string, token: string | undefined, options: { rateHz?: number; viaQuery?: boolean; ready?: boolean } = {}): Promise<RoomClient> {
+  static async connect(
+    wsUrl: string,
+    token: string | undefined,
+    options: { rateHz?: number; viaQuery?: boolean; ready?: boolean } = {},
+  ): Promise<RoomClient> {
     const url = options.viaQuery && token ? `${wsUrl}?token=${encodeURIComponent(token)}` : wsUrl;
     const protocols = !options.viaQuery && token ? ['rtvi-ai', token] : ['rtvi-ai'];
     const client = new RoomClient(url, protocols, options.rateHz ?? 16000);
@@ -55,7 +59,8 @@ export class RoomClient {
       client.socket.once('open', () => resolve());
       client.socket.once('close', () => resolve());
     });
-    if (options.ready !== false && !client.closed) client.sendJson({ label: 'rtvi-ai', type: 'client-ready', data: { audio: { sampleRateHz: client.rateHz } } });
+    if (options.ready !== false && !client.closed)
+      client.sendJson({ label: 'rtvi-ai', type: 'client-ready', data: { audio: { sampleRateHz: client.rateHz } } });
     return client;
   }
 
@@ -93,7 +98,10 @@ export class RoomClient {
     const deadline = Date.now() + timeoutMs;
     while (!predicate()) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out waiting for ${what}; got ${this.messages.map((m) => m.type).join(', ')}; closed ${JSON.stringify(this.closed)}`);
+      if (left <= 0)
+        throw new Error(
+          `timed out waiting for ${what}; got ${this.messages.map((m) => m.type).join(', ')}; closed ${JSON.stringify(this.closed)}`,
+        );
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.min(left, 200));
         this.waiters.push(() => {

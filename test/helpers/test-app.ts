@@ -32,9 +32,19 @@ export interface TestApp {
  * A fully wired app on a fresh (or given) data dir, and the test run's store (test-store.ts)
  * unless `env` names a DATABASE_URL or `store` says otherwise; nothing listens until the test asks.
  */
-export async function createTestApp(env: Record<string, string> = {}, dataDir = tempDataDir(), store: TestStore = TEST_STORE): Promise<TestApp> {
+export async function createTestApp(
+  env: Record<string, string> = {},
+  dataDir = tempDataDir(),
+  store: TestStore = TEST_STORE,
+): Promise<TestApp> {
   const storeEnv = store === 'postgres' && !env.DATABASE_URL ? await testStoreEnv(dataDir) : {};
-  const config = loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_API_KEY: TEST_KEY, LOG_LEVEL: 'silent', ...storeEnv, ...env });
+  const config = loadConfig({
+    SWITCHBOARD_DATA_DIR: dataDir,
+    SWITCHBOARD_API_KEY: TEST_KEY,
+    LOG_LEVEL: 'silent',
+    ...storeEnv,
+    ...env,
+  });
   const database = await openDatabase(dataDir, config.databaseUrl);
   if (database.engine !== store) throw new Error(`the test asked for ${store}, but the app opened ${database.engine}`);
   const app = await buildApp({ config, database, logger: createLogger('silent') });
@@ -79,7 +89,11 @@ export function sampleConfig(overrides: Record<string, unknown> = {}): Record<st
       { service: 'tts', options: [{ name: 'voice', value: 'voice-1' }] },
     ],
     max_duration: 600,
-    api_keys: { openai: 'sk-test-openai-0123456789', deepgram: 'dg-test-key-abcdefgh', cartesia: 'sk_car_test_0123456789' },
+    api_keys: {
+      openai: 'sk-test-openai-0123456789',
+      deepgram: 'dg-test-key-abcdefgh',
+      cartesia: 'sk_car_test_0123456789',
+    },
     ...overrides,
   };
 }

@@ -41,7 +41,11 @@ async function start(env: Record<string, string> = {}): Promise<CallServer> {
   return server;
 }
 
-async function postJson(path: string, body: RequestInit['body'], extra: RequestInit = {}): Promise<{ status: number; json: { error?: string; info?: string; botConfig?: { bot_profile: string } } }> {
+async function postJson(
+  path: string,
+  body: RequestInit['body'],
+  extra: RequestInit = {},
+): Promise<{ status: number; json: { error?: string; info?: string; botConfig?: { bot_profile: string } } }> {
   const res = await fetch(`${server!.baseUrl}${path}`, {
     method: 'POST',
     headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
@@ -54,7 +58,9 @@ async function postJson(path: string, body: RequestInit['body'], extra: RequestI
 describe('documented truths', () => {
   it('a tampered recording link is a 403 forbidden-error, and the README error table says so', async () => {
     await start();
-    const res = await fetch(`${server!.baseUrl}/recording-downloads/00000000-0000-4000-8000-000000000000/mixed.wav?expires=9999999999&signature=forged`);
+    const res = await fetch(
+      `${server!.baseUrl}/recording-downloads/00000000-0000-4000-8000-000000000000/mixed.wav?expires=9999999999&signature=forged`,
+    );
     expect(res.status).toBe(403);
     expect(((await res.json()) as { error: string }).error).toBe('forbidden-error');
     const rows = readmeErrorRows();
@@ -63,7 +69,7 @@ describe('documented truths', () => {
     for (const [type, status] of rows) expect(ERROR_TYPES[type as keyof typeof ERROR_TYPES], type).toBe(status);
   });
 
-  it('an over-long or malformed id is a 400 invalid-request-error in the usual envelope, not the router\'s own body', async () => {
+  it("an over-long or malformed id is a 400 invalid-request-error in the usual envelope, not the router's own body", async () => {
     await start();
     const get = async (path: string) => {
       const res = await fetch(`${server!.baseUrl}${path}`, { headers: { authorization: `Bearer ${TEST_KEY}` } });
@@ -76,15 +82,23 @@ describe('documented truths', () => {
     expect(schemaLong.json.info).toMatch(/id/);
     // Longer than the router passes on (once a raw 414 with Fastify's own error body).
     const routerLong = await get(`/v1/bots/twilio-config/${'a'.repeat(1000)}`);
-    expect(routerLong).toEqual({ status: 400, json: { error: 'invalid-request-error', info: 'a path parameter is longer than the server accepts' } });
+    expect(routerLong).toEqual({
+      status: 400,
+      json: { error: 'invalid-request-error', info: 'a path parameter is longer than the server accepts' },
+    });
     const malformed = await get('/v1/bots/twilio-config/%E0%A4%A');
-    expect(malformed).toEqual({ status: 400, json: { error: 'invalid-request-error', info: 'the request URL is malformed' } });
+    expect(malformed).toEqual({
+      status: 400,
+      json: { error: 'invalid-request-error', info: 'the request URL is malformed' },
+    });
     expect((await fetch(`${server!.baseUrl}/healthz`)).status).toBe(200);
   });
 
   it('a media message over 64 KiB closes the stream with 1009, which the README documents, and the server carries on', async () => {
     await start();
-    const { wssUrl } = await server!.createConfig({ services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' } });
+    const { wssUrl } = await server!.createConfig({
+      services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+    });
     const ws = new WebSocket(wssUrl);
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
     const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
@@ -117,7 +131,10 @@ describe('documented truths', () => {
 
   it('lists only the documented bot profiles when one is wrong, and still takes the documented alias', async () => {
     await start();
-    const wrong = await postJson('/v1/bots/twilio-config', JSON.stringify(sampleConfig({ bot_profile: 'voice_2099_01' })));
+    const wrong = await postJson(
+      '/v1/bots/twilio-config',
+      JSON.stringify(sampleConfig({ bot_profile: 'voice_2099_01' })),
+    );
     expect(wrong.status).toBe(400);
     const info = wrong.json.info!;
     const listed = /bot_profile: must be one of: ([^;]*)/.exec(info)?.[1];
@@ -130,7 +147,10 @@ describe('documented truths', () => {
     expect(listed).toContain('telephony_ws_voice_2024_09 (alias twilio_ws_voice_2024_09)');
     expect(info).not.toMatch(/vendorA|vendorB/);
 
-    const alias = await postJson('/v1/bots/twilio-config', JSON.stringify(sampleConfig({ bot_profile: 'twilio_ws_voice_2024_09' })));
+    const alias = await postJson(
+      '/v1/bots/twilio-config',
+      JSON.stringify(sampleConfig({ bot_profile: 'twilio_ws_voice_2024_09' })),
+    );
     expect(alias.status).toBe(200);
     expect(alias.json.botConfig?.bot_profile).toBe('telephony_ws_voice_2024_09');
   });

@@ -66,7 +66,15 @@ describe('telephony bot configurations: CRUD', () => {
     const alias = await create(
       sampleConfig({
         bot_profile: 'twilio_ws_voice_2024_09',
-        config: [{ service: 'vad', options: [{ name: 'stop_secs', value: 0.5 }, { name: 'confidence', value: 0.6 }] }],
+        config: [
+          {
+            service: 'vad',
+            options: [
+              { name: 'stop_secs', value: 0.5 },
+              { name: 'confidence', value: 0.6 },
+            ],
+          },
+        ],
       }),
     );
     expect(alias.statusCode).toBe(200);
@@ -79,8 +87,14 @@ describe('telephony bot configurations: CRUD', () => {
       expect(s2s.json().botConfig.max_duration).toBe(600);
     }
     // The speech-to-speech provider must match the profile, and have a key.
-    const mismatched = await create({ bot_profile: 'gemini_multimodal_live_2024_12', services: { llm: 'openai' }, api_keys: { openai: 'k' } });
-    expect(mismatched.json().info).toContain('profile gemini_multimodal_live_2024_12 runs on services.llm "gemini", not "openai"');
+    const mismatched = await create({
+      bot_profile: 'gemini_multimodal_live_2024_12',
+      services: { llm: 'openai' },
+      api_keys: { openai: 'k' },
+    });
+    expect(mismatched.json().info).toContain(
+      'profile gemini_multimodal_live_2024_12 runs on services.llm "gemini", not "openai"',
+    );
     const keyless = await create({ bot_profile: 'openai_realtime_beta_2024_10', services: { llm: 'openai_realtime' } });
     expect(keyless.json().info).toContain('no API key: set api_keys.openai');
   });
@@ -89,7 +103,8 @@ describe('telephony bot configurations: CRUD', () => {
     const ids: string[] = [];
     for (let i = 0; i < 5; i++) ids.push((await create(sampleConfig({ max_duration: 100 + i }))).json().id);
     const newestFirst = [...ids].reverse();
-    const get = (query: string) => t.app.inject({ method: 'GET', url: `/v1/bots/twilio-config?${query}`, headers: auth() });
+    const get = (query: string) =>
+      t.app.inject({ method: 'GET', url: `/v1/bots/twilio-config?${query}`, headers: auth() });
 
     const first = await get('limit=2');
     expect(first.json().map((c: { id: string }) => c.id)).toEqual(newestFirst.slice(0, 2));
@@ -102,7 +117,13 @@ describe('telephony bot configurations: CRUD', () => {
     const top = await get(`ending_before=${newestFirst[0]}`);
     expect(top.json()).toEqual([]);
 
-    for (const bad of ['limit=0', 'limit=101', 'limit=abc', 'starting_after=nope', `starting_after=${ids[0]}&ending_before=${ids[1]}`]) {
+    for (const bad of [
+      'limit=0',
+      'limit=101',
+      'limit=abc',
+      'starting_after=nope',
+      `starting_after=${ids[0]}&ending_before=${ids[1]}`,
+    ]) {
       const res = await get(bad);
       expect(res.statusCode, bad).toBe(400);
       expect(res.json().error, bad).toBe('invalid-request-error');
@@ -113,7 +134,12 @@ describe('telephony bot configurations: CRUD', () => {
 describe('telephony bot configurations: errors', () => {
   it('answers every bad request with the hosted error shape', async () => {
     const cases: Array<{ name: string; req: InjectOptions; status: number; error: string }> = [
-      { name: 'no header', req: { method: 'GET', url: '/v1/bots/twilio-config' }, status: 400, error: 'authorization-header-error' },
+      {
+        name: 'no header',
+        req: { method: 'GET', url: '/v1/bots/twilio-config' },
+        status: 400,
+        error: 'authorization-header-error',
+      },
       {
         name: 'not bearer',
         req: { method: 'GET', url: '/v1/bots/twilio-config', headers: { authorization: 'Token abc' } },
@@ -139,7 +165,12 @@ describe('telephony bot configurations: errors', () => {
       },
       {
         name: 'wrong content type',
-        req: { method: 'POST', url: '/v1/bots/twilio-config', headers: { ...auth(), 'content-type': 'text/plain' }, payload: 'hello' },
+        req: {
+          method: 'POST',
+          url: '/v1/bots/twilio-config',
+          headers: { ...auth(), 'content-type': 'text/plain' },
+          payload: 'hello',
+        },
         status: 415,
         error: 'unsupported-media-type',
       },
@@ -161,7 +192,12 @@ describe('telephony bot configurations: errors', () => {
         status: 404,
         error: 'not-found',
       },
-      { name: 'unknown route', req: { method: 'GET', url: '/v1/nothing-here', headers: auth() }, status: 404, error: 'not-found' },
+      {
+        name: 'unknown route',
+        req: { method: 'GET', url: '/v1/nothing-here', headers: auth() },
+        status: 404,
+        error: 'not-found',
+      },
       { name: 'unknown top route', req: { method: 'GET', url: '/nothing' }, status: 404, error: 'not-found' },
     ];
     for (const c of cases) {
@@ -178,7 +214,13 @@ describe('telephony bot configurations: errors', () => {
       services: { stt: 'deepgram', llm: 'nope' },
       config: [
         { service: 'vad', options: [{ name: 'params', value: { stop_secs: 'soon' } }] },
-        { service: 'llm', options: [{ name: 'run_on_config', value: 'yes' }, { name: 'temprature', value: 1 }] },
+        {
+          service: 'llm',
+          options: [
+            { name: 'run_on_config', value: 'yes' },
+            { name: 'temprature', value: 1 },
+          ],
+        },
       ],
       max_duration: -5,
       surprise: true,
@@ -200,10 +242,14 @@ describe('telephony bot configurations: errors', () => {
   });
 
   it('reports a missing provider key, a bad service option and an unavailable provider when the configuration is written', async () => {
-    const noKey = await create(sampleConfig({ api_keys: { openai: 'sk-test-openai-0123456789', deepgram: 'dg-test-key-abcdefgh' } }));
+    const noKey = await create(
+      sampleConfig({ api_keys: { openai: 'sk-test-openai-0123456789', deepgram: 'dg-test-key-abcdefgh' } }),
+    );
     expect(noKey.statusCode).toBe(400);
     expect(noKey.json().error).toBe('invalid-request-error');
-    expect(noKey.json().info).toContain('services.tts: cartesia: no API key: set api_keys.cartesia in the bot configuration or CARTESIA_API_KEY on the server');
+    expect(noKey.json().info).toContain(
+      'services.tts: cartesia: no API key: set api_keys.cartesia in the bot configuration or CARTESIA_API_KEY on the server',
+    );
 
     // One vendor key serves that vendor's services: api_keys.deepgram also keys deepgram_tts.
     const shared = await create(sampleConfig({ services: { stt: 'deepgram', llm: 'openai', tts: 'deepgram_tts' } }));
@@ -215,22 +261,33 @@ describe('telephony bot configurations: errors', () => {
 
     const unavailable = await create(sampleConfig({ services: { stt: 'assemblyai', llm: 'openai', tts: 'cartesia' } }));
     expect(unavailable.statusCode).toBe(400);
-    expect(unavailable.json().info).toContain('services.stt: "assemblyai" is not available in this build (available: deepgram)');
+    expect(unavailable.json().info).toContain(
+      'services.stt: "assemblyai" is not available in this build (available: deepgram)',
+    );
   });
 
   it('requires stt, llm and tts for pipeline profiles and checks dial-out targets', async () => {
     const missing = await create(sampleConfig({ services: { llm: 'openai' } }));
     expect(missing.json().info).toContain('services.stt: profile telephony_ws_voice_2024_09 needs a stt provider');
-    const dialout = await create(sampleConfig({ dialout_settings: [{ phoneNumber: '555' }, { phoneNumber: '+15550100111', sipUri: 'sip:a@b' }] }));
+    const dialout = await create(
+      sampleConfig({ dialout_settings: [{ phoneNumber: '555' }, { phoneNumber: '+15550100111', sipUri: 'sip:a@b' }] }),
+    );
     expect(dialout.statusCode).toBe(400);
     expect(dialout.json().info).toContain('dialout_settings.0.phoneNumber');
-    expect(dialout.json().info).toContain('dialout_settings.1: each dial-out target needs exactly one of phoneNumber or sipUri');
+    expect(dialout.json().info).toContain(
+      'dialout_settings.1: each dial-out target needs exactly one of phoneNumber or sipUri',
+    );
 
     // The same account rules as POST /v1/bots/start: a number to call from, caller ids of this account.
     const target = { phoneNumber: '+16175550110' };
     const noNumber = await create(sampleConfig({ dialout_settings: [target] }));
     expect(noNumber.json().info).toContain('dialout_settings[0]: dial-out needs a number to call from');
-    const bought = await t.app.inject({ method: 'POST', url: '/v1/buy-phone-number', headers: auth(), payload: { number: '+16175550111' } });
+    const bought = await t.app.inject({
+      method: 'POST',
+      url: '/v1/buy-phone-number',
+      headers: auth(),
+      payload: { number: '+16175550111' },
+    });
     const wrongId = await create(sampleConfig({ dialout_settings: [{ ...target, callerId: 'not-a-number-id' }] }));
     expect(wrongId.json().info).toContain('dialout_settings[0].callerId: no purchased number with id not-a-number-id');
     const ok = await create(sampleConfig({ dialout_settings: [{ ...target, callerId: bought.json().id }] }));
@@ -268,9 +325,15 @@ describe('accounts and secrets', () => {
       const res = await t.app.inject({ ...req, headers: auth(other) });
       expect(res.statusCode, req.method).toBe(404);
     }
-    const cursor = await t.app.inject({ method: 'GET', url: `/v1/bots/twilio-config?starting_after=${mine.id}`, headers: auth(other) });
+    const cursor = await t.app.inject({
+      method: 'GET',
+      url: `/v1/bots/twilio-config?starting_after=${mine.id}`,
+      headers: auth(other),
+    });
     expect(cursor.statusCode).toBe(400);
-    expect((await t.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${mine.id}`, headers: auth() })).statusCode).toBe(200);
+    expect(
+      (await t.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${mine.id}`, headers: auth() })).statusCode,
+    ).toBe(200);
   });
 
   it('masks provider keys on read, keeps them encrypted at rest, and keeps them when sent back masked', async () => {
@@ -292,9 +355,18 @@ describe('accounts and secrets', () => {
     }
 
     const roundTrip = { ...sampleConfig(), api_keys: { ...view.botConfig.api_keys, cartesia: 'ct-new-key-1234567' } };
-    const replaced = await t.app.inject({ method: 'POST', url: `/v1/bots/twilio-config/${view.id}`, headers: auth(), payload: roundTrip });
+    const replaced = await t.app.inject({
+      method: 'POST',
+      url: `/v1/bots/twilio-config/${view.id}`,
+      headers: auth(),
+      payload: roundTrip,
+    });
     expect(replaced.statusCode).toBe(200);
-    expect(replaced.json().botConfig.api_keys).toEqual({ openai: '****6789', deepgram: '****efgh', cartesia: '****4567' });
+    expect(replaced.json().botConfig.api_keys).toEqual({
+      openai: '****6789',
+      deepgram: '****efgh',
+      cartesia: '****4567',
+    });
   });
 });
 
@@ -308,10 +380,22 @@ describe('operator endpoints', () => {
     const doc = openapi.json();
     expect(doc.openapi).toMatch(/^3\./);
     expect(Object.keys(doc.paths)).toEqual(
-      expect.arrayContaining(['/bots/start', '/bots/twilio-config', '/bots/twilio-config/{id}', '/list-available-numbers', '/buy-phone-number', '/', '/recordings']),
+      expect.arrayContaining([
+        '/bots/start',
+        '/bots/twilio-config',
+        '/bots/twilio-config/{id}',
+        '/list-available-numbers',
+        '/buy-phone-number',
+        '/',
+        '/recordings',
+      ]),
     );
-    expect(doc.components.schemas.DomainConfigRequest.properties.properties.properties).toHaveProperty('pinless_dialin');
-    expect(doc.components.schemas.TelephonyConfigRequest.properties.bot_profile.enum).toContain('telephony_ws_voice_2024_09');
+    expect(doc.components.schemas.DomainConfigRequest.properties.properties.properties).toHaveProperty(
+      'pinless_dialin',
+    );
+    expect(doc.components.schemas.TelephonyConfigRequest.properties.bot_profile.enum).toContain(
+      'telephony_ws_voice_2024_09',
+    );
     const docs = await t.app.inject({ method: 'GET', url: '/docs/' });
     expect(docs.statusCode).toBe(200);
     expect(docs.headers['content-type']).toContain('text/html');

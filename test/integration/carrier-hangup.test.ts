@@ -22,15 +22,36 @@ it('a call the bot ends (max_duration) is hung up at the carrier too: Calls/{Cal
   closers.push(twilio.close);
   server = await startCallServer(
     (registry) => {
-      registry.registerStt('scripted_stt', () => new ScriptedStt([])).registerLlm('scripted_llm', () => new ScriptedLlm({ replies: ['unused'] })).registerTts('tone_tts', () => new ToneTts());
+      registry
+        .registerStt('scripted_stt', () => new ScriptedStt([]))
+        .registerLlm('scripted_llm', () => new ScriptedLlm({ replies: ['unused'] }))
+        .registerTts('tone_tts', () => new ToneTts());
     },
-    { SWITCHBOARD_CARRIER: 'twilio', TWILIO_ACCOUNT_SID: SID, TWILIO_AUTH_TOKEN: AUTH_TOKEN, SWITCHBOARD_TWILIO_URL: twilio.url },
+    {
+      SWITCHBOARD_CARRIER: 'twilio',
+      TWILIO_ACCOUNT_SID: SID,
+      TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+      SWITCHBOARD_TWILIO_URL: twilio.url,
+    },
   );
-  const { wssUrl } = await server.createConfig({ services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' }, config: [], max_duration: 1 });
+  const { wssUrl } = await server.createConfig({
+    services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+    config: [],
+    max_duration: 1,
+  });
   const callSid = `CA${'7'.repeat(32)}`;
-  const report = await runPhoneCall({ target: { wssUrl }, callSid, authToken: AUTH_TOKEN, scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 } });
+  const report = await runPhoneCall({
+    target: { wssUrl },
+    callSid,
+    authToken: AUTH_TOKEN,
+    scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 },
+  });
 
   expect(report.outcome).toBe('server-closed');
   const hangUp = await waitFor(() => twilio.requests.find((r) => r.path.endsWith(`/Calls/${callSid}.json`)));
-  expect(hangUp).toMatchObject({ method: 'POST', path: `/2010-04-01/Accounts/${SID}/Calls/${callSid}.json`, form: { Status: 'completed' } });
+  expect(hangUp).toMatchObject({
+    method: 'POST',
+    path: `/2010-04-01/Accounts/${SID}/Calls/${callSid}.json`,
+    form: { Status: 'completed' },
+  });
 });

@@ -37,7 +37,10 @@ describe('switchboard db', () => {
       [['db', 'move'], 'unknown subcommand "move"'],
       [['db', 'copy', '--to', 'postgres://localhost/x'], 'missing --from'],
       [['db', 'copy', '--from', '/tmp'], 'missing --to'],
-      [['db', 'copy', '--from', '/tmp', '--to', 'mysql://localhost/x'], '--to must be a postgres:// or postgresql:// URL'],
+      [
+        ['db', 'copy', '--from', '/tmp', '--to', 'mysql://localhost/x'],
+        '--to must be a postgres:// or postgresql:// URL',
+      ],
       [['db', 'copy', '--from', '/tmp', '--to', 'postgres://localhost/x', '--force'], "Unknown option '--force'"],
     ];
     for (const [args, message] of cases) {
@@ -49,20 +52,39 @@ describe('switchboard db', () => {
 
   it('says so when the source is missing or not a SQLite store, without touching the target', async () => {
     const empty = dir();
-    expectCleanError(await runCli(['db', 'copy', '--from', join(empty, 'nothing'), '--to', 'postgres://localhost:1/x'], {}), 1, `no SQLite store at ${join(empty, 'nothing')}`);
+    expectCleanError(
+      await runCli(['db', 'copy', '--from', join(empty, 'nothing'), '--to', 'postgres://localhost:1/x'], {}),
+      1,
+      `no SQLite store at ${join(empty, 'nothing')}`,
+    );
     // A data dir without a store: no store is created by looking for one.
-    expectCleanError(await runCli(['db', 'copy', '--from', empty, '--to', 'postgres://localhost:1/x'], {}), 1, 'no SQLite store at');
+    expectCleanError(
+      await runCli(['db', 'copy', '--from', empty, '--to', 'postgres://localhost:1/x'], {}),
+      1,
+      'no SQLite store at',
+    );
     const notSqlite = join(empty, 'notes.txt');
     writeFileSync(notSqlite, 'these are not the tables you are looking for\n'.repeat(100));
-    expectCleanError(await runCli(['db', 'copy', '--from', notSqlite, '--to', 'postgres://localhost:1/x'], {}), 1, `${notSqlite} is not a SQLite store`);
+    expectCleanError(
+      await runCli(['db', 'copy', '--from', notSqlite, '--to', 'postgres://localhost:1/x'], {}),
+      1,
+      `${notSqlite} is not a SQLite store`,
+    );
   });
 
   it('says so when the target cannot be reached, without showing its password', async () => {
     const dataDir = dir();
     await (await openDatabase(dataDir)).close();
     const port = await freePort(); // nothing listens there
-    const result = await runCli(['db', 'copy', '--from', dataDir, '--to', `postgres://switchboard:hunter2@localhost:${port}/switchboard`], {});
-    expectCleanError(result, 1, `cannot reach the PostgreSQL store at postgres://switchboard:****@localhost:${port}/switchboard`);
+    const result = await runCli(
+      ['db', 'copy', '--from', dataDir, '--to', `postgres://switchboard:hunter2@localhost:${port}/switchboard`],
+      {},
+    );
+    expectCleanError(
+      result,
+      1,
+      `cannot reach the PostgreSQL store at postgres://switchboard:****@localhost:${port}/switchboard`,
+    );
     expect(result.stderr).toContain('ECONNREFUSED');
     expect(result.stderr).not.toContain('hunter2');
   });
@@ -70,14 +92,26 @@ describe('switchboard db', () => {
 
 describe('DATABASE_URL and the key variables', () => {
   it('refuse values that are not a PostgreSQL URL or a 32-byte base64 key, naming the variable', async () => {
-    const bad = await runCli(['serve'], { DATABASE_URL: 'mysql://localhost/switchboard', SWITCHBOARD_SECRET_KEY: 'c2hvcnQ=', SWITCHBOARD_DATA_DIR: dir() });
+    const bad = await runCli(['serve'], {
+      DATABASE_URL: 'mysql://localhost/switchboard',
+      SWITCHBOARD_SECRET_KEY: 'c2hvcnQ=',
+      SWITCHBOARD_DATA_DIR: dir(),
+    });
     expectCleanError(bad, 1, 'DATABASE_URL: must be a postgres:// or postgresql:// URL');
     expect(bad.stderr).toContain('SWITCHBOARD_SECRET_KEY: must be 32 bytes in base64');
   });
 
   it('stop serve with one line when the PostgreSQL store cannot be reached', async () => {
     const port = await freePort();
-    const result = await runCli(['serve'], { DATABASE_URL: `postgresql://localhost:${port}/switchboard`, SWITCHBOARD_DATA_DIR: dir(), PORT: '0' });
-    expectCleanError(result, 1, `switchboard: cannot reach the PostgreSQL store at postgresql://localhost:${port}/switchboard`);
+    const result = await runCli(['serve'], {
+      DATABASE_URL: `postgresql://localhost:${port}/switchboard`,
+      SWITCHBOARD_DATA_DIR: dir(),
+      PORT: '0',
+    });
+    expectCleanError(
+      result,
+      1,
+      `switchboard: cannot reach the PostgreSQL store at postgresql://localhost:${port}/switchboard`,
+    );
   });
 });

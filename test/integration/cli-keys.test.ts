@@ -30,7 +30,9 @@ describe('switchboard keys', () => {
 
     const t = await createTestApp({}, dataDir);
     try {
-      expect((await t.app.inject({ method: 'GET', url: '/v1/bots/twilio-config', headers: auth(key) })).statusCode).toBe(200);
+      expect(
+        (await t.app.inject({ method: 'GET', url: '/v1/bots/twilio-config', headers: auth(key) })).statusCode,
+      ).toBe(200);
       const revoked = await runCli(['keys', 'revoke', id!], env);
       expect(revoked.code).toBe(0);
       const after = await t.app.inject({ method: 'GET', url: '/v1/bots/twilio-config', headers: auth(key) });

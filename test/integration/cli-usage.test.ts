@@ -24,7 +24,8 @@ afterEach(() => {
 /** Runs `jobs` a few at a time: each spawns a CLI process, and the machine is shared. */
 async function inBatches<T>(jobs: Array<() => Promise<T>>, size = 3): Promise<T[]> {
   const results: T[] = [];
-  for (let i = 0; i < jobs.length; i += size) results.push(...(await Promise.all(jobs.slice(i, i + size).map((job) => job()))));
+  for (let i = 0; i < jobs.length; i += size)
+    results.push(...(await Promise.all(jobs.slice(i, i + size).map((job) => job()))));
   return results;
 }
 
@@ -53,7 +54,13 @@ describe('switchboard CLI usage', () => {
       [['emulate', '--help'], 'usage: switchboard emulate'],
       [['loadtest', '--help'], 'usage: switchboard loadtest'],
     ];
-    const runs = await inBatches(cases.map(([args]) => () => runCli(args, e, { killAfterMs: KILL_AFTER_MS })));
+    const runs = await inBatches(
+      cases.map(
+        ([args]) =>
+          () =>
+            runCli(args, e, { killAfterMs: KILL_AFTER_MS }),
+      ),
+    );
     cases.forEach(([args, usage], i) => {
       const run = runs[i]!;
       const what = `switchboard ${args.join(' ')}: ${run.stderr}`;
@@ -66,7 +73,9 @@ describe('switchboard CLI usage', () => {
     expect(existsSync(e.SWITCHBOARD_DATA_DIR!)).toBe(false);
   });
 
-  it('refuses misuse with one line and exit 2, and a bare command with its usage and exit 2', { timeout: 180_000 }, async () => {
+  it('refuses misuse with one line and exit 2, and a bare command with its usage and exit 2', {
+    timeout: 180_000,
+  }, async () => {
     const e = env();
     const cases: Array<[string[], string]> = [
       [['frobnicate'], 'unknown command "frobnicate"'],
@@ -88,7 +97,13 @@ describe('switchboard CLI usage', () => {
       [['emulate', '--port'], "Option '--port <value>' argument missing"],
       [['loadtest', '--bogus'], "Unknown option '--bogus'"],
     ];
-    const runs = await inBatches(cases.map(([args]) => () => runCli(args, e, { killAfterMs: KILL_AFTER_MS })));
+    const runs = await inBatches(
+      cases.map(
+        ([args]) =>
+          () =>
+            runCli(args, e, { killAfterMs: KILL_AFTER_MS }),
+      ),
+    );
     cases.forEach(([args, message], i) => {
       const run = runs[i]!;
       const what = `switchboard ${args.join(' ')}: ${JSON.stringify(run.stderr)}`;
@@ -143,7 +158,11 @@ describe('switchboard CLI usage', () => {
     await once(busy, 'listening');
     const { port } = busy.address() as { port: number };
     try {
-      const run = await runCli(['serve', '--port', String(port), '--host', '127.0.0.1'], { ...e, LOG_LEVEL: 'silent' }, { killAfterMs: KILL_AFTER_MS });
+      const run = await runCli(
+        ['serve', '--port', String(port), '--host', '127.0.0.1'],
+        { ...e, LOG_LEVEL: 'silent' },
+        { killAfterMs: KILL_AFTER_MS },
+      );
       expect(run.code, run.stderr).toBe(1);
       const lines = run.stderr.trimEnd().split('\n');
       expect(lines, run.stderr).toHaveLength(1);

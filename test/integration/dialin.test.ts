@@ -24,7 +24,12 @@ afterEach(async () => {
 });
 
 async function api(method: string, path: string, payload?: unknown): Promise<{ status: number; body: any }> {
-  const res = await server!.app.inject({ method: method as 'POST', url: path, headers: { authorization: `Bearer ${TEST_KEY}` }, ...(payload ? { payload } : {}) });
+  const res = await server!.app.inject({
+    method: method as 'POST',
+    url: path,
+    headers: { authorization: `Bearer ${TEST_KEY}` },
+    ...(payload ? { payload } : {}),
+  });
   return { status: res.statusCode, body: res.json() };
 }
 
@@ -35,7 +40,16 @@ describe('pinless dial-in calls', () => {
     closers.push(receiver.close);
     expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
     const configured = await api('POST', '/v1/', {
-      properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET, timeout_config: { message: 'Nobody is here. Goodbye.' } }] },
+      properties: {
+        pinless_dialin: [
+          {
+            phone_number: NUMBER,
+            room_creation_api: receiver.url,
+            hmac: SECRET,
+            timeout_config: { message: 'Nobody is here. Goodbye.' },
+          },
+        ],
+      },
     });
     expect(configured.status).toBe(200);
 
@@ -48,7 +62,12 @@ describe('pinless dial-in calls', () => {
 
     // The verification POST, then the call's webhook with its identifiers, both signed.
     const call = receiver.received.find((r) => r.body.callId !== undefined)!;
-    expect(call.body).toEqual({ From: '+15005550006', To: NUMBER, callId: expect.any(String), callDomain: expect.any(String) });
+    expect(call.body).toEqual({
+      From: '+15005550006',
+      To: NUMBER,
+      callId: expect.any(String),
+      callDomain: expect.any(String),
+    });
     expect(call.signatureValid).toBe(true);
     expect(report.customParameters).toMatchObject({ callId: call.body.callId, to: NUMBER });
 
@@ -66,7 +85,11 @@ describe('pinless dial-in calls', () => {
     const llm = new ScriptedLlm({ replies: [greeting] });
     const tts = new ToneTts();
     server = await startCallServer(
-      (registry) => registry.registerStt('scripted_stt', () => new ScriptedStt([])).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts),
+      (registry) =>
+        registry
+          .registerStt('scripted_stt', () => new ScriptedStt([]))
+          .registerLlm('scripted_llm', () => llm)
+          .registerTts('tone_tts', () => tts),
       { SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: '30' },
       { captureLogs: true },
     );
@@ -82,13 +105,22 @@ describe('pinless dial-in calls', () => {
         void fetch(`${server!.baseUrl}/v1/bots/start`, {
           method: 'POST',
           headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ ...botBody(), dialin_settings: { callId: webhook.body.callId, callDomain: webhook.body.callDomain } }),
+          body: JSON.stringify({
+            ...botBody(),
+            dialin_settings: { callId: webhook.body.callId, callDomain: webhook.body.callDomain },
+          }),
         }).then(async (res) => botStarted({ status: res.status, body: await res.text() }));
       },
     );
     closers.push(receiver.close);
     expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
-    expect((await api('POST', '/v1/', { properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET }] } })).status).toBe(200);
+    expect(
+      (
+        await api('POST', '/v1/', {
+          properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET }] },
+        })
+      ).status,
+    ).toBe(200);
 
     // The carrier opens the media stream 1.5 s after the customer's server had its bot started.
     const report = await runPhoneCall({
@@ -99,7 +131,14 @@ describe('pinless dial-in calls', () => {
         expect(result.status, result.body).toBe(200);
         await new Promise((resolve) => setTimeout(resolve, 1500));
       },
-      scenario: { steps: [{ do: 'wait-bot-audio', timeoutMs: 20_000 }, { do: 'wait-bot-silence', ms: 800, timeoutMs: 20_000 }], endOfScript: 'hangup', maxDurationMs: 30_000 },
+      scenario: {
+        steps: [
+          { do: 'wait-bot-audio', timeoutMs: 20_000 },
+          { do: 'wait-bot-silence', ms: 800, timeoutMs: 20_000 },
+        ],
+        endOfScript: 'hangup',
+        maxDurationMs: 30_000,
+      },
     });
     expect(report.outcome).toBe('completed');
     await server.waitForLog((r) => r.msg === 'phone caller joined the room');
@@ -110,14 +149,24 @@ describe('pinless dial-in calls', () => {
 
   it('closes the room of a bot whose caller’s audio never connects within the hold timeout', async () => {
     server = await startCallServer(
-      (registry) => registry.registerStt('scripted_stt', () => new ScriptedStt([])).registerLlm('scripted_llm', () => new ScriptedLlm({ replies: ['Hello.'] })).registerTts('tone_tts', () => new ToneTts()),
+      (registry) =>
+        registry
+          .registerStt('scripted_stt', () => new ScriptedStt([]))
+          .registerLlm('scripted_llm', () => new ScriptedLlm({ replies: ['Hello.'] }))
+          .registerTts('tone_tts', () => new ToneTts()),
       { SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: '5' },
       { captureLogs: true },
     );
     const receiver = await startWebhookReceiver(() => SECRET);
     closers.push(receiver.close);
     expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
-    expect((await api('POST', '/v1/', { properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET }] } })).status).toBe(200);
+    expect(
+      (
+        await api('POST', '/v1/', {
+          properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET }] },
+        })
+      ).status,
+    ).toBe(200);
     // The carrier fetches the TwiML and never connects the stream.
     const twiml = await fetch(`${server.baseUrl}/twilio/voice`, {
       method: 'POST',
@@ -126,12 +175,21 @@ describe('pinless dial-in calls', () => {
     });
     const streamUrl = /<Stream url="([^"]+)"/.exec(await twiml.text())![1]!;
     const webhook = await waitFor(() => receiver.received.find((r) => r.body.callId !== undefined));
-    const start = await api('POST', '/v1/bots/start', { ...botBody(), dialin_settings: { callId: webhook.body.callId, callDomain: webhook.body.callDomain } });
+    const start = await api('POST', '/v1/bots/start', {
+      ...botBody(),
+      dialin_settings: { callId: webhook.body.callId, callDomain: webhook.body.callDomain },
+    });
     expect(start.status).toBe(200);
     const room = String(start.body.room_url).split('/rooms/')[1];
 
-    await server.waitForLog((r) => r.msg === 'room closed' && r.room === room && r.reason === 'the dial-in caller’s audio never connected');
-    expect(server.logs.some((r) => r.msg === 'the dial-in caller’s audio did not connect in time; the bot that took the call is let go')).toBe(true);
+    await server.waitForLog(
+      (r) => r.msg === 'room closed' && r.room === room && r.reason === 'the dial-in caller’s audio never connected',
+    );
+    expect(
+      server.logs.some(
+        (r) => r.msg === 'the dial-in caller’s audio did not connect in time; the bot that took the call is let go',
+      ),
+    ).toBe(true);
     // Audio that turns up after all is turned away rather than put into a closed room.
     const late = await runPhoneCall({ target: { wssUrl: streamUrl }, scenario: { steps: [], endOfScript: 'stay' } });
     expect(late.close).toMatchObject({ code: 4404, reason: 'unknown or finished dial-in call' });
@@ -146,7 +204,9 @@ describe('pinless dial-in calls', () => {
     const sipUri: string = first.body.config.pinless_dialin[0].sip_uri;
     expect(sipUri).toMatch(/^sip:dialin-[0-9a-f]{16}@sip\.127\.0\.0\.1$/);
     expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
-    const second = await api('POST', '/v1/', { properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url }, trunk] } });
+    const second = await api('POST', '/v1/', {
+      properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url }, trunk] },
+    });
     expect(second.body.config.pinless_dialin[1].sip_uri).toBe(sipUri);
     const twin = await api('POST', '/v1/', { properties: { pinless_dialin: [trunk, { ...trunk, hmac: undefined }] } });
     expect(twin.status).toBe(400);
@@ -171,36 +231,60 @@ describe('pinless dial-in calls', () => {
     const receiver = await startWebhookReceiver(() => SECRET);
     closers.push(receiver.close);
     // A steady 16 kHz tone: unlike the chime, it has no quiet second in each two.
-    const tone = new Int16Array(16_000 * 2).map((_, i) => Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16_000)));
-    const files = await startFileServer({ '/music.wav': { type: 'audio/wav', body: encodePcm16Wav(tone, 16_000) }, '/music.mp3': { type: 'audio/mpeg', body: new Uint8Array(4096) } });
+    const tone = new Int16Array(16_000 * 2).map((_, i) =>
+      Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16_000)),
+    );
+    const files = await startFileServer({
+      '/music.wav': { type: 'audio/wav', body: encodePcm16Wav(tone, 16_000) },
+      '/music.mp3': { type: 'audio/mpeg', body: new Uint8Array(4096) },
+    });
     closers.push(files.close);
     const other = '+14155550178';
-    for (const number of [NUMBER, other]) expect((await api('POST', '/v1/buy-phone-number', { number })).status).toBe(200);
+    for (const number of [NUMBER, other])
+      expect((await api('POST', '/v1/buy-phone-number', { number })).status).toBe(200);
     const configured = await api('POST', '/v1/', {
       properties: {
         pinless_dialin: [
-          { phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET, hold_music_url: `${files.url}/music.wav` },
-          { phone_number: other, room_creation_api: receiver.url, hmac: SECRET, hold_music_url: `${files.url}/music.mp3` },
+          {
+            phone_number: NUMBER,
+            room_creation_api: receiver.url,
+            hmac: SECRET,
+            hold_music_url: `${files.url}/music.wav`,
+          },
+          {
+            phone_number: other,
+            room_creation_api: receiver.url,
+            hmac: SECRET,
+            hold_music_url: `${files.url}/music.mp3`,
+          },
         ],
       },
     });
     expect(configured.status).toBe(200);
 
     const hold = async (to: string) => {
-      const call = new PhoneCall({ target: { webhookUrl: `${server!.baseUrl}/twilio/voice` }, to, record: true, scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 4500 } });
+      const call = new PhoneCall({
+        target: { webhookUrl: `${server!.baseUrl}/twilio/voice` },
+        to,
+        record: true,
+        scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 4500 },
+      });
       const report = await call.run();
       return { report, botMulaw: call.recording!.botMulaw() };
     };
     const [withMusic, secondCaller] = await Promise.all([hold(NUMBER), hold(NUMBER)]);
     await server.waitForLog((r) => r.msg === 'hold music loaded');
     // From the second loop at the latest, the tone plays through what is the chime's quiet part.
-    const quietPartOfChime = (call: { botMulaw: Uint8Array }) => rmsLevel(decodeMulaw(call.botMulaw.subarray(8 * 2900, 8 * 3800)));
+    const quietPartOfChime = (call: { botMulaw: Uint8Array }) =>
+      rmsLevel(decodeMulaw(call.botMulaw.subarray(8 * 2900, 8 * 3800)));
     expect(quietPartOfChime(withMusic)).toBeGreaterThan(0.05);
     expect(quietPartOfChime(secondCaller)).toBeGreaterThan(0.05);
     expect(files.requests.filter((path) => path === '/music.wav')).toHaveLength(1);
 
     const withBadFile = await hold(other);
-    await server.waitForLog((r) => r.msg === 'hold music could not be used; playing the chime' && String(r.err).includes('not a WAV'));
+    await server.waitForLog(
+      (r) => r.msg === 'hold music could not be used; playing the chime' && String(r.err).includes('not a WAV'),
+    );
     expect(quietPartOfChime(withBadFile)).toBeLessThan(0.01);
     expect(withBadFile.report.metrics.bot.receivedAudioMs).toBeGreaterThan(4000);
   });
@@ -215,7 +299,10 @@ describe('pinless dial-in calls', () => {
     expect(res.status).toBe(200);
     expect(await res.text()).toContain('<Say>This number is not connected to an assistant.</Say>');
 
-    const report = await runPhoneCall({ target: { wssUrl: `${server.baseUrl.replace(/^http/, 'ws')}/ws/dialin/nope` }, scenario: { steps: [], endOfScript: 'stay' } });
+    const report = await runPhoneCall({
+      target: { wssUrl: `${server.baseUrl.replace(/^http/, 'ws')}/ws/dialin/nope` },
+      scenario: { steps: [], endOfScript: 'stay' },
+    });
     expect(report.close).toMatchObject({ code: 4404, reason: 'unknown or finished dial-in call' });
   });
 });
@@ -225,13 +312,23 @@ function botBody(): Record<string, unknown> {
   return {
     bot_profile: 'voice_2024_10',
     services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
-    config: [{ service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: 'You are the front desk.' }] }, { name: 'run_on_config', value: true }] }],
+    config: [
+      {
+        service: 'llm',
+        options: [
+          { name: 'initial_messages', value: [{ role: 'system', content: 'You are the front desk.' }] },
+          { name: 'run_on_config', value: true },
+        ],
+      },
+    ],
     max_duration: 120,
   };
 }
 
 /** Serves fixed files and records the paths asked for. */
-async function startFileServer(files: Record<string, { type: string; body: Uint8Array }>): Promise<{ url: string; requests: string[]; close(): Promise<void> }> {
+async function startFileServer(
+  files: Record<string, { type: string; body: Uint8Array }>,
+): Promise<{ url: string; requests: string[]; close(): Promise<void> }> {
   const requests: string[] = [];
   const httpServer: Server = createServer((req, res) => {
     requests.push(req.url ?? '');
@@ -241,5 +338,9 @@ async function startFileServer(files: Record<string, { type: string; body: Uint8
   });
   await new Promise<void>((resolve) => httpServer.listen(0, '127.0.0.1', resolve));
   const { port } = httpServer.address() as AddressInfo;
-  return { url: `http://localhost:${port}`, requests, close: () => new Promise<void>((resolve) => httpServer.close(() => resolve())) };
+  return {
+    url: `http://localhost:${port}`,
+    requests,
+    close: () => new Promise<void>((resolve) => httpServer.close(() => resolve())),
+  };
 }

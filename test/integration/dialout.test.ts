@@ -42,14 +42,22 @@ async function startServer(env: Record<string, string> = {}): Promise<Bot> {
   const tts = new ToneTts(20);
   server = await startCallServer(
     (registry) => {
-      registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+      registry
+        .registerStt('scripted_stt', () => stt)
+        .registerLlm('scripted_llm', () => llm)
+        .registerTts('tone_tts', () => tts);
     },
     { SWITCHBOARD_ROOM_EMPTY_GRACE_SECS: '0', ...env },
     { captureLogs: true },
   );
   const s = server;
   const api: Bot['api'] = async (method, path, payload) => {
-    const res = await s.app.inject({ method: method as 'POST', url: path, headers: { authorization: `Bearer ${TEST_KEY}` }, ...(payload ? { payload } : {}) });
+    const res = await s.app.inject({
+      method: method as 'POST',
+      url: path,
+      headers: { authorization: `Bearer ${TEST_KEY}` },
+      ...(payload ? { payload } : {}),
+    });
     return { status: res.statusCode, body: res.json() };
   };
   return {
@@ -74,7 +82,10 @@ async function startServer(env: Record<string, string> = {}): Promise<Bot> {
   };
 }
 
-const byMsg = (msg: string, extra: (r: Record<string, unknown>) => boolean = () => true) => (r: Record<string, unknown>) => r.msg === msg && extra(r);
+const byMsg =
+  (msg: string, extra: (r: Record<string, unknown>) => boolean = () => true) =>
+  (r: Record<string, unknown>) =>
+    r.msg === msg && extra(r);
 
 describe('dial-out on the sandbox carrier', () => {
   it('dials a sandbox number from the caller id; the callee answers, hears the greeting, talks with the bot twice and hangs up', async () => {
@@ -104,7 +115,11 @@ describe('dial-out on the sandbox carrier', () => {
   it('ends busy, unanswered and unreachable legs cleanly, logged with their outcome, and closes a room nobody answered', async () => {
     const bot = await startServer({ SWITCHBOARD_DIALOUT_RING_TIMEOUT_SECS: '5' });
     await bot.api('POST', '/v1/buy-phone-number', { number: FROM });
-    const room = await bot.start([{ phoneNumber: '+14155550198' }, { sipUri: 'sip:+14155550199@sandbox.example.com' }, { phoneNumber: '+14155550197' }]);
+    const room = await bot.start([
+      { phoneNumber: '+14155550198' },
+      { sipUri: 'sip:+14155550199@sandbox.example.com' },
+      { phoneNumber: '+14155550197' },
+    ]);
 
     for (const [to, outcome] of [
       ['+14155550198', 'busy'],
@@ -114,11 +129,14 @@ describe('dial-out on the sandbox carrier', () => {
       const ended = await bot.server.waitForLog(byMsg(`dial-out to ${to} ended: ${outcome}`), 15_000);
       expect(ended).toMatchObject({ level: 40, room, to, outcome });
     }
-    await bot.server.waitForLog(byMsg('room closed', (r) => r.room === room && r.reason === 'no dial-out target answered'));
+    await bot.server.waitForLog(
+      byMsg('room closed', (r) => r.room === room && r.reason === 'no dial-out target answered'),
+    );
     // No bot ever started: nobody was there to hear it.
     expect(bot.llm.requests).toHaveLength(0);
     const metrics = await (await fetch(`${bot.server.baseUrl}/metrics`)).text();
-    for (const outcome of ['busy', 'no-answer', 'failed']) expect(metrics).toContain(`switchboard_dialout_legs_total{outcome="${outcome}"} 1`);
+    for (const outcome of ['busy', 'no-answer', 'failed'])
+      expect(metrics).toContain(`switchboard_dialout_legs_total{outcome="${outcome}"} 1`);
   }, 30_000);
 
   it('a telephony bot with dialout_settings brings the callee into the caller’s call', async () => {
@@ -126,7 +144,10 @@ describe('dial-out on the sandbox carrier', () => {
     await bot.api('POST', '/v1/buy-phone-number', { number: FROM });
     const { id } = await bot.server.createConfig({
       services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
-      config: [{ service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.4 } }] }, { service: 'llm', options: [{ name: 'run_on_config', value: true }] }],
+      config: [
+        { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.4 } }] },
+        { service: 'llm', options: [{ name: 'run_on_config', value: true }] },
+      ],
       api_keys: {},
       dialout_settings: [{ phoneNumber: '+13125550142' }],
     });
@@ -147,7 +168,9 @@ describe('dial-out on the sandbox carrier', () => {
     const callerLeg = await bot.server.waitForLog(byMsg('telephony call in a room, dialling out'));
     expect(callerLeg).toMatchObject({ targets: 1 });
     // The room is the caller's call: their hang-up ends it.
-    await bot.server.waitForLog(byMsg('room closed', (r) => r.room === callerLeg.room && r.reason === 'caller hung up'));
+    await bot.server.waitForLog(
+      byMsg('room closed', (r) => r.room === callerLeg.room && r.reason === 'caller hung up'),
+    );
   }, 90_000);
 
   it('refuses carrier requests that are not signed, and answers stale legs politely', async () => {
@@ -160,7 +183,11 @@ describe('dial-out on the sandbox carrier', () => {
 
     const url = `${bot.server.baseUrl}/twilio/dialout/finished-leg`;
     const signature = twilioSignatureFor(AUTH_TOKEN, url, { CallSid: 'CA1', CallStatus: 'in-progress' });
-    const stale = await fetch(url, { method: 'POST', headers: { ...headers, 'x-twilio-signature': signature }, body: new URLSearchParams({ CallSid: 'CA1', CallStatus: 'in-progress' }).toString() });
+    const stale = await fetch(url, {
+      method: 'POST',
+      headers: { ...headers, 'x-twilio-signature': signature },
+      body: new URLSearchParams({ CallSid: 'CA1', CallStatus: 'in-progress' }).toString(),
+    });
     expect(stale.status).toBe(200);
     expect(await stale.text()).toContain('<Say>Sorry, this call is no longer needed. Goodbye.</Say><Hangup/>');
   });
@@ -172,7 +199,12 @@ describe('dial-out through Twilio', () => {
   it('places the call with Calls.json (answer URL, status callbacks, timeout), joins the leg on answer, and cancels ringing legs when the room closes', async () => {
     const twilio = await startFakeTwilioRest(SID, AUTH_TOKEN);
     closers.push(twilio.close);
-    const bot = await startServer({ SWITCHBOARD_CARRIER: 'twilio', TWILIO_ACCOUNT_SID: SID, TWILIO_AUTH_TOKEN: AUTH_TOKEN, SWITCHBOARD_TWILIO_URL: twilio.url });
+    const bot = await startServer({
+      SWITCHBOARD_CARRIER: 'twilio',
+      TWILIO_ACCOUNT_SID: SID,
+      TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+      SWITCHBOARD_TWILIO_URL: twilio.url,
+    });
     const bought = await bot.api('POST', '/v1/buy-phone-number', { number: '+14155550142' });
     expect(bought.status).toBe(200);
     // Twilio decides what it can reach: a real number is dialled, not refused up front.
@@ -182,7 +214,13 @@ describe('dial-out through Twilio', () => {
     const base = `${bot.server.baseUrl}/twilio/dialout/`;
     expect(callRequest.method).toBe('POST');
     expect(callRequest.path).toBe(`/2010-04-01/Accounts/${SID}/Calls.json`);
-    expect(callRequest.form).toMatchObject({ To: '+14155551234', From: '+14155550142', Method: 'POST', StatusCallbackMethod: 'POST', Timeout: '30' });
+    expect(callRequest.form).toMatchObject({
+      To: '+14155551234',
+      From: '+14155550142',
+      Method: 'POST',
+      StatusCallbackMethod: 'POST',
+      Timeout: '30',
+    });
     expect(callRequest.form.Url).toMatch(new RegExp(`^${base}[0-9a-f-]{36}$`));
     expect(callRequest.form.StatusCallback).toBe(`${callRequest.form.Url}/status`);
     expect(callRequest.formLists.StatusCallbackEvent).toEqual(['initiated', 'ringing', 'answered', 'completed']);
@@ -201,7 +239,12 @@ describe('dial-out through Twilio', () => {
       authToken: AUTH_TOKEN,
       clips: { line: { mulaw: line } },
       scenario: {
-        steps: [{ do: 'wait-bot-silence', ms: 600, timeoutMs: 15_000 }, { do: 'play', clip: 'line' }, { do: 'wait-bot-audio' }, { do: 'wait-bot-silence', ms: 600 }],
+        steps: [
+          { do: 'wait-bot-silence', ms: 600, timeoutMs: 15_000 },
+          { do: 'play', clip: 'line' },
+          { do: 'wait-bot-audio' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
         endOfScript: 'hangup',
         maxDurationMs: 40_000,
       },
@@ -216,19 +259,28 @@ describe('dial-out through Twilio', () => {
     // A second room whose callee is still ringing when the server shuts down: the call is cancelled.
     await bot.start([{ phoneNumber: '+14155559876' }]);
     const second = await waitFor(() => twilio.requests.filter((r) => r.path.endsWith('/Calls.json'))[1]);
-    expect(await postSigned(second.form.StatusCallback!, { CallSid: `CA${'0'.repeat(31)}2`, CallStatus: 'ringing' })).toBe(204);
+    expect(
+      await postSigned(second.form.StatusCallback!, { CallSid: `CA${'0'.repeat(31)}2`, CallStatus: 'ringing' }),
+    ).toBe(204);
     await server!.close();
     server = undefined;
     const cancel = await waitFor(() => twilio.requests.find((r) => /\/Calls\/CA\w+\.json$/.test(r.path)));
     // The fake numbers its resources in order: the number bought, the first call, the second call.
-    expect(cancel).toMatchObject({ method: 'POST', path: `/2010-04-01/Accounts/${SID}/Calls/CA${String(3).padStart(32, '0')}.json`, form: { Status: 'canceled' } });
+    expect(cancel).toMatchObject({
+      method: 'POST',
+      path: `/2010-04-01/Accounts/${SID}/Calls/CA${String(3).padStart(32, '0')}.json`,
+      form: { Status: 'canceled' },
+    });
   }, 60_000);
 });
 
 async function postSigned(url: string, form: Record<string, string>): Promise<number> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-twilio-signature': twilioSignatureFor(AUTH_TOKEN, url, form) },
+    headers: {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-twilio-signature': twilioSignatureFor(AUTH_TOKEN, url, form),
+    },
     body: new URLSearchParams(form).toString(),
   });
   await res.body?.cancel();

@@ -18,7 +18,8 @@ const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${
 const SYSTEM = 'You are the front desk of a small hotel.';
 const QUESTION = 'the birch canoe slid on the smooth planks';
 const FOLLOW_UP = 'go forward ten meters';
-const REPLY = 'We have rooms with a view of the harbour and rooms with a garden terrace. Every stay includes breakfast and parking.';
+const REPLY =
+  'We have rooms with a view of the harbour and rooms with a garden terrace. Every stay includes breakfast and parking.';
 const MS_PER_CHAR = 40;
 
 let server: CallServer | undefined;
@@ -50,14 +51,22 @@ async function call(options: CallOptions) {
   const tts = new ToneTts(MS_PER_CHAR, 20, undefined, 0, { realTime: true });
   server = await startCallServer(
     (registry) => {
-      registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+      registry
+        .registerStt('scripted_stt', () => stt)
+        .registerLlm('scripted_llm', () => llm)
+        .registerTts('tone_tts', () => tts);
     },
     {},
     { captureLogs: true },
   );
-  const config: Array<Record<string, unknown>> = [{ service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: SYSTEM }] }] }];
+  const config: Array<Record<string, unknown>> = [
+    { service: 'llm', options: [{ name: 'initial_messages', value: [{ role: 'system', content: SYSTEM }] }] },
+  ];
   if (options.interruption) config.push({ service: 'interruption', options: options.interruption });
-  const { wssUrl } = await server.createConfig({ services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' }, config });
+  const { wssUrl } = await server.createConfig({
+    services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+    config,
+  });
   const report = await runPhoneCall({
     target: { wssUrl },
     clips: {
@@ -83,7 +92,10 @@ async function call(options: CallOptions) {
 
 /** Audio the voice made for the first reply: each piece lasts MS_PER_CHAR a character, in 100 ms chunks. */
 function replyAudioMs(tts: ToneTts): number {
-  const pieces = tts.pieces.slice(0, tts.pieces.findIndex((p) => p.startsWith('Of course')));
+  const pieces = tts.pieces.slice(
+    0,
+    tts.pieces.findIndex((p) => p.startsWith('Of course')),
+  );
   return pieces.reduce((ms, piece) => ms + Math.ceil(Math.max(100, piece.length * MS_PER_CHAR) / 100) * 100, 0);
 }
 
@@ -101,25 +113,36 @@ describe('a burst that is not speech (instant mode, the default)', () => {
     // The fixtures hold no cough: short cuts of speech stand in for one (plausible to the VAD, never confirmed).
     ['a clipped syllable, 120 ms', 'A07_go_forward.ulaw', 500, 120],
     ["another speaker's clipped word onset, 150 ms", 'A01_jfk.ulaw', 300, 150],
-  ])('%s: the bot stops at once, then resumes from the unheard word, and nothing is lost', async (_what, clip, fromMs, ms) => {
-    const { report, llm, tts, summary } = await call({ heard: [QUESTION, FOLLOW_UP], over: { mulaw: await burst(clip, fromMs, ms) }, overReplyAtMs: 1500 });
+  ])(
+    '%s: the bot stops at once, then resumes from the unheard word, and nothing is lost',
+    async (_what, clip, fromMs, ms) => {
+      const { report, llm, tts, summary } = await call({
+        heard: [QUESTION, FOLLOW_UP],
+        over: { mulaw: await burst(clip, fromMs, ms) },
+        overReplyAtMs: 1500,
+      });
 
-    expect(report.outcome).toBe('completed');
-    // It stopped: the carrier was cleared while the reply played …
-    expect(clearsDuringReply(report)).toBeGreaterThanOrEqual(1);
-    expect(summary).toMatchObject({ pauses: 1, resumes: 1, bargeIns: 0 });
-    // … and resumed: the caller heard the whole reply (what was cleared was sent again).
-    expect(report.metrics.bot.playedAudioMs).toBeGreaterThanOrEqual(replyAudioMs(tts) - 20);
-    // The burst was not a turn, and the reply is in the context whole.
-    expect(assistantTurnBeforeFollowUp(llm)).toBe(REPLY);
-    expect(llm.requests[1]!.messages[3]).toEqual({ role: 'user', content: FOLLOW_UP });
-  });
+      expect(report.outcome).toBe('completed');
+      // It stopped: the carrier was cleared while the reply played …
+      expect(clearsDuringReply(report)).toBeGreaterThanOrEqual(1);
+      expect(summary).toMatchObject({ pauses: 1, resumes: 1, bargeIns: 0 });
+      // … and resumed: the caller heard the whole reply (what was cleared was sent again).
+      expect(report.metrics.bot.playedAudioMs).toBeGreaterThanOrEqual(replyAudioMs(tts) - 20);
+      // The burst was not a turn, and the reply is in the context whole.
+      expect(assistantTurnBeforeFollowUp(llm)).toBe(REPLY);
+      expect(llm.requests[1]!.messages[3]).toEqual({ role: 'user', content: FOLLOW_UP });
+    },
+  );
 });
 
 describe('real speech over the bot (instant mode)', () => {
   it('stops the bot, is confirmed as a barge-in, and cuts the context to what was heard', async () => {
     const forward = await readMulawFile(fixture('A07_go_forward.ulaw'));
-    const { report, llm, summary } = await call({ heard: [QUESTION, FOLLOW_UP, 'thanks'], over: { mulaw: forward }, overReplyAtMs: 1500 });
+    const { report, llm, summary } = await call({
+      heard: [QUESTION, FOLLOW_UP, 'thanks'],
+      over: { mulaw: forward },
+      overReplyAtMs: 1500,
+    });
 
     expect(report.outcome).toBe('completed');
     expect(report.metrics.utterances[1]!.bargeIn).toBe(true);

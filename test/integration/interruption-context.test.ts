@@ -36,7 +36,10 @@ async function interruptedCall(interruptAtMs: number) {
   const llm = new ScriptedLlm({ replies: [`${SENTENCE_ONE} ${SENTENCE_TWO}`, 'Of course.'] });
   const tts = new ToneTts(MS_PER_CHAR, 20, undefined, 0, { realTime: true });
   server = await startCallServer((registry) => {
-    registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+    registry
+      .registerStt('scripted_stt', () => stt)
+      .registerLlm('scripted_llm', () => llm)
+      .registerTts('tone_tts', () => tts);
   });
   const { wssUrl } = await server.createConfig({
     services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
@@ -85,12 +88,15 @@ describe('an interruption keeps what the caller heard of the sentence being spok
     expect(heardWords.length).toBeLessThan(words(SENTENCE_ONE).length);
   });
 
-  it.each([300, 600])('cut %i ms into the second sentence: all of the first and the heard words of the second', async (intoMs) => {
-    const { report, llm } = await interruptedCall(SENTENCE_ONE_MS + intoMs);
-    expect(report.outcome).toBe('completed');
-    expect(report.metrics.utterances[1]!.bargeIn).toBe(true);
-    const { heardWords } = contextAfterInterruption(llm);
-    expect(heardWords.length).toBeGreaterThan(words(SENTENCE_ONE).length);
-    expect(heardWords.length).toBeLessThan(words(`${SENTENCE_ONE} ${SENTENCE_TWO}`).length);
-  });
+  it.each([300, 600])(
+    'cut %i ms into the second sentence: all of the first and the heard words of the second',
+    async (intoMs) => {
+      const { report, llm } = await interruptedCall(SENTENCE_ONE_MS + intoMs);
+      expect(report.outcome).toBe('completed');
+      expect(report.metrics.utterances[1]!.bargeIn).toBe(true);
+      const { heardWords } = contextAfterInterruption(llm);
+      expect(heardWords.length).toBeGreaterThan(words(SENTENCE_ONE).length);
+      expect(heardWords.length).toBeLessThan(words(`${SENTENCE_ONE} ${SENTENCE_TWO}`).length);
+    },
+  );
 });

@@ -61,33 +61,44 @@ async function providerErrorsCounted(): Promise<number> {
 }
 
 describe('an LLM that answers 200 with nothing readable', () => {
-  it.each(CASES)('$llm, $fault: the caller hears an apology, the error is counted and logged', async ({ llm, env, body }) => {
-    const broken = await startBrokenVendor(body);
-    const tts = new ToneTts();
-    server = await startCallServer(
-      (registry) => {
-        registry.registerStt('scripted_stt', () => new ScriptedStt([])).registerTts('tone_tts', () => tts);
-      },
-      { [env]: broken.url },
-      { captureLogs: true },
-    );
-    const { wssUrl } = await server.createConfig({
-      services: { stt: 'scripted_stt', llm, tts: 'tone_tts' },
-      config: [],
-      api_keys: { [llm]: 'test-key-0123456789' },
-    });
-    const report = await runPhoneCall({
-      target: { wssUrl },
-      scenario: { steps: [{ do: 'dtmf', digits: '1#' }, { do: 'wait-bot-audio', timeoutMs: 15_000 }, { do: 'wait-bot-silence', ms: 300 }] },
-    });
+  it.each(CASES)(
+    '$llm, $fault: the caller hears an apology, the error is counted and logged',
+    async ({ llm, env, body }) => {
+      const broken = await startBrokenVendor(body);
+      const tts = new ToneTts();
+      server = await startCallServer(
+        (registry) => {
+          registry.registerStt('scripted_stt', () => new ScriptedStt([])).registerTts('tone_tts', () => tts);
+        },
+        { [env]: broken.url },
+        { captureLogs: true },
+      );
+      const { wssUrl } = await server.createConfig({
+        services: { stt: 'scripted_stt', llm, tts: 'tone_tts' },
+        config: [],
+        api_keys: { [llm]: 'test-key-0123456789' },
+      });
+      const report = await runPhoneCall({
+        target: { wssUrl },
+        scenario: {
+          steps: [
+            { do: 'dtmf', digits: '1#' },
+            { do: 'wait-bot-audio', timeoutMs: 15_000 },
+            { do: 'wait-bot-silence', ms: 300 },
+          ],
+        },
+      });
 
-    expect(report.outcome).toBe('completed');
-    expect(tts.pieces).toEqual([PHRASES.llmFailed]);
-    expect(report.metrics.bot.playedAudioMs).toBeGreaterThan(0);
-    expect(broken.requests()).toBeGreaterThanOrEqual(1);
-    const failure = await server.waitForLog((r) => (r.level as number) >= 40 && r.provider === llm && r.stage === 'llm');
-    expect(String(failure.error)).toMatch(/empty|readable/i);
-    // The call's provider errors reach /metrics when the call ends (a moment after the hang-up).
-    await expect.poll(providerErrorsCounted, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
-  });
+      expect(report.outcome).toBe('completed');
+      expect(tts.pieces).toEqual([PHRASES.llmFailed]);
+      expect(report.metrics.bot.playedAudioMs).toBeGreaterThan(0);
+      expect(broken.requests()).toBeGreaterThanOrEqual(1);
+      const failure = await server.waitForLog(
+        (r) => (r.level as number) >= 40 && r.provider === llm && r.stage === 'llm',
+      );
+      expect(String(failure.error)).toMatch(/empty|readable/i);
+      // The call's provider errors reach /metrics when the call ends (a moment after the hang-up).
+      await expect.poll(providerErrorsCounted, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+    },
+  );
 });

@@ -12,7 +12,8 @@ import { runCli } from '../helpers/cli-process.js';
 import { removeDir, tempDataDir } from '../helpers/test-app.js';
 
 const SCENARIO = fileURLToPath(new URL('../../scenarios/default.json', import.meta.url));
-const LONG_REPLY = 'Certainly, we have rooms with a view of the harbour and rooms with a garden terrace, all with breakfast.';
+const LONG_REPLY =
+  'Certainly, we have rooms with a view of the harbour and rooms with a garden terrace, all with breakfast.';
 
 let server: CallServer | undefined;
 const dirs: string[] = [];
@@ -28,7 +29,13 @@ async function startBot(): Promise<{ id: string; wssUrl: string }> {
     // Providers per call, as real ones are: the load test runs calls side by side.
     registry
       .registerStt('scripted_stt', () => new ScriptedStt(['do you have rooms', 'go forward']))
-      .registerLlm('scripted_llm', () => new ScriptedLlm({ replies: ['Welcome to the harbour hotel.', LONG_REPLY, 'Of course.', 'Connecting you now.'] }))
+      .registerLlm(
+        'scripted_llm',
+        () =>
+          new ScriptedLlm({
+            replies: ['Welcome to the harbour hotel.', LONG_REPLY, 'Of course.', 'Connecting you now.'],
+          }),
+      )
       .registerTts('tone_tts', () => new ToneTts());
   });
   return server.createConfig({
@@ -79,7 +86,24 @@ describe('switchboard loadtest', () => {
     const { id } = await startBot();
     const out = tempDataDir();
     dirs.push(out);
-    const run = await runCli(['loadtest', '--server', server!.baseUrl, '--config', id, '--calls', '2', '--concurrency', '2', '--ramp-up-s', '0.2', '--out', out], {});
+    const run = await runCli(
+      [
+        'loadtest',
+        '--server',
+        server!.baseUrl,
+        '--config',
+        id,
+        '--calls',
+        '2',
+        '--concurrency',
+        '2',
+        '--ramp-up-s',
+        '0.2',
+        '--out',
+        out,
+      ],
+      {},
+    );
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('calls: 2, ok 2, failed 0');
@@ -94,21 +118,29 @@ describe('switchboard loadtest', () => {
     expect(report.aggregate.replyLatencyMs.count).toBeGreaterThanOrEqual(2);
     expect(report.aggregate.bargeInLatencyMs.count).toBe(2);
     expect(report.calls).toHaveLength(2);
-    expect(report.calls[0].timeline.filter((e: { kind: string }) => e.kind === 'clear-received').length).toBeGreaterThanOrEqual(1);
+    expect(
+      report.calls[0].timeline.filter((e: { kind: string }) => e.kind === 'clear-received').length,
+    ).toBeGreaterThanOrEqual(1);
     const html = readFileSync(join(out, 'report.html'), 'utf8');
     expect(html).toContain('<svg');
     expect(html).toContain('Reply latency');
     // Self-contained: nothing fetched from elsewhere.
     expect(html).not.toMatch(/<script|<link|src=/);
     expect(existsSync(join(out, 'report.html'))).toBe(true);
-
   });
 
   it('for a duration, keeps the calls up by starting a new one as each ends, then hangs up the rest', async () => {
     const { wssUrl } = await startBot();
     // Calls of about 600 ms: in 2.5 s each of the two slots places several.
     const scenario = parseScenario({ steps: [{ do: 'wait', ms: 600 }] });
-    const result = await runLoadTest({ target: { wssUrl }, scenario, clips: {}, concurrency: 2, durationMs: 2500, rampUpMs: 0 });
+    const result = await runLoadTest({
+      target: { wssUrl },
+      scenario,
+      clips: {},
+      concurrency: 2,
+      durationMs: 2500,
+      rampUpMs: 0,
+    });
 
     const a = result.aggregate;
     expect(a.calls.total).toBeGreaterThanOrEqual(4);
@@ -116,7 +148,8 @@ describe('switchboard loadtest', () => {
     expect(a.calls.byOutcome.completed).toBeGreaterThanOrEqual(2);
     // Never more than two at once: each call after the first two starts once an earlier one ended.
     const ends = result.calls.map((c) => c.startedAtMs + c.durationMs).sort((x, y) => x - y);
-    for (const call of result.calls.slice(2)) expect(ends.filter((end) => end <= call.startedAtMs + 50).length).toBeGreaterThanOrEqual(call.index - 1);
+    for (const call of result.calls.slice(2))
+      expect(ends.filter((end) => end <= call.startedAtMs + 50).length).toBeGreaterThanOrEqual(call.index - 1);
     expect(result.calls.every((c) => c.startedAtMs < 2600)).toBe(true);
   });
 
@@ -125,7 +158,13 @@ describe('switchboard loadtest', () => {
     dirs.push(out);
     const io = () => {
       const text = { stdout: '', stderr: '' };
-      return { text, io: { stdout: { write: (t: string) => (text.stdout += t) }, stderr: { write: (t: string) => (text.stderr += t) } } };
+      return {
+        text,
+        io: {
+          stdout: { write: (t: string) => (text.stdout += t) },
+          stderr: { write: (t: string) => (text.stderr += t) },
+        },
+      };
     };
     const nobody = `ws://127.0.0.1:${await freePort()}/ws/twilio/none`;
     const dead = io();
@@ -155,7 +194,21 @@ describe('switchboard loadtest', () => {
 
     const help = io();
     expect(await runLoadtestCli(['--help'], help.io)).toBe(0);
-    for (const flag of ['--server', '--config', '--wss', '--url', '--concurrency', '--calls', '--duration-s', '--ramp-up-s', '--scenario', '--workers', '--auth-token', '--out', '--quiet']) {
+    for (const flag of [
+      '--server',
+      '--config',
+      '--wss',
+      '--url',
+      '--concurrency',
+      '--calls',
+      '--duration-s',
+      '--ramp-up-s',
+      '--scenario',
+      '--workers',
+      '--auth-token',
+      '--out',
+      '--quiet',
+    ]) {
       expect(help.text.stdout).toContain(flag);
     }
   });

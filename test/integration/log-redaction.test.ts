@@ -124,7 +124,11 @@ describe('credentials in request URLs', () => {
     });
     secrets.push(room.token);
     const roomName = room.room_url.split('/rooms/')[1]!;
-    const client = await RoomClient.connect(`${server.baseUrl.replace(/^http/, 'ws')}/rooms/${roomName}/ws`, room.token, { viaQuery: true });
+    const client = await RoomClient.connect(
+      `${server.baseUrl.replace(/^http/, 'ws')}/rooms/${roomName}/ws`,
+      room.token,
+      { viaQuery: true },
+    );
     await client.until('bot-ready', () => client.of('bot-ready').length > 0);
     client.close();
 
@@ -142,9 +146,17 @@ describe('credentials in request URLs', () => {
     expect(await status(`${server.baseUrl}/no-such-route?${query}`)).toBe(404);
 
     const { lines } = server;
-    await waitFor(() => (lines.some((l) => l.includes('/no-such-route')) ? true : undefined), 5000, 'the 404 request in the log');
+    await waitFor(
+      () => (lines.some((l) => l.includes('/no-such-route')) ? true : undefined),
+      5000,
+      'the 404 request in the log',
+    );
     for (const secret of secrets) {
-      for (const form of new Set([secret, encodeURIComponent(secret), new URLSearchParams({ s: secret }).toString().slice(2)])) {
+      for (const form of new Set([
+        secret,
+        encodeURIComponent(secret),
+        new URLSearchParams({ s: secret }).toString().slice(2),
+      ])) {
         const leaking = lines.filter((line) => line.includes(form));
         expect(leaking, `${secret} is logged`).toEqual([]);
       }

@@ -21,10 +21,18 @@ describe('GET /metrics', () => {
       },
       { SWITCHBOARD_METRICS_TOKEN: 'scrape-me' },
     );
-    const { wssUrl } = await server.createConfig({ services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' }, config: [] });
+    const { wssUrl } = await server.createConfig({
+      services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+      config: [],
+    });
     const report = await runPhoneCall({
       target: { wssUrl },
-      scenario: { steps: [{ do: 'dtmf', digits: '1#' }, { do: 'wait-bot-silence', ms: 300 }] },
+      scenario: {
+        steps: [
+          { do: 'dtmf', digits: '1#' },
+          { do: 'wait-bot-silence', ms: 300 },
+        ],
+      },
     });
     expect(report.outcome).toBe('completed');
     const refused = await fetch(`${server.baseUrl}/metrics`);

@@ -53,10 +53,17 @@ function collect(child: ChildProcess): () => string {
 
 describe.skipIf(!node)(`the server on Node ${node?.version ?? 'LTS'}`, () => {
   it('starts, reports its Node version, and completes an offline call', { timeout: 90_000 }, async () => {
-    const emulate = spawnCli(['emulate', '--port', '0', '--llm-first-token-ms', '50', '--reply', 'We have a table for two at eight.'], {});
+    const emulate = spawnCli(
+      ['emulate', '--port', '0', '--llm-first-token-ms', '50', '--reply', 'We have a table for two at eight.'],
+      {},
+    );
     children.push(emulate);
     const emulateOutput = collect(emulate);
-    const vendors = await waitFor(() => /listening on (http:\/\/\S+)/.exec(emulateOutput())?.[1], 20_000, 'the emulators to start');
+    const vendors = await waitFor(
+      () => /listening on (http:\/\/\S+)/.exec(emulateOutput())?.[1],
+      20_000,
+      'the emulators to start',
+    );
 
     const dataDir = tempDataDir();
     dirs.push(dataDir);
@@ -79,7 +86,11 @@ describe.skipIf(!node)(`the server on Node ${node?.version ?? 'LTS'}`, () => {
     });
     children.push(server);
     const serverOutput = collect(server);
-    await waitFor(() => (serverOutput().includes('"msg":"switchboard listening"') ? true : undefined), 30_000, 'the server to listen').catch((err: Error) => {
+    await waitFor(
+      () => (serverOutput().includes('"msg":"switchboard listening"') ? true : undefined),
+      30_000,
+      'the server to listen',
+    ).catch((err: Error) => {
       throw new Error(`${err.message}:\n${serverOutput()}`);
     });
 
@@ -95,7 +106,18 @@ describe.skipIf(!node)(`the server on Node ${node?.version ?? 'LTS'}`, () => {
     expect(created.status).toBe(200);
     const { id } = (await created.json()) as { id: string };
 
-    const call = await runCli(['call', '--url', `${baseUrl}/twilio/voice/${id}`, '--wait-greeting', '--play', 'fixtures/audio/A06_birch_canoe.8k.wav', '--quiet'], {});
+    const call = await runCli(
+      [
+        'call',
+        '--url',
+        `${baseUrl}/twilio/voice/${id}`,
+        '--wait-greeting',
+        '--play',
+        'fixtures/audio/A06_birch_canoe.8k.wav',
+        '--quiet',
+      ],
+      {},
+    );
     const context = `${call.stdout}\n${call.stderr}\n--- server on Node ${node!.version}:\n${serverOutput()}`;
     expect(call.code, context).toBe(0);
     expect(call.stdout, context).toMatch(/completed/);

@@ -31,7 +31,10 @@ afterEach(async () => {
 });
 
 async function startEmulate(): Promise<string> {
-  const child = spawnCli(['emulate', '--port', '0', '--llm-first-token-ms', '50', '--reply', 'We have a table for two at eight.'], {});
+  const child = spawnCli(
+    ['emulate', '--port', '0', '--llm-first-token-ms', '50', '--reply', 'We have a table for two at eight.'],
+    {},
+  );
   children.push(child);
   let output = '';
   return new Promise<string>((resolve, reject) => {
@@ -83,7 +86,17 @@ describe('an offline call through the CLI', () => {
 
     const out = join(dataDir, 'bot.wav');
     const call = await runCli(
-      ['call', '--url', `${server.baseUrl}/twilio/voice/${id}`, '--wait-greeting', '--play', 'fixtures/audio/A06_birch_canoe.8k.wav', '--out', out, '--quiet'],
+      [
+        'call',
+        '--url',
+        `${server.baseUrl}/twilio/voice/${id}`,
+        '--wait-greeting',
+        '--play',
+        'fixtures/audio/A06_birch_canoe.8k.wav',
+        '--out',
+        out,
+        '--quiet',
+      ],
       {},
     );
     expect(call.stderr).toBe('');
@@ -105,7 +118,11 @@ describe('an offline call through the CLI', () => {
 
   it('the dial-in walk-through: a sandbox number, pinless dial-in to the example receiver, a simulated call that talks to the bot the receiver started', async () => {
     // The example's bot sends no api_keys: the server's own keys serve it, as in a deployment.
-    const { server } = await serveWithEmulators({ DEEPGRAM_API_KEY: 'dg-demo-key-0000', OPENAI_API_KEY: 'sk-demo-key-0000', CARTESIA_API_KEY: 'sk_car_demo_0000' });
+    const { server } = await serveWithEmulators({
+      DEEPGRAM_API_KEY: 'dg-demo-key-0000',
+      OPENAI_API_KEY: 'sk-demo-key-0000',
+      CARTESIA_API_KEY: 'sk_car_demo_0000',
+    });
     const api = async (path: string, body: unknown) => {
       const res = await fetch(`${server.baseUrl}${path}`, {
         method: 'POST',
@@ -123,22 +140,45 @@ describe('an offline call through the CLI', () => {
     const receiverPort = await freePort();
     const receiver = spawn(process.execPath, ['--import', 'tsx', 'examples/pinless-receiver.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH ?? '', SWITCHBOARD_URL: server.baseUrl, SWITCHBOARD_API_KEY: TEST_KEY, PINLESS_HMAC: hmac, PORT: String(receiverPort) },
+      env: {
+        PATH: process.env.PATH ?? '',
+        SWITCHBOARD_URL: server.baseUrl,
+        SWITCHBOARD_API_KEY: TEST_KEY,
+        PINLESS_HMAC: hmac,
+        PORT: String(receiverPort),
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     children.push(receiver);
     let receiverOutput = '';
     receiver.stdout!.on('data', (chunk: Buffer) => (receiverOutput += chunk.toString()));
     receiver.stderr!.on('data', (chunk: Buffer) => (receiverOutput += chunk.toString()));
-    await waitFor(() => (receiverOutput.includes('pinless receiver on') ? true : undefined), 20_000, 'the example receiver to start');
+    await waitFor(
+      () => (receiverOutput.includes('pinless receiver on') ? true : undefined),
+      20_000,
+      'the example receiver to start',
+    );
 
     const configured = await api('/v1/', {
-      properties: { pinless_dialin: [{ phone_number: '+14155550123', room_creation_api: `http://localhost:${receiverPort}/`, hmac }] },
+      properties: {
+        pinless_dialin: [
+          { phone_number: '+14155550123', room_creation_api: `http://localhost:${receiverPort}/`, hmac },
+        ],
+      },
     });
     expect(configured.status).toBe(200);
 
     const call = await runCli(
-      ['call', '--url', `${server.baseUrl}/twilio/voice`, '--to', '+14155550123', '--wait-greeting', '--play', 'fixtures/audio/A06_birch_canoe.8k.wav'],
+      [
+        'call',
+        '--url',
+        `${server.baseUrl}/twilio/voice`,
+        '--to',
+        '+14155550123',
+        '--wait-greeting',
+        '--play',
+        'fixtures/audio/A06_birch_canoe.8k.wav',
+      ],
       {},
     );
     expect(call.stderr).toBe('');

@@ -94,12 +94,15 @@ describe('the OpenAPI document', () => {
         expect(errorTypesOf(op.responses['401']), where).toContain('authentication-error');
       }
       if (op.requestBody?.content['application/json']) {
-        expect(errorTypesOf(op.responses['400']), where).toEqual(expect.arrayContaining(['json-parsing-error', 'invalid-request-error']));
+        expect(errorTypesOf(op.responses['400']), where).toEqual(
+          expect.arrayContaining(['json-parsing-error', 'invalid-request-error']),
+        );
         expect(errorTypesOf(op.responses['413']), where).toEqual(['payload-too-large']);
         expect(errorTypesOf(op.responses['415']), where).toEqual(['unsupported-media-type']);
       }
       // A checked query is a 400 when it does not fit.
-      if (op.parameters?.some((p) => p.in === 'query')) expect(errorTypesOf(op.responses['400']), where).toContain('invalid-request-error');
+      if (op.parameters?.some((p) => p.in === 'query'))
+        expect(errorTypesOf(op.responses['400']), where).toContain('invalid-request-error');
     }
     // Errors the services raise, per route.
     expect(errorTypesOf(doc.paths['/bots/start']!.post!.responses['503'])).toEqual(['service-unavailable']);
@@ -141,9 +144,14 @@ describe('the OpenAPI document', () => {
   });
 
   it('describes request bodies with the schemas the routes validate with', () => {
-    const body = doc.paths['/bots/twilio-config']!.post!.requestBody!.content['application/json'] as { schema: { $ref: string } };
+    const body = doc.paths['/bots/twilio-config']!.post!.requestBody!.content['application/json'] as {
+      schema: { $ref: string };
+    };
     expect(body.schema.$ref).toBe('#/components/schemas/TelephonyConfigRequest');
-    const request = doc.components.schemas.TelephonyConfigRequest as { additionalProperties: boolean; required: string[] };
+    const request = doc.components.schemas.TelephonyConfigRequest as {
+      additionalProperties: boolean;
+      required: string[];
+    };
     // .strict() in the schema is additionalProperties: false in the document.
     expect(request.additionalProperties).toBe(false);
     expect(request.required).toContain('bot_profile');

@@ -18,9 +18,19 @@ describe('persistence', () => {
   it('keeps configurations across a restart of a listening server on the same data dir', async () => {
     const dataDir = tempDataDir();
     dirs.push(dataDir);
-    const env = { SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_API_KEY: TEST_KEY, PORT: '0', HOST: '127.0.0.1', ...(await testStoreEnv(dataDir)) };
+    const env = {
+      SWITCHBOARD_DATA_DIR: dataDir,
+      SWITCHBOARD_API_KEY: TEST_KEY,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      ...(await testStoreEnv(dataDir)),
+    };
     const first = await startServer(loadConfig(env), { logger: createLogger('silent') });
-    const created = await fetch(`${first.address}/v1/bots/twilio-config`, { method: 'POST', headers, body: JSON.stringify(sampleConfig()) });
+    const created = await fetch(`${first.address}/v1/bots/twilio-config`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify(sampleConfig()),
+    });
     expect(created.status).toBe(200);
     const view = (await created.json()) as { id: string };
     await first.close();
@@ -42,7 +52,11 @@ describe('persistence', () => {
     const first = await startServeProcess(env);
     const created = await Promise.all(
       Array.from({ length: 5 }, (_, i) =>
-        fetch(`${first.baseUrl}/v1/bots/twilio-config`, { method: 'POST', headers, body: JSON.stringify(sampleConfig({ max_duration: 100 + i })) }),
+        fetch(`${first.baseUrl}/v1/bots/twilio-config`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify(sampleConfig({ max_duration: 100 + i })),
+        }),
       ),
     );
     first.child.kill('SIGKILL');
@@ -80,7 +94,9 @@ describe('persistence', () => {
     try {
       expect(second.output()).not.toContain(key!);
       expect(/\bsb_[A-Za-z0-9_-]{20,}\b/.test(second.output())).toBe(false);
-      const again = await fetch(`${second.baseUrl}/v1/bots/twilio-config`, { headers: { authorization: `Bearer ${key}` } });
+      const again = await fetch(`${second.baseUrl}/v1/bots/twilio-config`, {
+        headers: { authorization: `Bearer ${key}` },
+      });
       expect(again.status).toBe(200);
     } finally {
       second.child.kill('SIGTERM');

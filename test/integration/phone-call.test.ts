@@ -56,7 +56,10 @@ async function startBot(options: {
   const llm = new ScriptedLlm(options.llm);
   const tts = options.tts ?? new ToneTts();
   server = await startCallServer((registry) => {
-    registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+    registry
+      .registerStt('scripted_stt', () => stt)
+      .registerLlm('scripted_llm', () => llm)
+      .registerTts('tone_tts', () => tts);
   });
   const { wssUrl } = await server.createConfig({
     services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
@@ -95,7 +98,11 @@ describe('a phone call to a configured bot', () => {
       target: { wssUrl: bot.wssUrl },
       clips: { birch: await clip('A06_birch_canoe.ulaw') },
       scenario: {
-        steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'play', clip: 'birch' }, { do: 'wait-bot-silence', ms: 600 }],
+        steps: [
+          { do: 'wait-bot-silence', ms: 600 },
+          { do: 'play', clip: 'birch' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
       },
     });
 
@@ -218,7 +225,13 @@ describe('a phone call to a configured bot', () => {
     const bot = await startBot({ llm: { replies: ['Connecting you to room 42.'] } });
     const report = await runPhoneCall({
       target: { wssUrl: bot.wssUrl },
-      scenario: { steps: [{ do: 'wait', ms: 500 }, { do: 'dtmf', digits: '42#' }, { do: 'wait-bot-silence', ms: 600 }] },
+      scenario: {
+        steps: [
+          { do: 'wait', ms: 500 },
+          { do: 'dtmf', digits: '42#' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
+      },
     });
 
     expect(report.outcome).toBe('completed');
@@ -231,7 +244,10 @@ describe('a phone call to a configured bot', () => {
   it('apologises when the model fails mid-reply, and the call goes on', async () => {
     const bot = await startBot({
       heard: ['the birch canoe slid on the smooth planks', 'go forward ten meters'],
-      llm: { replies: ['Let me think about that for a second.', 'Going forward.'], failOnRequest: { request: 1, afterTokens: 3 } },
+      llm: {
+        replies: ['Let me think about that for a second.', 'Going forward.'],
+        failOnRequest: { request: 1, afterTokens: 3 },
+      },
     });
     const report = await runPhoneCall({
       target: { wssUrl: bot.wssUrl },
@@ -260,7 +276,13 @@ describe('provider failures inside a call', () => {
     runPhoneCall({
       target: { wssUrl: bot.wssUrl },
       clips: { birch: await clip('A06_birch_canoe.ulaw') },
-      scenario: { steps: [{ do: 'play', clip: 'birch' }, { do: 'wait-bot-silence', ms: 600 }], endOfScript: 'hangup' },
+      scenario: {
+        steps: [
+          { do: 'play', clip: 'birch' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
+        endOfScript: 'hangup',
+      },
     });
 
   it('retries a model that fails before its first word, and the caller hears the answer, not an apology', async () => {
@@ -312,10 +334,19 @@ describe('provider failures inside a call', () => {
     const llm = new ScriptedLlm({ replies: ['unused'] });
     const tts = new ToneTts();
     server = await startCallServer((registry) => {
-      registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+      registry
+        .registerStt('scripted_stt', () => stt)
+        .registerLlm('scripted_llm', () => llm)
+        .registerTts('tone_tts', () => tts);
     });
-    const { wssUrl } = await server.createConfig({ services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' }, config: [] });
-    const report = await runPhoneCall({ target: { wssUrl }, scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 } });
+    const { wssUrl } = await server.createConfig({
+      services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+      config: [],
+    });
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 },
+    });
     expect(report.outcome).toBe('server-closed');
     expect(report.close).toMatchObject({ code: CLOSE.normal, by: 'server' });
     // The apology is spoken by the offline fallback voice, then the call ends.
@@ -335,7 +366,11 @@ describe('provider failures inside a call', () => {
 
 describe('the media websocket under bad input', () => {
   /** Opens a raw carrier socket and resolves with how the server closed it. */
-  function rawSocket(url: string): { ws: WebSocket; closed: Promise<{ code: number; reason: string }>; opened: Promise<void> } {
+  function rawSocket(url: string): {
+    ws: WebSocket;
+    closed: Promise<{ code: number; reason: string }>;
+    opened: Promise<void>;
+  } {
     const ws = new WebSocket(url);
     const closed = new Promise<{ code: number; reason: string }>((resolve) => {
       ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
@@ -381,7 +416,13 @@ describe('the media websocket under bad input', () => {
     const good = runPhoneCall({
       target: { wssUrl: bot.wssUrl },
       clips: { forward: await clip('A07_go_forward.ulaw') },
-      scenario: { steps: [{ do: 'wait', ms: 300 }, { do: 'play', clip: 'forward' }, { do: 'wait-bot-silence', ms: 600 }] },
+      scenario: {
+        steps: [
+          { do: 'wait', ms: 300 },
+          { do: 'play', clip: 'forward' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
+      },
     });
 
     const binary = rawSocket(bot.wssUrl);
@@ -395,7 +436,8 @@ describe('the media websocket under bad input', () => {
     await malformed.opened;
     malformed.ws.send(connected);
     malformed.ws.send(startMessage('MZ22222222222222222222222222222222'));
-    for (let i = 0; i < 30; i++) malformed.ws.send(i % 2 === 0 ? '{not json' : JSON.stringify({ event: 'media', media: { payload: 42 } }));
+    for (let i = 0; i < 30; i++)
+      malformed.ws.send(i % 2 === 0 ? '{not json' : JSON.stringify({ event: 'media', media: { payload: 42 } }));
     expect((await malformed.closed).code).toBe(CLOSE.policyViolation);
 
     const flood = rawSocket(bot.wssUrl);
@@ -463,7 +505,8 @@ describe('the media websocket under audio faster than real time', () => {
       sendFrames(count, mulaw) {
         for (let i = 0; i < count && ws.readyState === ws.OPEN; i++) {
           const at = frameIndex * MULAW_FRAME_BYTES;
-          const frame = mulaw && at + MULAW_FRAME_BYTES <= mulaw.length ? mulaw.subarray(at, at + MULAW_FRAME_BYTES) : silence;
+          const frame =
+            mulaw && at + MULAW_FRAME_BYTES <= mulaw.length ? mulaw.subarray(at, at + MULAW_FRAME_BYTES) : silence;
           ws.send(messages.media(frameIndex + 1, frameIndex * 20, Buffer.from(frame).toString('base64')));
           frameIndex += 1;
         }
@@ -490,21 +533,31 @@ describe('the media websocket under audio faster than real time', () => {
     const good = runPhoneCall({
       target: { wssUrl: bot.wssUrl },
       clips: { forward: await clip('A07_go_forward.ulaw') },
-      scenario: { steps: [{ do: 'wait', ms: 300 }, { do: 'play', clip: 'forward' }, { do: 'wait-bot-silence', ms: 600 }] },
+      scenario: {
+        steps: [
+          { do: 'wait', ms: 300 },
+          { do: 'play', clip: 'forward' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
+      },
     });
 
     // Well-formed media whose payloads hold about 4 s of audio each (45,000 base64 characters),
     // many times over: what exhausted memory before.
     const big = await carrierSocket(bot.wssUrl);
     const payload = Buffer.alloc(33_750, 0x7f).toString('base64');
-    for (let i = 0; i < 20 && big.ws.readyState === big.ws.OPEN; i++) big.ws.send(big.messages.media(i + 1, i * 20, payload));
+    for (let i = 0; i < 20 && big.ws.readyState === big.ws.OPEN; i++)
+      big.ws.send(big.messages.media(i + 1, i * 20, payload));
     expect(await big.drained()).toBe('closed');
     expect(await big.closed).toEqual({ code: CLOSE.messageTooBig, reason: 'media payload over 500 ms of audio' });
 
     // A batched message of up to 500 ms is fine.
     const batched = await carrierSocket(bot.wssUrl);
     batched.ws.send(batched.messages.media(1, 0, Buffer.alloc(4000, 0xff).toString('base64')));
-    expect([await batched.drained(), await Promise.race([batched.closed, Promise.resolve(null)])]).toEqual(['open', null]);
+    expect([await batched.drained(), await Promise.race([batched.closed, Promise.resolve(null)])]).toEqual([
+      'open',
+      null,
+    ]);
     batched.ws.close();
 
     const report = await good;

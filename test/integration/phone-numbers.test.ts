@@ -18,7 +18,12 @@ async function get(path: string, key?: string) {
 }
 
 async function buy(payload?: Record<string, unknown>, key?: string) {
-  const res = await t!.app.inject({ method: 'POST', url: '/v1/buy-phone-number', headers: auth(key), ...(payload ? { payload } : {}) });
+  const res = await t!.app.inject({
+    method: 'POST',
+    url: '/v1/buy-phone-number',
+    headers: auth(key),
+    ...(payload ? { payload } : {}),
+  });
   return { status: res.statusCode, body: res.json() };
 }
 
@@ -32,8 +37,14 @@ describe('phone numbers on the sandbox carrier', () => {
     expect(ca.body.data.every((n: { region: string }) => n.region === 'CA')).toBe(true);
 
     const la = await get('/v1/list-available-numbers?region=ca&city=los%20angeles&limit=3');
-    expect(la.body.data.map((n: { number: string }) => n.number)).toEqual(['+12135550100', '+12135550101', '+12135550102']);
-    expect((await get('/v1/list-available-numbers?areacode=312&ends_with=0142')).body.data).toEqual([{ number: '+13125550142', region: 'IL', city: 'Chicago' }]);
+    expect(la.body.data.map((n: { number: string }) => n.number)).toEqual([
+      '+12135550100',
+      '+12135550101',
+      '+12135550102',
+    ]);
+    expect((await get('/v1/list-available-numbers?areacode=312&ends_with=0142')).body.data).toEqual([
+      { number: '+13125550142', region: 'IL', city: 'Chicago' },
+    ]);
     expect((await get('/v1/list-available-numbers?starts_with=617555')).body.total_count).toBe(50);
     expect((await get('/v1/list-available-numbers?contains=9999')).body).toEqual({ total_count: 0, data: [] });
 
@@ -91,7 +102,11 @@ describe('phone numbers on the sandbox carrier', () => {
       info: 'starting_after: no purchased number with id nope',
     });
 
-    const released = await t.app.inject({ method: 'DELETE', url: `/v1/release-phone-number/${chosen.body.id}`, headers: auth() });
+    const released = await t.app.inject({
+      method: 'DELETE',
+      url: `/v1/release-phone-number/${chosen.body.id}`,
+      headers: auth(),
+    });
     expect(released.statusCode).toBe(200);
     expect(released.json()).toEqual({ id: chosen.body.id, number: '+14155550142', released: true });
     expect((await get('/v1/purchased-phone-numbers')).body.total_count).toBe(2);
@@ -117,7 +132,11 @@ describe('phone numbers on the sandbox carrier', () => {
     expect((await buy({ number: '+14155550100', colour: 'blue' })).status).toBe(400);
 
     expect((await get('/v1/purchased-phone-numbers', other)).body).toEqual({ total_count: 0, data: [] });
-    const theirs = await t.app.inject({ method: 'DELETE', url: `/v1/release-phone-number/${mine.body.id}`, headers: auth(other) });
+    const theirs = await t.app.inject({
+      method: 'DELETE',
+      url: `/v1/release-phone-number/${mine.body.id}`,
+      headers: auth(other),
+    });
     expect(theirs.statusCode).toBe(404);
     expect((await get('/v1/purchased-phone-numbers')).body.total_count).toBe(1);
   });
@@ -138,7 +157,10 @@ describe('phone numbers on Twilio (against a fake of its REST API)', () => {
         SWITCHBOARD_PUBLIC_URL: 'https://switchboard.example.com',
       });
       const search = await get('/v1/list-available-numbers?areacode=415&ends_with=0142');
-      expect(search.body).toEqual({ total_count: 1, data: [{ number: '+14155550142', region: 'CA', city: 'San Francisco' }] });
+      expect(search.body).toEqual({
+        total_count: 1,
+        data: [{ number: '+14155550142', region: 'CA', city: 'San Francisco' }],
+      });
       expect(twilio.requests[0]).toMatchObject({
         method: 'GET',
         path: `/2010-04-01/Accounts/${SID}/AvailablePhoneNumbers/US/Local.json`,
@@ -151,12 +173,23 @@ describe('phone numbers on Twilio (against a fake of its REST API)', () => {
       expect(twilio.requests[1]).toMatchObject({
         method: 'POST',
         path: `/2010-04-01/Accounts/${SID}/IncomingPhoneNumbers.json`,
-        form: { PhoneNumber: '+14155550142', VoiceUrl: 'https://switchboard.example.com/twilio/voice', VoiceMethod: 'POST' },
+        form: {
+          PhoneNumber: '+14155550142',
+          VoiceUrl: 'https://switchboard.example.com/twilio/voice',
+          VoiceMethod: 'POST',
+        },
       });
 
-      const released = await t.app.inject({ method: 'DELETE', url: `/v1/release-phone-number/${bought.body.id}`, headers: auth() });
+      const released = await t.app.inject({
+        method: 'DELETE',
+        url: `/v1/release-phone-number/${bought.body.id}`,
+        headers: auth(),
+      });
       expect(released.statusCode).toBe(200);
-      expect(twilio.requests[2]).toMatchObject({ method: 'DELETE', path: expect.stringMatching(/\/IncomingPhoneNumbers\/PN0+1\.json$/) });
+      expect(twilio.requests[2]).toMatchObject({
+        method: 'DELETE',
+        path: expect.stringMatching(/\/IncomingPhoneNumbers\/PN0+1\.json$/),
+      });
     } finally {
       await twilio.close();
     }
@@ -165,7 +198,12 @@ describe('phone numbers on Twilio (against a fake of its REST API)', () => {
   it('reports Twilio refusing as a carrier error, and a server without Twilio credentials does not start', async () => {
     const twilio = await startFakeTwilioRest(SID, 'another-token');
     try {
-      t = await createTestApp({ SWITCHBOARD_CARRIER: 'twilio', TWILIO_ACCOUNT_SID: SID, TWILIO_AUTH_TOKEN: TOKEN, SWITCHBOARD_TWILIO_URL: twilio.url });
+      t = await createTestApp({
+        SWITCHBOARD_CARRIER: 'twilio',
+        TWILIO_ACCOUNT_SID: SID,
+        TWILIO_AUTH_TOKEN: TOKEN,
+        SWITCHBOARD_TWILIO_URL: twilio.url,
+      });
       const search = await get('/v1/list-available-numbers');
       expect(search.status).toBe(502);
       expect(search.body.error).toBe('carrier-error');
@@ -173,6 +211,8 @@ describe('phone numbers on Twilio (against a fake of its REST API)', () => {
     } finally {
       await twilio.close();
     }
-    await expect(createTestApp({ SWITCHBOARD_CARRIER: 'twilio' })).rejects.toThrow('SWITCHBOARD_CARRIER: twilio needs TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN');
+    await expect(createTestApp({ SWITCHBOARD_CARRIER: 'twilio' })).rejects.toThrow(
+      'SWITCHBOARD_CARRIER: twilio needs TWILIO_ACCOUNT_SID and TWILIO_AUTH_TOKEN',
+    );
   });
 });

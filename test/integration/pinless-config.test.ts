@@ -23,12 +23,22 @@ async function until(condition: () => boolean, timeoutMs = 5000): Promise<void> 
 }
 
 async function buy(number: string, key?: string): Promise<void> {
-  const res = await t!.app.inject({ method: 'POST', url: '/v1/buy-phone-number', headers: auth(key), payload: { number } });
+  const res = await t!.app.inject({
+    method: 'POST',
+    url: '/v1/buy-phone-number',
+    headers: auth(key),
+    payload: { number },
+  });
   expect(res.statusCode).toBe(200);
 }
 
 async function configure(entries: unknown[], key?: string) {
-  const res = await t!.app.inject({ method: 'POST', url: '/v1/', headers: auth(key), payload: { properties: { pinless_dialin: entries } } });
+  const res = await t!.app.inject({
+    method: 'POST',
+    url: '/v1/',
+    headers: auth(key),
+    payload: { properties: { pinless_dialin: entries } },
+  });
   return { status: res.statusCode, body: res.json() };
 }
 
@@ -44,12 +54,23 @@ describe('pinless dial-in configuration (POST /v1/)', () => {
     await buy('+14155550101');
 
     const first = await configure([
-      { phone_number: '+14155550100', room_creation_api: receiver.url, name_prefix: 'front', hmac: SECRET, timeout_config: { message: 'Sorry, no one is free.' } },
+      {
+        phone_number: '+14155550100',
+        room_creation_api: receiver.url,
+        name_prefix: 'front',
+        hmac: SECRET,
+        timeout_config: { message: 'Sorry, no one is free.' },
+      },
       { phone_number: '+14155550101', room_creation_api: receiver.url },
     ]);
     expect(first.status).toBe(200);
     const [given, generated] = first.body.config.pinless_dialin;
-    expect(given).toMatchObject({ phone_number: '+14155550100', hmac: SECRET, name_prefix: 'front', sip_uri: expect.stringMatching(/^sip:dialin-.+@sip\.localhost$/) });
+    expect(given).toMatchObject({
+      phone_number: '+14155550100',
+      hmac: SECRET,
+      name_prefix: 'front',
+      sip_uri: expect.stringMatching(/^sip:dialin-.+@sip\.localhost$/),
+    });
     expect(Buffer.from(generated.hmac, 'base64')).toHaveLength(32);
     expect(first.body.domain_id).toEqual(expect.any(String));
 
@@ -64,7 +85,9 @@ describe('pinless dial-in configuration (POST /v1/)', () => {
     expect(second.body.config.pinless_dialin).toHaveLength(1);
     expect(second.body.config.pinless_dialin[0].hmac).not.toBe(generated.hmac);
     const read = await t.app.inject({ method: 'GET', url: '/v1/', headers: auth() });
-    expect(read.json().config.pinless_dialin.map((e: { phone_number: string }) => e.phone_number)).toEqual(['+14155550101']);
+    expect(read.json().config.pinless_dialin.map((e: { phone_number: string }) => e.phone_number)).toEqual([
+      '+14155550101',
+    ]);
   });
 
   it('keeps the configuration when the webhook answers with an error or is unreachable', async () => {
@@ -78,7 +101,9 @@ describe('pinless dial-in configuration (POST /v1/)', () => {
     ]);
     expect(res.status).toBe(200);
     await until(() => failing.received.length === 1);
-    expect((await t.app.inject({ method: 'GET', url: '/v1/', headers: auth() })).json().config.pinless_dialin).toHaveLength(2);
+    expect(
+      (await t.app.inject({ method: 'GET', url: '/v1/', headers: auth() })).json().config.pinless_dialin,
+    ).toHaveLength(2);
   });
 
   it('refuses bad entries with the path of each problem', async () => {
@@ -110,7 +135,10 @@ describe('pinless dial-in configuration (POST /v1/)', () => {
       expect(addresses.body.info).toContain(fragment);
     }
     expect((await configure([])).status).toBe(200);
-    expect((await t.app.inject({ method: 'POST', url: '/v1/', headers: auth(), payload: { pinless_dialin: [] } })).statusCode).toBe(400);
+    expect(
+      (await t.app.inject({ method: 'POST', url: '/v1/', headers: auth(), payload: { pinless_dialin: [] } }))
+        .statusCode,
+    ).toBe(400);
   });
 
   it('routes a number only to the account that holds it now, not to one that released it', async () => {
@@ -122,13 +150,19 @@ describe('pinless dial-in configuration (POST /v1/)', () => {
     await buy(number);
     expect((await configure([{ phone_number: number, room_creation_api: first.url, hmac: SECRET }])).status).toBe(200);
     const held = await t.app.inject({ method: 'GET', url: '/v1/purchased-phone-numbers', headers: auth() });
-    const released = await t.app.inject({ method: 'DELETE', url: `/v1/release-phone-number/${held.json().data[0].id}`, headers: auth() });
+    const released = await t.app.inject({
+      method: 'DELETE',
+      url: `/v1/release-phone-number/${held.json().data[0].id}`,
+      headers: auth(),
+    });
     expect(released.statusCode).toBe(200);
 
     // The first account's entry is still in its configuration, but the number is someone else's now.
     const other = await t.createKey('next-owner');
     await buy(number, other);
-    expect((await configure([{ phone_number: number, room_creation_api: second.url, hmac: SECRET }], other)).status).toBe(200);
+    expect(
+      (await configure([{ phone_number: number, room_creation_api: second.url, hmac: SECRET }], other)).status,
+    ).toBe(200);
     const call = await t.app.inject({
       method: 'POST',
       url: '/twilio/voice',

@@ -49,7 +49,10 @@ async function startServer(replies: string[], captureLogs = false) {
   const tts = new ToneTts();
   server = await startCallServer(
     (registry) => {
-      registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+      registry
+        .registerStt('scripted_stt', () => stt)
+        .registerLlm('scripted_llm', () => llm)
+        .registerTts('tone_tts', () => tts);
     },
     {},
     { publicHost: 'localhost', captureLogs },
@@ -94,17 +97,26 @@ describe('a room with a Pipecat websocket-transport client', () => {
 
     const bad = await bot.start({ transport: 'daily' });
     expect(bad.status).toBe(400);
-    expect(bad.body).toEqual({ error: 'invalid-request-error', info: 'transport: transport must be "websocket" (or left out for {room_url, token})' });
+    expect(bad.body).toEqual({
+      error: 'invalid-request-error',
+      info: 'transport: transport must be "websocket" (or left out for {room_url, token})',
+    });
   });
 
   it('lets the origins in SWITCHBOARD_CORS_ORIGINS call bots/start from a browser, and no others', async () => {
-    expect(() => loadConfig({ SWITCHBOARD_CORS_ORIGINS: 'https://app.example.com/path' })).toThrow(/SWITCHBOARD_CORS_ORIGINS: must be \* or comma-separated origins/);
+    expect(() => loadConfig({ SWITCHBOARD_CORS_ORIGINS: 'https://app.example.com/path' })).toThrow(
+      /SWITCHBOARD_CORS_ORIGINS: must be \* or comma-separated origins/,
+    );
     const front = 'http://localhost:5173';
     server = await startCallServer(() => undefined, { SWITCHBOARD_CORS_ORIGINS: `https://app.example.com, ${front}` });
     const preflight = (origin: string) =>
       fetch(`${server!.baseUrl}/v1/bots/start`, {
         method: 'OPTIONS',
-        headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
+        headers: {
+          origin,
+          'access-control-request-method': 'POST',
+          'access-control-request-headers': 'authorization,content-type',
+        },
       });
     const allowed = await preflight(front);
     expect(allowed.status).toBe(204);
@@ -112,11 +124,17 @@ describe('a room with a Pipecat websocket-transport client', () => {
     expect(allowed.headers.get('access-control-allow-headers')).toBe('authorization, content-type');
     expect((await preflight('https://evil.example')).headers.get('access-control-allow-origin')).toBeNull();
     // Errors carry the header too, so the SDK can read the reason.
-    const refused = await fetch(`${server.baseUrl}/v1/bots/start`, { method: 'POST', headers: { origin: front, 'content-type': 'application/json' }, body: '{}' });
+    const refused = await fetch(`${server.baseUrl}/v1/bots/start`, {
+      method: 'POST',
+      headers: { origin: front, 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(refused.status).toBe(400);
     expect(refused.headers.get('access-control-allow-origin')).toBe(front);
     // The rest of the API stays server-to-server.
-    const list = await fetch(`${server.baseUrl}/v1/bots/twilio-config`, { headers: { origin: front, authorization: `Bearer ${TEST_KEY}` } });
+    const list = await fetch(`${server.baseUrl}/v1/bots/twilio-config`, {
+      headers: { origin: front, authorization: `Bearer ${TEST_KEY}` },
+    });
     expect(list.headers.get('access-control-allow-origin')).toBeNull();
   });
 
@@ -132,7 +150,12 @@ describe('a room with a Pipecat websocket-transport client', () => {
     expect([...alice.audioFormats]).toEqual(['24000/1']);
     expect((alice.audioSamples / 24000) * 1000).toBeGreaterThan(GREETING.length * TONE_MS_PER_CHAR * 0.9);
     expect(alice.of('bot-started-speaking')).toHaveLength(1);
-    expect(alice.of('bot-llm-text').map((m) => m.data!.text).join('')).toContain('front desk');
+    expect(
+      alice
+        .of('bot-llm-text')
+        .map((m) => m.data!.text)
+        .join(''),
+    ).toContain('front desk');
 
     // The SDK's recorder default: 16 kHz mono frames, declared in each frame.
     await alice.stream(new Int16Array(16000 * 0.3), 16000);
@@ -202,22 +225,47 @@ describe('a room with a Pipecat websocket-transport client', () => {
     // A request the room does not serve gets the RTVI error reply with its id; the socket stays open.
     const id = alice.sendRtvi('send-text', { content: 'hello' });
     await alice.until('error-response', () => alice.of('error-response').length === 1);
-    expect(alice.of('error-response')[0]).toEqual({ label: 'rtvi-ai', type: 'error-response', id, data: { error: 'send-text is not supported by this server' } });
+    expect(alice.of('error-response')[0]).toEqual({
+      label: 'rtvi-ai',
+      type: 'error-response',
+      id,
+      data: { error: 'send-text is not supported by this server' },
+    });
 
     const audio = (rateHz: number, channels: number, bytes: number) =>
-      Frame.toBinary(Frame.create({ frame: { oneofKind: 'audio', audio: { id: 0n, name: 'audio', audio: new Uint8Array(bytes), sampleRate: rateHz, numChannels: channels } } }));
-    const message = (data: string) => Frame.toBinary(Frame.create({ frame: { oneofKind: 'message', message: { data } } }));
+      Frame.toBinary(
+        Frame.create({
+          frame: {
+            oneofKind: 'audio',
+            audio: { id: 0n, name: 'audio', audio: new Uint8Array(bytes), sampleRate: rateHz, numChannels: channels },
+          },
+        }),
+      );
+    const message = (data: string) =>
+      Frame.toBinary(Frame.create({ frame: { oneofKind: 'message', message: { data } } }));
     const bad: Array<[Uint8Array | string, boolean, string]> = [
       [Buffer.from([0x0a, 0xff, 0xff]), false, 'malformed message: not a Pipecat protobuf frame (premature EOF)'],
       [Buffer.from([0x2a, 0x00]), false, 'malformed message: a Pipecat frame of no known kind'],
       [message('{not json'), false, 'malformed message: message frame data is not JSON'],
       [message('{"label":"other","type":"client-ready"}'), false, 'malformed message: label: label must be "rtvi-ai"'],
       [audio(16000, 1, 640), false, 'audio before client-ready'],
-      [audio(11000, 1, 640), true, 'malformed message: audio sample_rate 11000 is not one of 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000'],
+      [
+        audio(11000, 1, 640),
+        true,
+        'malformed message: audio sample_rate 11000 is not one of 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000',
+      ],
       [audio(16000, 3, 600), true, 'malformed message: audio num_channels 3 is not 1 or 2'],
       [audio(16000, 2, 642), true, 'malformed message: audio must be 16-bit PCM (whole samples for every channel)'],
-      [Frame.toBinary(Frame.create({ frame: { oneofKind: 'text', text: { id: 0n, name: 'text', text: 'hi' } } })), true, 'malformed message: text frames are not accepted; send RTVI messages in message frames'],
-      ['{"label":"rtvi-ai","type":"client-ready"}', true, 'malformed message: a text message on a socket that speaks Pipecat protobuf frames'],
+      [
+        Frame.toBinary(Frame.create({ frame: { oneofKind: 'text', text: { id: 0n, name: 'text', text: 'hi' } } })),
+        true,
+        'malformed message: text frames are not accepted; send RTVI messages in message frames',
+      ],
+      [
+        '{"label":"rtvi-ai","type":"client-ready"}',
+        true,
+        'malformed message: a text message on a socket that speaks Pipecat protobuf frames',
+      ],
     ];
     for (const [data, ready, reason] of bad) {
       const client = await bot.join(body.ws_url!, { ready });

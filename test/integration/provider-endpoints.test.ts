@@ -38,7 +38,10 @@ async function save(target: TestApp, body: Record<string, unknown>, url = '/v1/b
 }
 
 /** An HTTP server that answers 200 to anything and records what reached it, Authorization included. */
-async function startRecorder(): Promise<{ port: number; requests: Array<{ method?: string; url?: string; authorization?: string }> }> {
+async function startRecorder(): Promise<{
+  port: number;
+  requests: Array<{ method?: string; url?: string; authorization?: string }>;
+}> {
   const requests: Array<{ method?: string; url?: string; authorization?: string }> = [];
   const http: Server = createServer((req, res) => {
     requests.push({ method: req.method, url: req.url, authorization: req.headers.authorization });
@@ -66,16 +69,29 @@ describe('service_options.<provider>.base_url address checks', () => {
         { service_options: { openai: { base_url: 'http://127.0.0.1:8080/admin' } } },
         'services.llm: openai: service_options.openai.base_url points at 127.0.0.1, a loopback address (the operator can allow loopback and private addresses with SWITCHBOARD_PROVIDER_ALLOW_PRIVATE=true)',
       ],
-      [{ service_options: { cartesia: { base_url: 'http://[::1]:9000' } } }, 'services.tts: cartesia: service_options.cartesia.base_url points at ::1, a loopback address'],
-      [{ service_options: { deepgram: { base_url: 'https://10.0.0.7' } } }, 'services.stt: deepgram: service_options.deepgram.base_url points at 10.0.0.7, a private address'],
       [
-        { services: { stt: 'deepgram', llm: 'custom_llm', tts: 'cartesia' }, config: [{ service: 'llm', options: [{ name: 'model', value: 'llama' }] }], service_options: { custom_llm: { base_url: 'http://192.168.1.20:8000/v1' } } },
+        { service_options: { cartesia: { base_url: 'http://[::1]:9000' } } },
+        'services.tts: cartesia: service_options.cartesia.base_url points at ::1, a loopback address',
+      ],
+      [
+        { service_options: { deepgram: { base_url: 'https://10.0.0.7' } } },
+        'services.stt: deepgram: service_options.deepgram.base_url points at 10.0.0.7, a private address',
+      ],
+      [
+        {
+          services: { stt: 'deepgram', llm: 'custom_llm', tts: 'cartesia' },
+          config: [{ service: 'llm', options: [{ name: 'model', value: 'llama' }] }],
+          service_options: { custom_llm: { base_url: 'http://192.168.1.20:8000/v1' } },
+        },
         'services.llm: custom_llm: service_options.custom_llm.base_url points at 192.168.1.20, a private address',
       ],
     ];
     for (const [overrides, message] of cases) {
       for (const url of ['/v1/bots/twilio-config', '/v1/bots/start']) {
-        const body = url === '/v1/bots/start' ? { ...sampleConfig(overrides), bot_profile: 'voice_2024_10' } : sampleConfig(overrides);
+        const body =
+          url === '/v1/bots/start'
+            ? { ...sampleConfig(overrides), bot_profile: 'voice_2024_10' }
+            : sampleConfig(overrides);
         const res = await save(app, body, url);
         expect(res.status, `${url} ${JSON.stringify(overrides)}`).toBe(400);
         expect(res.body.error).toBe('invalid-request-error');
@@ -83,18 +99,33 @@ describe('service_options.<provider>.base_url address checks', () => {
       }
     }
     // A public address, or a name (judged when the call connects), is accepted.
-    expect((await save(app, sampleConfig({ service_options: { openai: { base_url: 'https://llm.example.com/v1' } } }))).status).toBe(200);
-    expect((await save(app, sampleConfig({ service_options: { openai: { base_url: 'http://localhost:8000' } } }))).status).toBe(200);
+    expect(
+      (await save(app, sampleConfig({ service_options: { openai: { base_url: 'https://llm.example.com/v1' } } })))
+        .status,
+    ).toBe(200);
+    expect(
+      (await save(app, sampleConfig({ service_options: { openai: { base_url: 'http://localhost:8000' } } }))).status,
+    ).toBe(200);
   });
 
   it('with SWITCHBOARD_PROVIDER_ALLOW_PRIVATE=true accepts loopback and private model servers, never metadata', async () => {
     app = await createTestApp({ SWITCHBOARD_PROVIDER_ALLOW_PRIVATE: 'true' });
-    const ollama = { services: { stt: 'deepgram', llm: 'ollama', tts: 'cartesia' }, service_options: { ollama: { base_url: 'http://127.0.0.1:11434' } } };
+    const ollama = {
+      services: { stt: 'deepgram', llm: 'ollama', tts: 'cartesia' },
+      service_options: { ollama: { base_url: 'http://127.0.0.1:11434' } },
+    };
     expect((await save(app, sampleConfig(ollama))).status).toBe(200);
-    expect((await save(app, sampleConfig({ service_options: { openai: { base_url: 'http://10.1.2.3:8000/v1' } } }))).status).toBe(200);
-    const metadata = await save(app, sampleConfig({ service_options: { openai: { base_url: 'http://[fd00:ec2::254]/' } } }));
+    expect(
+      (await save(app, sampleConfig({ service_options: { openai: { base_url: 'http://10.1.2.3:8000/v1' } } }))).status,
+    ).toBe(200);
+    const metadata = await save(
+      app,
+      sampleConfig({ service_options: { openai: { base_url: 'http://[fd00:ec2::254]/' } } }),
+    );
     expect(metadata.status).toBe(400);
-    expect(metadata.body.info).toContain('service_options.openai.base_url points at fd00:ec2::254, a link-local or metadata address');
+    expect(metadata.body.info).toContain(
+      'service_options.openai.base_url points at fd00:ec2::254, a link-local or metadata address',
+    );
   });
 
   it('a host name that resolves to loopback is refused when the call connects: the caller hears the apology, and the key never leaves', async () => {
@@ -110,7 +141,10 @@ describe('service_options.<provider>.base_url address checks', () => {
       api_keys: { openai: TENANT_KEY },
       service_options: { openai: { base_url: `http://localhost:${recorder.port}` } },
     });
-    const report = await runPhoneCall({ target: { wssUrl }, scenario: { steps: [{ do: 'wait-bot-audio', timeoutMs: 20_000 }], endOfScript: 'stay', maxDurationMs: 30_000 } });
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      scenario: { steps: [{ do: 'wait-bot-audio', timeoutMs: 20_000 }], endOfScript: 'stay', maxDurationMs: 30_000 },
+    });
 
     // The usual handling of a provider that refuses: one plain apology, then the call ends.
     expect(report.outcome).toBe('server-closed');
@@ -124,7 +158,10 @@ describe('service_options.<provider>.base_url address checks', () => {
   it('a websocket adapter (cartesia) is refused the same way, before any handshake', async () => {
     const recorder = await startRecorder();
     server = await startCallServer(
-      (registry) => registry.registerStt('scripted_stt', () => new ScriptedStt([])).registerLlm('scripted_llm', () => new ScriptedLlm({ replies: [GREETING] })),
+      (registry) =>
+        registry
+          .registerStt('scripted_stt', () => new ScriptedStt([]))
+          .registerLlm('scripted_llm', () => new ScriptedLlm({ replies: [GREETING] })),
       {},
       { captureLogs: true },
     );
@@ -133,7 +170,10 @@ describe('service_options.<provider>.base_url address checks', () => {
       api_keys: { cartesia: TENANT_KEY },
       service_options: { cartesia: { base_url: `http://localhost:${recorder.port}` } },
     });
-    const report = await runPhoneCall({ target: { wssUrl }, scenario: { steps: [{ do: 'wait-bot-audio', timeoutMs: 20_000 }], endOfScript: 'stay', maxDurationMs: 30_000 } });
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      scenario: { steps: [{ do: 'wait-bot-audio', timeoutMs: 20_000 }], endOfScript: 'stay', maxDurationMs: 30_000 },
+    });
     expect(report.outcome).toBe('server-closed');
     // The offline voice apologises instead, as for any TTS that refuses.
     const refused = await server.waitForLog((r) => r.msg === 'cartesia refused the request; ending the call');
@@ -142,7 +182,16 @@ describe('service_options.<provider>.base_url address checks', () => {
   });
 
   it('with the operator switch, a bot reaches its private model server by name and gets its answer', async () => {
-    const openai = new OpenAiEmulator({ latencies: { llmFirstTokenMs: 20, llmTokensPerSec: 200, ttsFirstByteMs: 10, ttsRealTimeFactor: 10, sttFinalDelayMs: 10 }, replies: [GREETING] });
+    const openai = new OpenAiEmulator({
+      latencies: {
+        llmFirstTokenMs: 20,
+        llmTokensPerSec: 200,
+        ttsFirstByteMs: 10,
+        ttsRealTimeFactor: 10,
+        sttFinalDelayMs: 10,
+      },
+      replies: [GREETING],
+    });
     const emulators = await startEmulatorServer([openai]);
     closers.push(emulators.close);
     const tts = new ToneTts(10);
@@ -158,7 +207,14 @@ describe('service_options.<provider>.base_url address checks', () => {
     });
     const report = await runPhoneCall({
       target: { wssUrl },
-      scenario: { steps: [{ do: 'wait-bot-audio', timeoutMs: 20_000 }, { do: 'wait-bot-silence', ms: 500, timeoutMs: 20_000 }], endOfScript: 'hangup', maxDurationMs: 30_000 },
+      scenario: {
+        steps: [
+          { do: 'wait-bot-audio', timeoutMs: 20_000 },
+          { do: 'wait-bot-silence', ms: 500, timeoutMs: 20_000 },
+        ],
+        endOfScript: 'hangup',
+        maxDurationMs: 30_000,
+      },
     });
     expect(report.outcome).toBe('completed');
     expect(tts.pieces.join('')).toBe(GREETING);

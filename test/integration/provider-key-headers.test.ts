@@ -22,7 +22,10 @@ afterEach(async () => {
   removeDir(t.dataDir);
 });
 
-async function post(path: string, body: unknown): Promise<{ status: number; body: { error?: string; info?: string; id?: string } }> {
+async function post(
+  path: string,
+  body: unknown,
+): Promise<{ status: number; body: { error?: string; info?: string; id?: string } }> {
   const res = await fetch(`${baseUrl}${path}`, {
     method: 'POST',
     headers: { ...auth(), 'content-type': 'application/json' },
@@ -48,7 +51,10 @@ async function nodeCanSend(key: string): Promise<{ http: boolean; ws: boolean }>
     try {
       const req = request({ host: '127.0.0.1', port, path: '/', headers: { authorization: `Bearer ${key}` } });
       req.end();
-      const [res] = (await Promise.race([once(req, 'response'), once(req, 'error').then(([err]) => Promise.reject(err))])) as [IncomingMessage];
+      const [res] = (await Promise.race([
+        once(req, 'response'),
+        once(req, 'error').then(([err]) => Promise.reject(err)),
+      ])) as [IncomingMessage];
       res.resume();
       await once(res, 'end');
       http = received.length === 1;
@@ -58,7 +64,10 @@ async function nodeCanSend(key: string): Promise<{ http: boolean; ws: boolean }>
     let ws = false;
     try {
       const socket = new WebSocket(`ws://127.0.0.1:${port}/`, { headers: { authorization: `Bearer ${key}` } });
-      const [code] = (await Promise.race([once(socket, 'close'), once(socket, 'error').then(([err]) => Promise.reject(err))])) as [number];
+      const [code] = (await Promise.race([
+        once(socket, 'close'),
+        once(socket, 'error').then(([err]) => Promise.reject(err)),
+      ])) as [number];
       ws = code === 1000;
     } catch {
       ws = false;
@@ -78,23 +87,36 @@ describe('provider keys must be sendable in an HTTP header', () => {
     const created = await post('/v1/bots/twilio-config', sampleConfig({ api_keys: PLACEHOLDER_KEYS }));
     expect(created.status).toBe(400);
     expect(created.body.error).toBe('invalid-request-error');
-    for (const field of ['api_keys.openai: ', 'api_keys.deepgram: ', 'api_keys.cartesia: ']) expect(created.body.info).toContain(field);
+    for (const field of ['api_keys.openai: ', 'api_keys.deepgram: ', 'api_keys.cartesia: '])
+      expect(created.body.info).toContain(field);
     expect(created.body.info).toContain('HTTP header');
 
     const good = await post('/v1/bots/twilio-config', sampleConfig());
     expect(good.status).toBe(200);
-    const replaced = await post(`/v1/bots/twilio-config/${good.body.id}`, sampleConfig({ api_keys: { ...PLACEHOLDER_KEYS, openai: 'sk-test' } }));
+    const replaced = await post(
+      `/v1/bots/twilio-config/${good.body.id}`,
+      sampleConfig({ api_keys: { ...PLACEHOLDER_KEYS, openai: 'sk-test' } }),
+    );
     expect(replaced.status).toBe(400);
     expect(replaced.body.info).toContain('api_keys.deepgram: ');
     expect(replaced.body.info).not.toContain('api_keys.openai');
 
-    const started = await post('/v1/bots/start', sampleConfig({ bot_profile: 'voice_2024_10', api_keys: { ...sampleConfig().api_keys as object, openai: 'sk-…' } }));
+    const started = await post(
+      '/v1/bots/start',
+      sampleConfig({
+        bot_profile: 'voice_2024_10',
+        api_keys: { ...(sampleConfig().api_keys as object), openai: 'sk-…' },
+      }),
+    );
     expect(started.status).toBe(400);
     expect(started.body.error).toBe('invalid-request-error');
     expect(started.body.info).toContain('api_keys.openai: ');
 
     // ASCII placeholders such as the README's are stored.
-    const ascii = await post('/v1/bots/twilio-config', sampleConfig({ api_keys: { openai: 'sk-test', deepgram: 'dg-test', cartesia: 'car-test' } }));
+    const ascii = await post(
+      '/v1/bots/twilio-config',
+      sampleConfig({ api_keys: { openai: 'sk-test', deepgram: 'dg-test', cartesia: 'car-test' } }),
+    );
     expect(ascii.status).toBe(200);
   });
 
@@ -118,7 +140,10 @@ describe('provider keys must be sendable in an HTTP header', () => {
       const sendable = await nodeCanSend(key);
       // HTTP requests and websocket upgrades follow the same rule.
       expect(sendable.ws, JSON.stringify(key)).toBe(sendable.http);
-      const res = await post('/v1/bots/twilio-config', sampleConfig({ api_keys: { ...(sampleConfig().api_keys as object), openai: key } }));
+      const res = await post(
+        '/v1/bots/twilio-config',
+        sampleConfig({ api_keys: { ...(sampleConfig().api_keys as object), openai: key } }),
+      );
       expect(res.status, `${JSON.stringify(key)}: ${res.body.info}`).toBe(sendable.http ? 200 : 400);
       if (!sendable.http) expect(res.body.info).toContain('api_keys.openai: ');
       if (sendable.http) accepted += 1;

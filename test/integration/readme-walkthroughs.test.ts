@@ -97,7 +97,9 @@ function errorLogLines(output: string): string[] {
 }
 
 function isWav(path: string): boolean {
-  return existsSync(path) && statSync(path).size > 44 && readFileSync(path).subarray(0, 4).toString('latin1') === 'RIFF';
+  return (
+    existsSync(path) && statSync(path).size > 44 && readFileSync(path).subarray(0, 4).toString('latin1') === 'RIFF'
+  );
 }
 
 function explain(run: { code: number | null; output: string; script: string }): string {
@@ -110,14 +112,20 @@ describe.concurrent('the README, executed', () => {
     const covered = new Set([QUICK_START, OFFLINE, ROOMS, RECORDINGS, DIAL_IN, DIAL_OUT, LOADTEST]);
     const uncovered = BLOCKS.filter((b) => !covered.has(b.section)).map((b) => `line ${b.line} (${b.section})`);
     expect(uncovered).toEqual([]);
-    const [serve, test] = block(QUICK_START).text.split('\n').map((line) => line.replace(/\s+#.*$/, '').trim());
+    const [serve, test] = block(QUICK_START)
+      .text.split('\n')
+      .map((line) => line.replace(/\s+#.*$/, '').trim());
     expect(serve).toBe('npm ci && npm start');
-    const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8').split('\n').map((line) => line.trim());
+    const ci = readFileSync(join(ROOT, '.ci/run'), 'utf8')
+      .split('\n')
+      .map((line) => line.trim());
     expect(ci).toContain('npm ci');
     expect(ci).toContain(test);
   });
 
-  it('quick start, offline call, rooms, recordings and load test, in order', { timeout: SCRIPT_TIMEOUT_MS + 30_000 }, async () => {
+  it('quick start, offline call, rooms, recordings and load test, in order', {
+    timeout: SCRIPT_TIMEOUT_MS + 30_000,
+  }, async () => {
     const run = await follow([
       quickStartServer('8080'),
       block(QUICK_START, 1).text,
@@ -155,6 +163,8 @@ describe.concurrent('the README, executed', () => {
     // The dial-in caller was put through to a bot that greeted and answered.
     expect(run.output, context).toMatch(/utterance 1 "A06_birch_canoe.8k": .*reply latency \d+ ms/);
     // The dialled callee heard the bot and got answers to both of its replies.
-    expect(run.output, context).toMatch(/"calleeTurns":2,"replyLatenciesMs":\[\d+,\d+\],"msg":"sandbox callee hung up"/);
+    expect(run.output, context).toMatch(
+      /"calleeTurns":2,"replyLatenciesMs":\[\d+,\d+\],"msg":"sandbox callee hung up"/,
+    );
   });
 });

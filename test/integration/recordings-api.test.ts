@@ -28,7 +28,12 @@ async function start(dataDir = tempDataDir()): Promise<TestApp> {
 }
 
 /** Rows straight into the store, oldest first: `rec-00` is the oldest. */
-async function insertRecordings(app: TestApp, count: number, accountName = DEFAULT_ACCOUNT_NAME, prefix = 'rec'): Promise<string[]> {
+async function insertRecordings(
+  app: TestApp,
+  count: number,
+  accountName = DEFAULT_ACCOUNT_NAME,
+  prefix = 'rec',
+): Promise<string[]> {
   const account = await new AccountsRepo(app.database.db).ensureAccount(accountName);
   const repo = new RecordingsRepo(app.database.db);
   const ids: string[] = [];
@@ -57,7 +62,10 @@ async function insertRecordings(app: TestApp, count: number, accountName = DEFAU
 
 async function list(app: TestApp, query: string, key?: string) {
   const res = await app.app.inject({ method: 'GET', url: `/v1/recordings${query}`, headers: auth(key) });
-  return { status: res.statusCode, body: res.json() as { total_count: number; data: Array<{ id: string }>; error?: string; info?: string } };
+  return {
+    status: res.statusCode,
+    body: res.json() as { total_count: number; data: Array<{ id: string }>; error?: string; info?: string },
+  };
 }
 
 describe('GET /v1/recordings paging', () => {
@@ -139,7 +147,9 @@ describe('recordings belong to one account', () => {
       expect(res.statusCode, `${method} ${url}`).toBe(404);
       expect(res.json()).toEqual({ error: 'not-found', info: `no recording with id ${theirs}` });
     }
-    expect((await app.app.inject({ method: 'GET', url: `/v1/recordings/${theirs}`, headers: auth(otherKey) })).statusCode).toBe(200);
+    expect(
+      (await app.app.inject({ method: 'GET', url: `/v1/recordings/${theirs}`, headers: auth(otherKey) })).statusCode,
+    ).toBe(200);
     // Without a key at all: the hosted service's "missing header" error.
     const anonymous = await app.app.inject({ method: 'GET', url: '/v1/recordings' });
     expect([anonymous.statusCode, anonymous.json().error]).toEqual([400, 'authorization-header-error']);
@@ -151,10 +161,14 @@ describe('an interrupted recording', () => {
     const dataDir = tempDataDir();
     dirs.push(dataDir);
     // A process records two seconds, then dies without finishing (SIGKILL).
-    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../helpers/interrupted-recording.ts', import.meta.url)), dataDir], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...(await testStoreEnv(dataDir)) },
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL('../helpers/interrupted-recording.ts', import.meta.url)), dataDir],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+        env: { ...process.env, ...(await testStoreEnv(dataDir)) },
+      },
+    );
     let stderr = '';
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const [line] = (await once(child.stdout!, 'data')) as [Buffer];
@@ -172,7 +186,12 @@ describe('an interrupted recording', () => {
     const app = await start(dataDir);
     const got = await app.app.inject({ method: 'GET', url: `/v1/recordings/${id}`, headers: auth() });
     expect(got.statusCode).toBe(200);
-    const recording = got.json() as { status: string; duration: number; room_name: string; tracks: Array<{ name: string; duration_ms: number }> };
+    const recording = got.json() as {
+      status: string;
+      duration: number;
+      room_name: string;
+      tracks: Array<{ name: string; duration_ms: number }>;
+    };
     expect(recording).toMatchObject({ status: 'finished', duration: 2, room_name: 'crash-room' });
     expect(recording.tracks.map((t) => [t.name, t.duration_ms])).toEqual([
       ['caller', writtenMs],
@@ -195,14 +214,21 @@ describe('an interrupted recording', () => {
 
     // And it downloads through an access link like any other recording.
     const link = await app.app.inject({ method: 'GET', url: `/v1/recordings/${id}/access-link`, headers: auth() });
-    const download = await app.app.inject({ method: 'GET', url: (link.json() as { download_link: string }).download_link.replace(app.config.publicUrl, '') });
+    const download = await app.app.inject({
+      method: 'GET',
+      url: (link.json() as { download_link: string }).download_link.replace(app.config.publicUrl, ''),
+    });
     expect(download.statusCode).toBe(200);
     expect(download.rawPayload.equals(readFileSync(files.mixed))).toBe(true);
 
     // Deleting removes the files.
-    expect((await app.app.inject({ method: 'DELETE', url: `/v1/recordings/${id}`, headers: auth() })).statusCode).toBe(200);
+    expect((await app.app.inject({ method: 'DELETE', url: `/v1/recordings/${id}`, headers: auth() })).statusCode).toBe(
+      200,
+    );
     expect(() => statSync(files.mixed)).toThrow();
-    expect((await app.app.inject({ method: 'GET', url: `/v1/recordings/${id}`, headers: auth() })).statusCode).toBe(404);
+    expect((await app.app.inject({ method: 'GET', url: `/v1/recordings/${id}`, headers: auth() })).statusCode).toBe(
+      404,
+    );
   }, 30_000);
 });
 
@@ -218,7 +244,11 @@ describe('access links', () => {
     writeFileSync(join(dataDir, 'recordings', account.id, id!, 'mixed.wav'), wav);
 
     for (const bad of ['899', '43201', 'soon']) {
-      const res = await app.app.inject({ method: 'GET', url: `/v1/recordings/${id}/access-link?valid_for_secs=${bad}`, headers: auth() });
+      const res = await app.app.inject({
+        method: 'GET',
+        url: `/v1/recordings/${id}/access-link?valid_for_secs=${bad}`,
+        headers: auth(),
+      });
       expect(res.statusCode, bad).toBe(400);
       expect(res.json().info).toContain('valid_for_secs');
     }
@@ -228,7 +258,13 @@ describe('access links', () => {
     const link = res.json() as { download_link: string; expires: number };
     expect(link.expires - before).toBeGreaterThanOrEqual(3600);
     expect(link.expires - before).toBeLessThanOrEqual(3601);
-    const max = (await app.app.inject({ method: 'GET', url: `/v1/recordings/${id}/access-link?valid_for_secs=43200`, headers: auth() })).json() as { expires: number };
+    const max = (
+      await app.app.inject({
+        method: 'GET',
+        url: `/v1/recordings/${id}/access-link?valid_for_secs=43200`,
+        headers: auth(),
+      })
+    ).json() as { expires: number };
     expect(max.expires - before).toBeGreaterThanOrEqual(43200);
 
     const path = link.download_link.replace(app.config.publicUrl, '');
@@ -255,7 +291,10 @@ describe('access links', () => {
     const signer = new UrlSigner(app.keys.linkSigning);
     const past = Math.floor(Date.now() / 1000) - 1;
     const signature = signer.sign(`recording-download\n${id}\nmixed\n${past}`);
-    const expired = await app.app.inject({ method: 'GET', url: `/recording-downloads/${id}/mixed.wav?expires=${past}&signature=${signature}` });
+    const expired = await app.app.inject({
+      method: 'GET',
+      url: `/recording-downloads/${id}/mixed.wav?expires=${past}&signature=${signature}`,
+    });
     expect(expired.statusCode).toBe(403);
     expect(expired.json().info).toContain('expired');
   });

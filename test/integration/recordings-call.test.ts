@@ -46,7 +46,10 @@ interface RecordingJson {
 }
 
 async function api<T>(path: string, init: RequestInit = {}): Promise<{ status: number; body: T }> {
-  const res = await fetch(`${server!.baseUrl}/v1${path}`, { ...init, headers: { authorization: `Bearer ${TEST_KEY}` } });
+  const res = await fetch(`${server!.baseUrl}/v1${path}`, {
+    ...init,
+    headers: { authorization: `Bearer ${TEST_KEY}` },
+  });
   return { status: res.status, body: (await res.json()) as T };
 }
 
@@ -92,7 +95,13 @@ function fetchOnce(url: string): Promise<{ status: number; contentType: string; 
     get(url, { agent: false }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: String(res.headers['content-type']), body: new Uint8Array(Buffer.concat(chunks)) }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          contentType: String(res.headers['content-type']),
+          body: new Uint8Array(Buffer.concat(chunks)),
+        }),
+      );
       res.on('error', reject);
     }).on('error', reject);
   });
@@ -115,7 +124,8 @@ function findClip(track: Int16Array, clip: Int16Array): number[] {
 /** The start of each 20 ms frame of `track` with the bot's tone in it, in ms on the recording. */
 function voicedFramesMs(track: Int16Array): number[] {
   const starts: number[] = [];
-  for (let i = 0; i < track.length; i += 160) if (rms(track.subarray(i, i + 160)) > 1000) starts.push(i / SAMPLES_PER_MS);
+  for (let i = 0; i < track.length; i += 160)
+    if (rms(track.subarray(i, i + 160)) > 1000) starts.push(i / SAMPLES_PER_MS);
   return starts;
 }
 
@@ -126,11 +136,19 @@ function botSegments(report: CallReport): Array<{ startMs: number; endMs: number
 }
 
 async function startRecordedBot(env: Record<string, string> = {}) {
-  const stt = new ScriptedStt(['the birch canoe slid on the smooth planks', 'the birch canoe slid on the smooth planks']);
-  const llm = new ScriptedLlm({ replies: ['Welcome to the Harbour Hotel.', 'That sounds lovely.', 'Welcome back.', 'Hello again.'] });
+  const stt = new ScriptedStt([
+    'the birch canoe slid on the smooth planks',
+    'the birch canoe slid on the smooth planks',
+  ]);
+  const llm = new ScriptedLlm({
+    replies: ['Welcome to the Harbour Hotel.', 'That sounds lovely.', 'Welcome back.', 'Hello again.'],
+  });
   const tts = new ToneTts();
   server = await startCallServer((registry) => {
-    registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+    registry
+      .registerStt('scripted_stt', () => stt)
+      .registerLlm('scripted_llm', () => llm)
+      .registerTts('tone_tts', () => tts);
   }, env);
   return server;
 }
@@ -149,12 +167,23 @@ describe('a recorded phone call', () => {
     const report = await runPhoneCall({
       target: { wssUrl },
       clips: { birch: { mulaw: birch } },
-      scenario: { steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'play', clip: 'birch' }, { do: 'wait-bot-silence', ms: 600 }] },
+      scenario: {
+        steps: [
+          { do: 'wait-bot-silence', ms: 600 },
+          { do: 'play', clip: 'birch' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
+      },
     });
     expect(report.outcome).toBe('completed');
 
     const recording = await finishedRecording();
-    expect(recording).toMatchObject({ room_name: report.callSid, max_participants: 2, isVttEnabled: false, share_token: null });
+    expect(recording).toMatchObject({
+      room_name: report.callSid,
+      max_participants: 2,
+      isVttEnabled: false,
+      share_token: null,
+    });
     expect(recording.tracks!.map((t) => t.name)).toEqual(['caller', 'bot']);
 
     const caller = (await download(recording.id, 'caller')).wav;
@@ -163,7 +192,9 @@ describe('a recorded phone call', () => {
     const callMs = report.durationMs;
     const callerMs = caller.length / SAMPLES_PER_MS;
     // eslint-disable-next-line no-console
-    console.log(`call ${callMs} ms; recorded caller ${callerMs} ms, bot ${bot.length / 8} ms, mixed ${mixed.length / 8} ms, row duration ${recording.duration} s`);
+    console.log(
+      `call ${callMs} ms; recorded caller ${callerMs} ms, bot ${bot.length / 8} ms, mixed ${mixed.length / 8} ms, row duration ${recording.duration} s`,
+    );
 
     // Caller track ≈ the call; all three files on one timeline.
     expect(Math.abs(callerMs - callMs)).toBeLessThan(300);
@@ -193,13 +224,15 @@ describe('a recorded phone call', () => {
     // The bot's two replies are where the caller heard them, and the bot was quiet while the caller spoke.
     const segments = botSegments(report);
     expect(segments).toHaveLength(2);
-    for (const segment of segments) expect(windowRms(bot, segment.startMs + 100, segment.endMs - 100)).toBeGreaterThan(2000);
+    for (const segment of segments)
+      expect(windowRms(bot, segment.startMs + 100, segment.endMs - 100)).toBeGreaterThan(2000);
     expect(windowRms(bot, utterance.startMs + 100, utterance.endMs! - 100)).toBeLessThan(1);
     expect(Math.abs(botVoiced.length * 20 - report.metrics.bot.playedAudioMs)).toBeLessThan(200);
 
     // The mix is the two tracks summed.
     let mismatches = 0;
-    for (let i = 0; i < mixed.length; i++) if (mixed[i] !== Math.max(-32768, Math.min(32767, caller[i]! + bot[i]!))) mismatches++;
+    for (let i = 0; i < mixed.length; i++)
+      if (mixed[i] !== Math.max(-32768, Math.min(32767, caller[i]! + bot[i]!))) mismatches++;
     expect(mismatches).toBe(0);
   });
 });
@@ -215,13 +248,19 @@ describe('recordings in an S3-compatible bucket', () => {
       AWS_SECRET_ACCESS_KEY: 'fake-secret-key-for-tests',
     });
     const bucket = { bucket_name: 'calls', bucket_region: 'eu-west-1' };
-    const { id: configId, wssUrl } = await call.createConfig(recordedConfig({ type: 'cloud', recordings_bucket: { ...bucket, allow_streaming_from_bucket: true } }));
-    const shortCall = () => runPhoneCall({ target: { wssUrl }, scenario: { steps: [{ do: 'wait-bot-silence', ms: 400 }] } });
+    const { id: configId, wssUrl } = await call.createConfig(
+      recordedConfig({ type: 'cloud', recordings_bucket: { ...bucket, allow_streaming_from_bucket: true } }),
+    );
+    const shortCall = () =>
+      runPhoneCall({ target: { wssUrl }, scenario: { steps: [{ do: 'wait-bot-silence', ms: 400 }] } });
     const reconfigure = async (recordings_bucket: Record<string, unknown>) => {
       const res = await fetch(`${call.baseUrl}/v1/bots/twilio-config/${configId}`, {
         method: 'POST',
         headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ bot_profile: 'telephony_ws_voice_2024_09', ...recordedConfig({ type: 'cloud', recordings_bucket }) }),
+        body: JSON.stringify({
+          bot_profile: 'telephony_ws_voice_2024_09',
+          ...recordedConfig({ type: 'cloud', recordings_bucket }),
+        }),
       });
       expect(res.status).toBe(200);
     };

@@ -39,15 +39,26 @@ interface Bot {
   llm: ScriptedLlm;
   tts: ToneTts;
   start(overrides?: Record<string, unknown>): Promise<{ name: string; token: string; wsUrl: string }>;
-  join(token: string | undefined, wsUrl: string, options?: Parameters<typeof RoomClient.connect>[2]): Promise<RoomClient>;
+  join(
+    token: string | undefined,
+    wsUrl: string,
+    options?: Parameters<typeof RoomClient.connect>[2],
+  ): Promise<RoomClient>;
 }
 
-async function startServer(llm: ScriptedLlmOptions, env: Record<string, string> = {}, heard = [HEARD, HEARD]): Promise<Bot> {
+async function startServer(
+  llm: ScriptedLlmOptions,
+  env: Record<string, string> = {},
+  heard = [HEARD, HEARD],
+): Promise<Bot> {
   const stt = new ScriptedStt(heard);
   const scriptedLlm = new ScriptedLlm(llm);
   const tts = new ToneTts();
   server = await startCallServer((registry) => {
-    registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => scriptedLlm).registerTts('tone_tts', () => tts);
+    registry
+      .registerStt('scripted_stt', () => stt)
+      .registerLlm('scripted_llm', () => scriptedLlm)
+      .registerTts('tone_tts', () => tts);
   }, env);
   const s = server;
   return {
@@ -67,7 +78,10 @@ async function startServer(llm: ScriptedLlmOptions, env: Record<string, string> 
             {
               service: 'llm',
               options: [
-                { name: 'initial_messages', value: [{ role: 'system', content: 'You are the front desk of a small hotel.' }] },
+                {
+                  name: 'initial_messages',
+                  value: [{ role: 'system', content: 'You are the front desk of a small hotel.' }],
+                },
                 { name: 'run_on_config', value: true },
               ],
             },
@@ -98,7 +112,12 @@ describe('a bot in a room', () => {
     await alice.until('bot-ready', () => alice.of('bot-ready').length === 1);
     expect(alice.of('bot-ready')[0]!.data).toMatchObject({ profile: 'voice_2024_10', enableCam: false });
     await alice.until('the greeting', () => alice.of('bot-stopped-speaking').length >= 1);
-    expect(alice.of('bot-transcription').map((m) => m.data!.text).join(' ')).toBe(GREETING);
+    expect(
+      alice
+        .of('bot-transcription')
+        .map((m) => m.data!.text)
+        .join(' '),
+    ).toBe(GREETING);
     expect(alice.of('bot-started-speaking')).toHaveLength(1);
     // 16 kHz PCM back: 32 bytes per ms; the tone is 40 ms per character of the greeting.
     const greetingAudioMs = alice.audioBytes / 32;
@@ -176,7 +195,11 @@ describe('a bot in a room', () => {
       const client = await bot.join(token, room.wsUrl, { ready: false });
       expect(await client.untilClosed(), String(token)).toEqual({ code, reason });
     }
-    const ghost = await bot.join(tokens.issue('no-such-room', Math.floor(Date.now() / 1000) + 60), room.wsUrl.replace(room.name, 'no-such-room'), { ready: false });
+    const ghost = await bot.join(
+      tokens.issue('no-such-room', Math.floor(Date.now() / 1000) + 60),
+      room.wsUrl.replace(room.name, 'no-such-room'),
+      { ready: false },
+    );
     expect(await ghost.untilClosed()).toEqual({ code: 4404, reason: 'room not found or has closed' });
     // The token also works as ?token= for clients that cannot set subprotocols.
     const viaQuery = await bot.join(room.token, room.wsUrl, { viaQuery: true });
@@ -191,13 +214,40 @@ describe('a bot in a room', () => {
 
     const bad: Array<[(c: RoomClient) => void, boolean, number, string]> = [
       [(c) => c.sendRaw('not json'), true, 1008, 'malformed message: not JSON'],
-      [(c) => c.sendJson({ label: 'other', type: 'client-ready', data: { audio: { sampleRateHz: 16000 } } }), false, 1008, 'malformed message: label: label must be "rtvi-ai"'],
-      [(c) => c.sendJson({ label: 'rtvi-ai', type: 'client-ready', data: { audio: { sampleRateHz: 11025 } } }), false, 1008, 'malformed message: data.audio.sampleRateHz: sampleRateHz must be one of 8000, 16000, 24000, 44100, 48000'],
+      [
+        (c) => c.sendJson({ label: 'other', type: 'client-ready', data: { audio: { sampleRateHz: 16000 } } }),
+        false,
+        1008,
+        'malformed message: label: label must be "rtvi-ai"',
+      ],
+      [
+        (c) => c.sendJson({ label: 'rtvi-ai', type: 'client-ready', data: { audio: { sampleRateHz: 11025 } } }),
+        false,
+        1008,
+        'malformed message: data.audio.sampleRateHz: sampleRateHz must be one of 8000, 16000, 24000, 44100, 48000',
+      ],
       [(c) => c.sendRaw(Buffer.alloc(640)), false, 1008, 'audio before client-ready'],
-      [(c) => c.sendRaw(Buffer.alloc(641)), true, 1008, 'malformed message: audio must be 16-bit PCM (an even number of bytes)'],
-      [(c) => c.sendJson({ label: 'rtvi-ai', type: 'client-ready', data: { audio: { sampleRateHz: 16000 } } }), true, 1008, 'client-ready sent twice'],
+      [
+        (c) => c.sendRaw(Buffer.alloc(641)),
+        true,
+        1008,
+        'malformed message: audio must be 16-bit PCM (an even number of bytes)',
+      ],
+      [
+        (c) => c.sendJson({ label: 'rtvi-ai', type: 'client-ready', data: { audio: { sampleRateHz: 16000 } } }),
+        true,
+        1008,
+        'client-ready sent twice',
+      ],
       // Three seconds of audio within a moment, in messages under the size limit.
-      [(c) => { for (let i = 0; i < 6; i++) c.sendRaw(Buffer.alloc(16000)); }, true, 4429, 'audio faster than real time'],
+      [
+        (c) => {
+          for (let i = 0; i < 6; i++) c.sendRaw(Buffer.alloc(16000));
+        },
+        true,
+        4429,
+        'audio faster than real time',
+      ],
       // 600 ms of audio in one message (the limit is 500 ms).
       [(c) => c.sendRaw(Buffer.alloc(19_200)), true, 1009, 'audio message over 500 ms'],
       [(c) => c.sendRaw(Buffer.alloc(70 * 1024)), true, 1009, ''],
@@ -301,7 +351,9 @@ describe('a bot in a room', () => {
     expect(bot.llm.requests[1]!.messages.at(-1)).toEqual({ role: 'user', content: HEARD, imageBase64: frame(2) });
     // Frames are checked like any message: a frame that is not base64 closes the sender.
     alice.sendJson({ label: 'rtvi-ai', type: 'user-image', data: { imageBase64: 'not an image at all!' } });
-    expect((await alice.untilClosed()).reason).toBe('malformed message: data.imageBase64: imageBase64 must be a base64 JPEG, PNG or WebP');
+    expect((await alice.untilClosed()).reason).toBe(
+      'malformed message: data.imageBase64: imageBase64 must be a base64 JPEG, PNG or WebP',
+    );
   });
 
   it('puts a waiting dial-in caller in the room: the caller hears the bot, and the bot hears the caller', async () => {
@@ -311,23 +363,49 @@ describe('a bot in a room', () => {
     const receiver = await startWebhookReceiver(() => secret);
     try {
       const api = (url: string, payload: unknown) =>
-        server!.app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${TEST_KEY}` }, payload: payload as object });
+        server!.app.inject({
+          method: 'POST',
+          url,
+          headers: { authorization: `Bearer ${TEST_KEY}` },
+          payload: payload as object,
+        });
       expect((await api('/v1/buy-phone-number', { number })).statusCode).toBe(200);
-      expect((await api('/v1/', { properties: { pinless_dialin: [{ phone_number: number, room_creation_api: receiver.url, hmac: secret }] } })).statusCode).toBe(200);
+      expect(
+        (
+          await api('/v1/', {
+            properties: { pinless_dialin: [{ phone_number: number, room_creation_api: receiver.url, hmac: secret }] },
+          })
+        ).statusCode,
+      ).toBe(200);
 
-      const birch = { mulaw: await readMulawFile(fileURLToPath(new URL('../../fixtures/audio/A06_birch_canoe.ulaw', import.meta.url))) };
+      const birch = {
+        mulaw: await readMulawFile(
+          fileURLToPath(new URL('../../fixtures/audio/A06_birch_canoe.ulaw', import.meta.url)),
+        ),
+      };
       const call = runPhoneCall({
         target: { webhookUrl: `${server!.baseUrl}/twilio/voice` },
         from: '+15005550006',
         to: number,
         clips: { birch },
-        scenario: { steps: [{ do: 'wait', ms: 4000 }, { do: 'play', clip: 'birch' }, { do: 'wait', ms: 2500 }], endOfScript: 'hangup', maxDurationMs: 20_000 },
+        scenario: {
+          steps: [
+            { do: 'wait', ms: 4000 },
+            { do: 'play', clip: 'birch' },
+            { do: 'wait', ms: 2500 },
+          ],
+          endOfScript: 'hangup',
+          maxDurationMs: 20_000,
+        },
       });
       // The customer's server gets the webhook and starts the bot with the call's identifiers.
       const deadline = Date.now() + 5000;
-      while (!receiver.received.some((r) => r.body.callId !== undefined) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (!receiver.received.some((r) => r.body.callId !== undefined) && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
       const webhook = receiver.received.find((r) => r.body.callId !== undefined)!.body;
-      const started = await bot.start({ dialin_settings: { call_id: webhook.callId, call_domain: webhook.callDomain } });
+      const started = await bot.start({
+        dialin_settings: { call_id: webhook.callId, call_domain: webhook.callDomain },
+      });
       // A browser joins the same room and sees what the caller says.
       const alice = await bot.join(started.token, started.wsUrl);
       const report = await call;
@@ -350,7 +428,9 @@ describe('a bot in a room', () => {
     const alice = await bot.join(room.token, room.wsUrl);
     const closed = await alice.untilClosed(15_000);
     expect(closed).toEqual({ code: 1000, reason: 'room closed: max_duration' });
-    expect(alice.of('bot-transcription').map((m) => m.data!.text)).toContain('We have reached the time limit for this call. Thank you for calling, goodbye!');
+    expect(alice.of('bot-transcription').map((m) => m.data!.text)).toContain(
+      'We have reached the time limit for this call. Thank you for calling, goodbye!',
+    );
   });
 
   it('speech-to-speech in a room: OpenAI Realtime greets, answers the participant, and is cut off when talked over', async () => {
@@ -374,7 +454,10 @@ describe('a bot in a room', () => {
 
       // Talk over the greeting: the vendor hears speech, the room clears, the item is truncated.
       await alice.stream(fixturePcm('A06_birch_canoe.8k.wav', 16000));
-      await alice.until('the interruption', () => alice.of('bot-interrupted').length === 1 || alice.of('bot-stopped-speaking').length >= 1);
+      await alice.until(
+        'the interruption',
+        () => alice.of('bot-interrupted').length === 1 || alice.of('bot-stopped-speaking').length >= 1,
+      );
       await alice.stream(alice.silence(1200));
       await alice.until('the answer', () => alice.of('bot-transcription').some((m) => m.data!.text === ANSWER), 15_000);
 
@@ -400,7 +483,13 @@ describe('a bot in a room', () => {
     alice.close();
 
     const list = async () =>
-      (await server!.app.inject({ method: 'GET', url: '/v1/recordings', headers: { authorization: `Bearer ${TEST_KEY}` } })).json() as {
+      (
+        await server!.app.inject({
+          method: 'GET',
+          url: '/v1/recordings',
+          headers: { authorization: `Bearer ${TEST_KEY}` },
+        })
+      ).json() as {
         total_count: number;
         data: Array<{ room_name: string; status: string; duration: number; tracks: Array<{ duration_ms?: number }> }>;
       };
@@ -419,7 +508,11 @@ describe('a bot in a room', () => {
   });
 
   it('speech-to-speech in a room: Gemini Live greets, is interrupted cleanly, and answers', async () => {
-    const live = new GeminiLiveEmulator({ latencies: { llmFirstTokenMs: 80, ttsFirstByteMs: 40, ttsRealTimeFactor: 1 }, replies: [LONG_REPLY, ANSWER], transcripts: [HEARD] });
+    const live = new GeminiLiveEmulator({
+      latencies: { llmFirstTokenMs: 80, ttsFirstByteMs: 40, ttsRealTimeFactor: 1 },
+      replies: [LONG_REPLY, ANSWER],
+      transcripts: [HEARD],
+    });
     const vendors = await startEmulatorServer([live]);
     try {
       const bot = await startServer({ replies: [] }, { SWITCHBOARD_GEMINI_URL: vendors.url });
@@ -432,9 +525,16 @@ describe('a bot in a room', () => {
       const alice = await bot.join(room.token, room.wsUrl);
       await alice.until('the greeting', () => alice.audioBytes > 32 * 1200);
       await alice.stream(fixturePcm('A06_birch_canoe.8k.wav', 16000));
-      await alice.until('the interruption', () => alice.of('bot-interrupted').length === 1 || alice.of('bot-stopped-speaking').length >= 1);
+      await alice.until(
+        'the interruption',
+        () => alice.of('bot-interrupted').length === 1 || alice.of('bot-stopped-speaking').length >= 1,
+      );
       await alice.stream(alice.silence(1200));
-      await alice.until('the answer', () => live.connections[0]!.modelTurns.length >= 2 && alice.of('bot-started-speaking').length >= 2, 15_000);
+      await alice.until(
+        'the answer',
+        () => live.connections[0]!.modelTurns.length >= 2 && alice.of('bot-started-speaking').length >= 2,
+        15_000,
+      );
 
       const connection = live.connections[0]!;
       expect(connection.interruptions).toBe(1);

@@ -45,7 +45,11 @@ function playedBeforeClear(report: CallReport, clearIndex = 0): number {
 }
 
 async function startOpenAi(protocol: 'ga' | 'beta' = 'ga', realTimeFactor = FAST.ttsRealTimeFactor) {
-  const realtime = new OpenAiRealtimeEmulator({ latencies: { ...FAST, ttsRealTimeFactor: realTimeFactor }, replies: [GREETING, ANSWER, 'Of course.'], transcripts: ['do you have a room'] });
+  const realtime = new OpenAiRealtimeEmulator({
+    latencies: { ...FAST, ttsRealTimeFactor: realTimeFactor },
+    replies: [GREETING, ANSWER, 'Of course.'],
+    transcripts: ['do you have a room'],
+  });
   emulators = await startEmulatorServer([realtime]);
   server = await startCallServer(() => undefined, { SWITCHBOARD_OPENAI_URL: emulators.url });
   const { wssUrl } = await server.createConfig({
@@ -72,7 +76,13 @@ describe('a phone call on the OpenAI Realtime profile', () => {
     const report = await runPhoneCall({
       target: { wssUrl },
       clips: await clips(),
-      scenario: { steps: [{ do: 'wait-bot-silence', ms: 500 }, { do: 'play', clip: 'question' }, { do: 'wait-bot-silence', ms: 500 }] },
+      scenario: {
+        steps: [
+          { do: 'wait-bot-silence', ms: 500 },
+          { do: 'play', clip: 'question' },
+          { do: 'wait-bot-silence', ms: 500 },
+        ],
+      },
     });
     expect(report.outcome).toBe('completed');
     expect(report.metrics.violations.total).toBe(0);
@@ -99,7 +109,13 @@ describe('a phone call on the OpenAI Realtime profile', () => {
     const report = await runPhoneCall({
       target: { wssUrl },
       clips: await clips(),
-      scenario: { steps: [{ do: 'wait-bot-audio', thenMs: 1500 }, { do: 'play', clip: 'interruption' }, { do: 'wait-bot-silence', ms: 500 }] },
+      scenario: {
+        steps: [
+          { do: 'wait-bot-audio', thenMs: 1500 },
+          { do: 'play', clip: 'interruption' },
+          { do: 'wait-bot-silence', ms: 500 },
+        ],
+      },
     });
     expect(report.outcome).toBe('completed');
     expect(report.metrics.clears).toHaveLength(1);
@@ -127,7 +143,13 @@ describe('a phone call on the OpenAI Realtime profile', () => {
     const report = await runPhoneCall({
       target: { wssUrl },
       clips: { burst: { mulaw: burst, voiced: null } },
-      scenario: { steps: [{ do: 'wait-bot-audio', thenMs: 1500 }, { do: 'play', clip: 'burst' }, { do: 'wait-bot-silence', ms: 800 }] },
+      scenario: {
+        steps: [
+          { do: 'wait-bot-audio', thenMs: 1500 },
+          { do: 'play', clip: 'burst' },
+          { do: 'wait-bot-silence', ms: 800 },
+        ],
+      },
     });
     expect(report.outcome).toBe('completed');
     expect(report.metrics.clears).toHaveLength(1);
@@ -170,12 +192,19 @@ describe('a phone call on the OpenAI Realtime profile', () => {
 
   it('speaks the beta protocol when asked: OpenAI-Beta header and g711_ulaw', async () => {
     const { realtime, wssUrl } = await startOpenAi('beta');
-    const report = await runPhoneCall({ target: { wssUrl }, scenario: { steps: [{ do: 'wait-bot-silence', ms: 400 }] } });
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      scenario: { steps: [{ do: 'wait-bot-silence', ms: 400 }] },
+    });
     expect(report.metrics.firstBotAudioMs).not.toBeNull();
     const connection = realtime.connections[0]!;
     expect(connection.protocol).toBe('beta');
     const update = connection.events.find((e) => e.type === 'session.update') as { session: Record<string, unknown> };
-    expect(update.session).toMatchObject({ input_audio_format: 'g711_ulaw', output_audio_format: 'g711_ulaw', voice: 'cedar' });
+    expect(update.session).toMatchObject({
+      input_audio_format: 'g711_ulaw',
+      output_audio_format: 'g711_ulaw',
+      voice: 'cedar',
+    });
   });
 
   it('apologises and hangs up when the vendor drops the connection mid-call', async () => {

@@ -37,7 +37,12 @@ afterEach(async () => {
 });
 
 async function api(method: 'GET' | 'POST', url: string, payload?: unknown) {
-  const res = await server!.app.inject({ method, url, headers: { authorization: `Bearer ${TEST_KEY}` }, ...(payload ? { payload } : {}) });
+  const res = await server!.app.inject({
+    method,
+    url,
+    headers: { authorization: `Bearer ${TEST_KEY}` },
+    ...(payload ? { payload } : {}),
+  });
   return { status: res.statusCode, body: res.json() as Record<string, unknown> };
 }
 
@@ -74,7 +79,11 @@ describe('draining live calls', () => {
     const llm = new ScriptedLlm({ replies: [GREETING] });
     const tts = new ToneTts();
     server = await startCallServer(
-      (registry) => registry.registerStt('scripted_stt', () => stt).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts),
+      (registry) =>
+        registry
+          .registerStt('scripted_stt', () => stt)
+          .registerLlm('scripted_llm', () => llm)
+          .registerTts('tone_tts', () => tts),
       {},
       { liveCalls },
     );
@@ -93,7 +102,10 @@ describe('draining live calls', () => {
     const bob = await RoomClient.connect(`${wsBase}/rooms/${roomName(used)}/ws`, String(used.body.token));
     expect(await bob.untilClosed()).toMatchObject({ code: 1001 });
     const refused = await api('POST', '/v1/bots/start', START_BODY);
-    expect(refused).toEqual({ status: 503, body: { error: 'service-unavailable', info: expect.stringMatching(/shutting down/) } });
+    expect(refused).toEqual({
+      status: 503,
+      body: { error: 'service-unavailable', info: expect.stringMatching(/shutting down/) },
+    });
 
     expect(await alice.untilClosed(60_000)).toMatchObject({ code: 1001 });
     expect(alice.of('bot-transcription').at(-1)!.data!.text).toBe(PHRASES.shutdown);
@@ -104,7 +116,10 @@ describe('draining live calls', () => {
 
   it('a speech-to-speech call: at the limit the offline voice says goodbye and the call closes with 1001', async () => {
     const liveCalls = new LiveCalls();
-    const realtime = new OpenAiRealtimeEmulator({ latencies: { llmFirstTokenMs: 80, ttsFirstByteMs: 40, ttsRealTimeFactor: 4 }, replies: [GREETING] });
+    const realtime = new OpenAiRealtimeEmulator({
+      latencies: { llmFirstTokenMs: 80, ttsFirstByteMs: 40, ttsRealTimeFactor: 4 },
+      replies: [GREETING],
+    });
     emulators = await startEmulatorServer([realtime]);
     server = await startCallServer(() => undefined, { SWITCHBOARD_OPENAI_URL: emulators.url }, { liveCalls });
     const { wssUrl } = await server.createConfig({
@@ -113,7 +128,11 @@ describe('draining live calls', () => {
       config: [{ service: 'llm', options: [{ name: 'run_on_config', value: true }] }],
     });
     const events = timelineWatcher();
-    const call = new PhoneCall({ target: { wssUrl }, scenario: { steps: [], endOfScript: 'stay' }, onEvent: (e) => events.onEvent(e) });
+    const call = new PhoneCall({
+      target: { wssUrl },
+      scenario: { steps: [], endOfScript: 'stay' },
+      onEvent: (e) => events.onEvent(e),
+    });
     const report = call.run();
     const greetingEnd = await events.first('bot-audio-end');
 
@@ -135,12 +154,26 @@ describe('draining live calls', () => {
     cleanups.push(receiver.close);
     expect((await api('POST', '/v1/buy-phone-number', { number })).status).toBe(200);
     const configured = await api('POST', '/v1/', {
-      properties: { pinless_dialin: [{ phone_number: number, room_creation_api: receiver.url, hmac: secret, timeout_config: { message: 'Nobody is here. Goodbye.' } }] },
+      properties: {
+        pinless_dialin: [
+          {
+            phone_number: number,
+            room_creation_api: receiver.url,
+            hmac: secret,
+            timeout_config: { message: 'Nobody is here. Goodbye.' },
+          },
+        ],
+      },
     });
     expect(configured.status).toBe(200);
 
     const events = timelineWatcher();
-    const call = new PhoneCall({ target: { webhookUrl: `${server.baseUrl}/twilio/voice` }, to: number, scenario: { steps: [], endOfScript: 'stay' }, onEvent: (e) => events.onEvent(e) });
+    const call = new PhoneCall({
+      target: { webhookUrl: `${server.baseUrl}/twilio/voice` },
+      to: number,
+      scenario: { steps: [], endOfScript: 'stay' },
+      onEvent: (e) => events.onEvent(e),
+    });
     const report = call.run();
     await events.first('bot-audio-start');
 

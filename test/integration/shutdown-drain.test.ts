@@ -30,7 +30,13 @@ import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-
  */
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
-const FAST = { sttFinalDelayMs: 50, llmFirstTokenMs: 50, llmTokensPerSec: 200, ttsFirstByteMs: 30, ttsRealTimeFactor: 4 };
+const FAST = {
+  sttFinalDelayMs: 50,
+  llmFirstTokenMs: 50,
+  llmTokensPerSec: 200,
+  ttsFirstByteMs: 30,
+  ttsRealTimeFactor: 4,
+};
 const GREETING = 'Hello, thanks for calling the harbour hotel, how can I help you today?';
 const ANSWER = 'We have a room with a view for you tonight.';
 
@@ -96,7 +102,13 @@ async function createConfig(baseUrl: string, overrides: Record<string, unknown> 
 }
 
 /** A phone call through the voice webhook; `events` sees each timeline event as it happens. */
-function phoneCall(baseUrl: string, id: string, scenario: Scenario, clips: Record<string, CallerClip>, onEvent: (e: TimelineEvent) => void = () => undefined) {
+function phoneCall(
+  baseUrl: string,
+  id: string,
+  scenario: Scenario,
+  clips: Record<string, CallerClip>,
+  onEvent: (e: TimelineEvent) => void = () => undefined,
+) {
   const call = new PhoneCall({ target: { webhookUrl: `${baseUrl}/twilio/voice/${id}` }, scenario, clips, onEvent });
   return { call, report: call.run() };
 }
@@ -140,7 +152,9 @@ async function untilDraining(baseUrl: string): Promise<void> {
 function recordingsOnDisk(dataDir: string) {
   const db = new Database(join(dataDir, 'switchboard.sqlite'), { readonly: true });
   try {
-    const rows = db.prepare('select id, account_id, status, duration_secs, tracks_json from recordings').all() as Array<{
+    const rows = db
+      .prepare('select id, account_id, status, duration_secs, tracks_json from recordings')
+      .all() as Array<{
       id: string;
       account_id: string;
       status: string;
@@ -172,7 +186,14 @@ describe('SIGTERM drains the server', { timeout: 120_000 }, () => {
     const { call, report } = phoneCall(
       server.baseUrl,
       id,
-      { steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'play', clip: 'question' }, { do: 'wait-bot-silence', ms: 600 }], endOfScript: 'stay' },
+      {
+        steps: [
+          { do: 'wait-bot-silence', ms: 600 },
+          { do: 'play', clip: 'question' },
+          { do: 'wait-bot-silence', ms: 600 },
+        ],
+        endOfScript: 'stay',
+      },
       { question },
       (e) => events.onEvent(e),
     );
@@ -183,15 +204,26 @@ describe('SIGTERM drains the server', { timeout: 120_000 }, () => {
     await untilDraining(server.baseUrl);
 
     // New work is refused while the call goes on.
-    const webhook = await fetch(`${server.baseUrl}/twilio/voice/${id}`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'CallSid=CA1&From=%2B15551234567&To=%2B15557654321' });
+    const webhook = await fetch(`${server.baseUrl}/twilio/voice/${id}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'CallSid=CA1&From=%2B15551234567&To=%2B15557654321',
+    });
     expect(webhook.status).toBe(503);
     const started = await fetch(`${server.baseUrl}/v1/bots/start`, {
       method: 'POST',
       headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ bot_profile: 'voice_2024_10', services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' }, api_keys: sampleConfig().api_keys }),
+      body: JSON.stringify({
+        bot_profile: 'voice_2024_10',
+        services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
+        api_keys: sampleConfig().api_keys,
+      }),
     });
     expect(started.status).toBe(503);
-    expect(await started.json()).toEqual({ error: 'service-unavailable', info: expect.stringMatching(/shutting down/) });
+    expect(await started.json()).toEqual({
+      error: 'service-unavailable',
+      info: expect.stringMatching(/shutting down/),
+    });
     const stream = new WebSocket(`${server.baseUrl.replace('http', 'ws')}/ws/twilio/${id}`);
     const [refusedCode] = (await once(stream, 'close')) as [number, Buffer];
     expect(refusedCode).toBe(CLOSE.goingAway);
@@ -220,7 +252,13 @@ describe('SIGTERM drains the server', { timeout: 120_000 }, () => {
     const server = await serve({ SWITCHBOARD_DRAIN_TIMEOUT_SECS: '2' });
     const id = await createConfig(server.baseUrl, { recording_settings: { type: 'cloud' } });
     const events = eventWaiter();
-    const { report } = phoneCall(server.baseUrl, id, { steps: [{ do: 'wait-bot-silence', ms: 300 }], endOfScript: 'stay' }, {}, (e) => events.onEvent(e));
+    const { report } = phoneCall(
+      server.baseUrl,
+      id,
+      { steps: [{ do: 'wait-bot-silence', ms: 300 }], endOfScript: 'stay' },
+      {},
+      (e) => events.onEvent(e),
+    );
 
     const greetingEnd = await events.next('bot-audio-end');
     server.child.kill('SIGTERM');
@@ -233,20 +271,30 @@ describe('SIGTERM drains the server', { timeout: 120_000 }, () => {
     expect(botSegmentsAfter(result, greetingEnd.atMs)).toBeGreaterThanOrEqual(1);
     const spoken = server.cartesia.contexts.flatMap((c) => c.transcripts).join(' ');
     expect(spoken).toContain(PHRASES.shutdown);
-    expect(result.metrics.bot.receivedAudioMs).toBeGreaterThanOrEqual(speechDurationMs(GREETING) + speechDurationMs(PHRASES.shutdown) - 100);
+    expect(result.metrics.bot.receivedAudioMs).toBeGreaterThanOrEqual(
+      speechDurationMs(GREETING) + speechDurationMs(PHRASES.shutdown) - 100,
+    );
 
     const [recording] = recordingsOnDisk(server.dataDir);
     expect(recording?.status).toBe('finished');
     expect(recording?.tracks_json).not.toBeNull();
     // The file covers the call, goodbye included.
-    expect(recording!.mixed!.samples.length / 8).toBeGreaterThanOrEqual(speechDurationMs(GREETING) + speechDurationMs(PHRASES.shutdown) - 200);
+    expect(recording!.mixed!.samples.length / 8).toBeGreaterThanOrEqual(
+      speechDurationMs(GREETING) + speechDurationMs(PHRASES.shutdown) - 200,
+    );
   });
 
   it('a second signal during the drain ends the calls at once, without a goodbye, and the process exits 0', async () => {
     const server = await serve({ SWITCHBOARD_DRAIN_TIMEOUT_SECS: '600' });
     const id = await createConfig(server.baseUrl, { recording_settings: { type: 'cloud' } });
     const events = eventWaiter();
-    const { report } = phoneCall(server.baseUrl, id, { steps: [{ do: 'wait-bot-silence', ms: 300 }], endOfScript: 'stay' }, {}, (e) => events.onEvent(e));
+    const { report } = phoneCall(
+      server.baseUrl,
+      id,
+      { steps: [{ do: 'wait-bot-silence', ms: 300 }], endOfScript: 'stay' },
+      {},
+      (e) => events.onEvent(e),
+    );
 
     await events.next('bot-audio-end');
     server.child.kill('SIGTERM');

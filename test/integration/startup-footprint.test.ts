@@ -55,7 +55,11 @@ describe('switchboard serve start-up', () => {
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    const baseUrl = await waitFor(() => /"address":"(http:\/\/[^"]+)".*"msg":"switchboard listening"/.exec(output)?.[1], 20_000, 'the server to listen');
+    const baseUrl = await waitFor(
+      () => /"address":"(http:\/\/[^"]+)".*"msg":"switchboard listening"/.exec(output)?.[1],
+      20_000,
+      'the server to listen',
+    );
 
     // Monitoring does not count as a reason to load them.
     expect((await fetch(`${baseUrl}/healthz`)).status).toBe(200);
@@ -72,6 +76,10 @@ describe('switchboard serve start-up', () => {
     });
     expect(created.status).toBe(200);
     // It loads in the VAD's worker thread, which reports when the model is ready.
-    await waitFor(() => (output.includes('"msg":"voice activity model ready"') ? true : undefined), 20_000, 'the VAD model to load');
+    await waitFor(
+      () => (output.includes('"msg":"voice activity model ready"') ? true : undefined),
+      20_000,
+      'the VAD model to load',
+    );
   });
 });

@@ -66,7 +66,15 @@ describe(`repositories on ${TEST_STORE}`, () => {
     const accountId = (await new AccountsRepo(database.db).ensureAccount('default')).id;
     const repo = new BotConfigsRepo(database.db);
     const rows = [];
-    for (let i = 0; i < 5; i++) rows.push(await repo.insert({ id: `cfg-${i}`, accountId, bodyJson: `{"n":${i}}`, apiKeysSealed: i % 2 ? null : 'v1:sealed' }));
+    for (let i = 0; i < 5; i++)
+      rows.push(
+        await repo.insert({
+          id: `cfg-${i}`,
+          accountId,
+          bodyJson: `{"n":${i}}`,
+          apiKeysSealed: i % 2 ? null : 'v1:sealed',
+        }),
+      );
     expect(rows.map((r) => typeof r.seq)).toEqual(Array(5).fill('number'));
     expect(rows.map((r) => r.apiKeysSealed)).toEqual(['v1:sealed', null, 'v1:sealed', null, 'v1:sealed']);
     const seq2 = (await repo.seqOf(accountId, 'cfg-2'))!;
@@ -119,9 +127,23 @@ describe(`repositories on ${TEST_STORE}`, () => {
       created_at: new Date().toISOString(),
       finished_at: null,
     };
-    await repo.insert({ ...base, id: 'r1', mtg_session_id: 's1', start_ts: 4_102_444_800, status: 'in-progress', node_id: 'node-a' });
+    await repo.insert({
+      ...base,
+      id: 'r1',
+      mtg_session_id: 's1',
+      start_ts: 4_102_444_800,
+      status: 'in-progress',
+      node_id: 'node-a',
+    });
     await repo.insert({ ...base, id: 'r2', mtg_session_id: 's2', start_ts: 1_700_000_000, status: 'in-progress' });
-    await repo.insert({ ...base, id: 'r3', mtg_session_id: 's3', start_ts: 1_700_000_000, status: 'in-progress', node_id: 'node-b' });
+    await repo.insert({
+      ...base,
+      id: 'r3',
+      mtg_session_id: 's3',
+      start_ts: 1_700_000_000,
+      status: 'in-progress',
+      node_id: 'node-b',
+    });
     expect((await repo.getById('r1'))?.start_ts).toBe(4_102_444_800);
     // A node recovers its own and those of no node in particular, never another node's.
     expect((await repo.listInProgress('node-a')).map((r) => r.id)).toEqual(['r1', 'r2']);

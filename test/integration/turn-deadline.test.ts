@@ -54,7 +54,12 @@ async function startWithHungLlm(serviceOptions: Record<string, unknown> = {}) {
   const tts = new ToneTts();
   server = await startCallServer(
     (registry) => {
-      registry.registerStt('scripted_stt', () => new ScriptedStt(['the birch canoe slid on the smooth planks', 'go forward ten meters'])).registerTts('tone_tts', () => tts);
+      registry
+        .registerStt(
+          'scripted_stt',
+          () => new ScriptedStt(['the birch canoe slid on the smooth planks', 'go forward ten meters']),
+        )
+        .registerTts('tone_tts', () => tts);
     },
     { SWITCHBOARD_OPENAI_URL: vendor.url, SWITCHBOARD_TURN_DEADLINE_SECS: String(DEADLINE_SECS) },
     { captureLogs: true },
@@ -75,7 +80,13 @@ describe('the turn deadline', () => {
     const report = await runPhoneCall({
       target: { wssUrl },
       clips: await clips(),
-      scenario: { steps: [{ do: 'play', clip: 'birch' }, { do: 'wait-bot-audio', timeoutMs: 20_000 }, { do: 'wait-bot-silence', ms: 300 }] },
+      scenario: {
+        steps: [
+          { do: 'play', clip: 'birch' },
+          { do: 'wait-bot-audio', timeoutMs: 20_000 },
+          { do: 'wait-bot-silence', ms: 300 },
+        ],
+      },
     });
 
     expect(report.outcome).toBe('completed');
@@ -97,16 +108,28 @@ describe('the turn deadline', () => {
     const llm = new ScriptedLlm({ replies: ['A fine canoe it is.'] });
     server = await startCallServer(
       (registry) => {
-        registry.registerStt('scripted_stt', () => new ScriptedStt(['the birch canoe slid on the smooth planks'])).registerLlm('scripted_llm', () => llm).registerTts('tone_tts', () => tts);
+        registry
+          .registerStt('scripted_stt', () => new ScriptedStt(['the birch canoe slid on the smooth planks']))
+          .registerLlm('scripted_llm', () => llm)
+          .registerTts('tone_tts', () => tts);
       },
       { SWITCHBOARD_TURN_DEADLINE_SECS: String(DEADLINE_SECS) },
       { captureLogs: true },
     );
-    const { wssUrl } = await server.createConfig({ services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' }, config: [VAD] });
+    const { wssUrl } = await server.createConfig({
+      services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+      config: [VAD],
+    });
     const report = await runPhoneCall({
       target: { wssUrl },
       clips: await clips(),
-      scenario: { steps: [{ do: 'play', clip: 'birch' }, { do: 'wait-bot-audio', timeoutMs: 20_000 }, { do: 'wait-bot-silence', ms: 300 }] },
+      scenario: {
+        steps: [
+          { do: 'play', clip: 'birch' },
+          { do: 'wait-bot-audio', timeoutMs: 20_000 },
+          { do: 'wait-bot-silence', ms: 300 },
+        ],
+      },
     });
 
     expect(report.outcome).toBe('completed');

@@ -22,7 +22,13 @@ import { type CallServer, startCallServer } from '../helpers/call-server.js';
  */
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
-const LATENCIES = { sttFinalDelayMs: 1800, llmFirstTokenMs: 30, llmTokensPerSec: 200, ttsFirstByteMs: 30, ttsRealTimeFactor: 10 };
+const LATENCIES = {
+  sttFinalDelayMs: 1800,
+  llmFirstTokenMs: 30,
+  llmTokensPerSec: 200,
+  ttsFirstByteMs: 30,
+  ttsRealTimeFactor: 10,
+};
 const GREETING = 'Hello, how can I help?';
 
 let emulators: RunningEmulators | undefined;
@@ -37,8 +43,15 @@ afterEach(async () => {
 
 describe('the end of a caller turn', () => {
   it('comes from VAD stop plus Finalize on the first turn and the later one, with the whole turn transcribed', async () => {
-    const deepgram = new DeepgramEmulator({ latencies: LATENCIES, transcripts: ['the birch', 'canoe slid', 'the smooth', 'planks'], interimIntervalMs: 60_000 });
-    const openai = new OpenAiEmulator({ latencies: LATENCIES, replies: [GREETING, 'Sure.', 'Right.', 'Okay.', 'Fine.'] });
+    const deepgram = new DeepgramEmulator({
+      latencies: LATENCIES,
+      transcripts: ['the birch', 'canoe slid', 'the smooth', 'planks'],
+      interimIntervalMs: 60_000,
+    });
+    const openai = new OpenAiEmulator({
+      latencies: LATENCIES,
+      replies: [GREETING, 'Sure.', 'Right.', 'Okay.', 'Fine.'],
+    });
     const cartesia = new CartesiaEmulator({ latencies: LATENCIES });
     emulators = await startEmulatorServer([deepgram, openai, cartesia]);
     server = await startCallServer(() => undefined, {
@@ -86,7 +99,9 @@ describe('the end of a caller turn', () => {
     ]);
     expect(listen.finalizes).toBe(2);
     // One answer per turn, each to the whole turn: no part of a turn came late as a turn of its own.
-    const userTurns = openai.requests.map((r) => (r.body as { messages: Array<{ role: string; content: string }> }).messages.at(-1)!);
+    const userTurns = openai.requests.map(
+      (r) => (r.body as { messages: Array<{ role: string; content: string }> }).messages.at(-1)!,
+    );
     expect(userTurns.slice(1)).toEqual([
       { role: 'user', content: 'the birch canoe slid' },
       { role: 'user', content: 'the smooth planks' },

@@ -14,7 +14,12 @@ afterEach(async () => {
 });
 
 async function createConfig(app: TestApp): Promise<{ id: string; domain: string; wssUrl: string; twiml: string }> {
-  const res = await app.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig() });
+  const res = await app.app.inject({
+    method: 'POST',
+    url: '/v1/bots/twilio-config',
+    headers: auth(),
+    payload: sampleConfig(),
+  });
   return res.json();
 }
 
@@ -52,7 +57,12 @@ describe('TwiML and the voice webhook', () => {
     expect(res.body).toContain('<Parameter name="from" value="+15550100001"/>');
     expect(res.body).toContain('<Parameter name="to" value="+15550100002"/>');
 
-    const unknown = await t.app.inject({ method: 'POST', url: '/twilio/voice/unknown', headers: { 'content-type': FORM }, payload: '' });
+    const unknown = await t.app.inject({
+      method: 'POST',
+      url: '/twilio/voice/unknown',
+      headers: { 'content-type': FORM },
+      payload: '',
+    });
     expect(unknown.statusCode).toBe(404);
     expect(unknown.body).toContain('<Hangup/>');
   });
@@ -88,7 +98,12 @@ describe('TwiML and the voice webhook', () => {
       payload: form(params),
     });
     expect(forged.statusCode).toBe(403);
-    const missing = await t.app.inject({ method: 'POST', url: path, headers: { 'content-type': FORM }, payload: form(params) });
+    const missing = await t.app.inject({
+      method: 'POST',
+      url: path,
+      headers: { 'content-type': FORM },
+      payload: form(params),
+    });
     expect(missing.statusCode).toBe(403);
     expect(missing.body).not.toContain('<Connect>');
   });

@@ -20,7 +20,13 @@ import { type CallServer, startCallServer } from '../helpers/call-server.js';
  */
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
-const FAST = { sttFinalDelayMs: 50, llmFirstTokenMs: 50, llmTokensPerSec: 200, ttsFirstByteMs: 30, ttsRealTimeFactor: 10 };
+const FAST = {
+  sttFinalDelayMs: 50,
+  llmFirstTokenMs: 50,
+  llmTokensPerSec: 200,
+  ttsFirstByteMs: 30,
+  ttsRealTimeFactor: 10,
+};
 const GREETING = 'Hello, thanks for calling the harbour hotel.';
 const ANSWER = 'We have a room with a view for you tonight.';
 const TRANSCRIPTS = ['do you have a room', 'for tonight', 'for two people'];
@@ -82,13 +88,24 @@ async function callWithGreetingAndOneTurn(services: { llm: string; tts: string }
         ],
       },
     ],
-    api_keys: { deepgram: 'dg-key', openai: 'sk-key', anthropic: 'ant-key', gemini: 'gem-key', cartesia: 'car-key', elevenlabs: 'el-key' },
+    api_keys: {
+      deepgram: 'dg-key',
+      openai: 'sk-key',
+      anthropic: 'ant-key',
+      gemini: 'gem-key',
+      cartesia: 'car-key',
+      elevenlabs: 'el-key',
+    },
   });
   return runPhoneCall({
     target: { wssUrl },
     clips: { birch: { mulaw: await readMulawFile(fixture('A06_birch_canoe.ulaw')) } },
     scenario: {
-      steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'play', clip: 'birch' }, { do: 'wait-bot-silence', ms: 600 }],
+      steps: [
+        { do: 'wait-bot-silence', ms: 600 },
+        { do: 'play', clip: 'birch' },
+        { do: 'wait-bot-silence', ms: 600 },
+      ],
     },
   });
 }
@@ -109,7 +126,12 @@ describe('a phone call through the vendor adapters and their emulators', () => {
 
     // Deepgram heard mu-law 8 kHz, and its socket opened with the call, before anyone spoke.
     const listen = vendors.deepgram.log.find((c) => c.path === 'listen')!;
-    expect(listen.query).toMatchObject({ encoding: 'mulaw', sample_rate: '8000', interim_results: 'true', vad_events: 'true' });
+    expect(listen.query).toMatchObject({
+      encoding: 'mulaw',
+      sample_rate: '8000',
+      interim_results: 'true',
+      vad_events: 'true',
+    });
     // The second request carries the caller's whole turn (every final of it, in order) after the greeting.
     const second = vendors.openai.requests[1]!.body as { messages: Array<{ role: string; content: string }> };
     expect(second.messages.at(-2)).toEqual({ role: 'assistant', content: GREETING });

@@ -96,7 +96,9 @@ for (const [name, keyVariable] of VOICES) {
         }
         tts.close?.();
         // At least half a second of audio in the provider's own format.
-        expect(audioBytes).toBeGreaterThan((tts.outputFormat.sampleRateHz / 2) * (tts.outputFormat.encoding === 'mulaw' ? 1 : 2));
+        expect(audioBytes).toBeGreaterThan(
+          (tts.outputFormat.sampleRateHz / 2) * (tts.outputFormat.encoding === 'mulaw' ? 1 : 2),
+        );
         expect(spoken.join(' ')).toContain('thanks');
       },
       LIVE_TIMEOUT_MS,

@@ -39,19 +39,57 @@ async function json(t: TestApp, url: string, key?: string): Promise<unknown> {
 async function populatedSqliteStore(): Promise<{ t: TestApp; otherKey: string }> {
   const t = await app({}, 'sqlite');
   for (let i = 0; i < 4; i++) {
-    const res = await t.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig({ max_duration: 60 + i }) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/bots/twilio-config',
+      headers: auth(),
+      payload: sampleConfig({ max_duration: 60 + i }),
+    });
     expect(res.statusCode).toBe(200);
   }
   // A gap in seq: the copy keeps seq as it is, not renumbered.
   const [, second] = (await json(t, '/v1/bots/twilio-config')) as Array<{ id: string }>;
-  expect((await t.app.inject({ method: 'DELETE', url: `/v1/bots/twilio-config/${second!.id}`, headers: auth() })).statusCode).toBe(200);
+  expect(
+    (await t.app.inject({ method: 'DELETE', url: `/v1/bots/twilio-config/${second!.id}`, headers: auth() })).statusCode,
+  ).toBe(200);
   const otherKey = await t.createKey('acme');
-  expect((await t.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(otherKey), payload: sampleConfig() })).statusCode).toBe(200);
+  expect(
+    (
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/bots/twilio-config',
+        headers: auth(otherKey),
+        payload: sampleConfig(),
+      })
+    ).statusCode,
+  ).toBe(200);
   for (const number of ['+14155550150', '+14155550151']) {
-    expect((await t.app.inject({ method: 'POST', url: '/v1/buy-phone-number', headers: auth(), payload: { number, name: 'front' } })).statusCode).toBe(200);
+    expect(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/v1/buy-phone-number',
+          headers: auth(),
+          payload: { number, name: 'front' },
+        })
+      ).statusCode,
+    ).toBe(200);
   }
-  const entry = { phone_number: '+14155550150', room_creation_api: `http://localhost:${await freePort()}/`, hmac: Buffer.alloc(32, 3).toString('base64') };
-  expect((await t.app.inject({ method: 'POST', url: '/v1/', headers: auth(), payload: { properties: { pinless_dialin: [entry] } } })).statusCode).toBe(200);
+  const entry = {
+    phone_number: '+14155550150',
+    room_creation_api: `http://localhost:${await freePort()}/`,
+    hmac: Buffer.alloc(32, 3).toString('base64'),
+  };
+  expect(
+    (
+      await t.app.inject({
+        method: 'POST',
+        url: '/v1/',
+        headers: auth(),
+        payload: { properties: { pinless_dialin: [entry] } },
+      })
+    ).statusCode,
+  ).toBe(200);
   const account = await new AccountsRepo(t.database.db).ensureAccount(DEFAULT_ACCOUNT_NAME);
   for (const id of ['rec-a', 'rec-b']) {
     await new RecordingsRepo(t.database.db).insert({
@@ -71,7 +109,10 @@ async function populatedSqliteStore(): Promise<{ t: TestApp; otherKey: string }>
       finished_at: new Date().toISOString(),
     });
     mkdirSync(join(t.dataDir, 'recordings', account.id, id), { recursive: true });
-    writeFileSync(join(t.dataDir, 'recordings', account.id, id, 'mixed.wav'), encodePcm16Wav(new Int16Array(800).fill(77), 8000));
+    writeFileSync(
+      join(t.dataDir, 'recordings', account.id, id, 'mixed.wav'),
+      encodePcm16Wav(new Int16Array(800).fill(77), 8000),
+    );
   }
   return { t, otherKey };
 }
@@ -86,12 +127,23 @@ describe('switchboard db copy', () => {
       domain: await json(source, '/v1/'),
       recordings: await json(source, '/v1/recordings'),
     };
-    const link = ((await json(source, '/v1/recordings/rec-a/access-link')) as { download_link: string }).download_link.replace(source.config.publicUrl, '');
+    const link = (
+      (await json(source, '/v1/recordings/rec-a/access-link')) as { download_link: string }
+    ).download_link.replace(source.config.publicUrl, '');
     const sourceCounts = Object.fromEntries(
-      await Promise.all(COPIED_TABLES.map(async ({ table }) => [table, (await source.database.db.selectFrom(table).selectAll().execute()).length] as const)),
+      await Promise.all(
+        COPIED_TABLES.map(
+          async ({ table }) =>
+            [table, (await source.database.db.selectFrom(table).selectAll().execute()).length] as const,
+        ),
+      ),
     );
     // Every table has rows but service_keys, which SQLite leaves empty (its keys are files).
-    expect(Object.entries(sourceCounts).filter(([, n]) => n === 0).map(([table]) => table)).toEqual(['service_keys']);
+    expect(
+      Object.entries(sourceCounts)
+        .filter(([, n]) => n === 0)
+        .map(([table]) => table),
+    ).toEqual(['service_keys']);
     const { dataDir } = source;
     apps.splice(apps.indexOf(source), 1);
     await source.close();
@@ -124,11 +176,19 @@ describe('switchboard db copy', () => {
     expect((await target.app.inject({ method: 'GET', url: link })).statusCode).toBe(200);
 
     // New rows come after the copied ones.
-    const created = await target.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig() });
+    const created = await target.app.inject({
+      method: 'POST',
+      url: '/v1/bots/twilio-config',
+      headers: auth(),
+      payload: sampleConfig(),
+    });
     expect(created.statusCode).toBe(200);
     const after = (await json(target, '/v1/bots/twilio-config')) as Array<{ id: string }>;
     expect(after).toHaveLength((before.configs as unknown[]).length + 1);
-    expect(after.map((c) => c.id)).toEqual([created.json().id, ...(before.configs as Array<{ id: string }>).map((c) => c.id)]);
+    expect(after.map((c) => c.id)).toEqual([
+      created.json().id,
+      ...(before.configs as Array<{ id: string }>).map((c) => c.id),
+    ]);
 
     // The target is not empty now: refused, and nothing changes; --replace starts it afresh.
     const again = await runCli(['db', 'copy', '--from', dataDir, '--to', url], {});
@@ -137,14 +197,26 @@ describe('switchboard db copy', () => {
     expect(again.stderr).toContain('pass --replace');
     expect(again.stderr).not.toMatch(/\n\s+at /);
     expect(await json(target, '/v1/bots/twilio-config')).toEqual(after);
-    const replaced = await runCli(['db', 'copy', '--from', join(dataDir, 'switchboard.sqlite'), '--to', url, '--replace'], {});
+    const replaced = await runCli(
+      ['db', 'copy', '--from', join(dataDir, 'switchboard.sqlite'), '--to', url, '--replace'],
+      {},
+    );
     expect(replaced.code, replaced.stderr).toBe(0);
     expect(await json(target, '/v1/bots/twilio-config')).toEqual(before.configs);
   });
 
   it('warns when the data dir has no secret.key for the sealed keys it copies', async () => {
     const source = await app({}, 'sqlite');
-    expect((await source.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig() })).statusCode).toBe(200);
+    expect(
+      (
+        await source.app.inject({
+          method: 'POST',
+          url: '/v1/bots/twilio-config',
+          headers: auth(),
+          payload: sampleConfig(),
+        })
+      ).statusCode,
+    ).toBe(200);
     const { dataDir } = source;
     apps.splice(apps.indexOf(source), 1);
     await source.close();

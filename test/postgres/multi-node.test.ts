@@ -74,7 +74,12 @@ describe('two nodes on one database', () => {
   it('open on one what the other sealed: provider keys and dial-in secrets', async () => {
     const url = await createTestDatabase();
     const [a, b] = [await node(url), await node(url)];
-    const created = await a.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig() });
+    const created = await a.app.inject({
+      method: 'POST',
+      url: '/v1/bots/twilio-config',
+      headers: auth(),
+      payload: sampleConfig(),
+    });
     expect(created.statusCode).toBe(200);
     const view = created.json() as { id: string; botConfig: { api_keys: Record<string, string> } };
 
@@ -84,20 +89,41 @@ describe('two nodes on one database', () => {
     expect(read.json()).toEqual(view);
     // Sent back masked through B, the keys A sealed are kept; A still opens them.
     const roundTrip = { ...sampleConfig(), api_keys: { ...view.botConfig.api_keys, cartesia: 'ct-new-key-1234567' } };
-    const replaced = await b.app.inject({ method: 'POST', url: `/v1/bots/twilio-config/${view.id}`, headers: auth(), payload: roundTrip });
+    const replaced = await b.app.inject({
+      method: 'POST',
+      url: `/v1/bots/twilio-config/${view.id}`,
+      headers: auth(),
+      payload: roundTrip,
+    });
     expect(replaced.statusCode, replaced.body).toBe(200);
     const again = await a.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${view.id}`, headers: auth() });
     expect(again.json().botConfig.api_keys).toEqual({ openai: '****6789', deepgram: '****efgh', cartesia: '****4567' });
 
     // Dial-in entries carry webhook secrets, sealed the same way.
-    expect((await a.app.inject({ method: 'POST', url: '/v1/buy-phone-number', headers: auth(), payload: { number: '+14155550142' } })).statusCode).toBe(200);
+    expect(
+      (
+        await a.app.inject({
+          method: 'POST',
+          url: '/v1/buy-phone-number',
+          headers: auth(),
+          payload: { number: '+14155550142' },
+        })
+      ).statusCode,
+    ).toBe(200);
     const hmac = Buffer.alloc(32, 9).toString('base64');
     const entry = { phone_number: '+14155550142', room_creation_api: `http://localhost:${await freePort()}/`, hmac };
-    const set = await a.app.inject({ method: 'POST', url: '/v1/', headers: auth(), payload: { properties: { pinless_dialin: [entry] } } });
+    const set = await a.app.inject({
+      method: 'POST',
+      url: '/v1/',
+      headers: auth(),
+      payload: { properties: { pinless_dialin: [entry] } },
+    });
     expect(set.statusCode, set.body).toBe(200);
     const domain = await b.app.inject({ method: 'GET', url: '/v1/', headers: auth() });
     expect(domain.statusCode, domain.body).toBe(200);
-    expect(domain.json().config.pinless_dialin).toEqual([expect.objectContaining({ phone_number: '+14155550142', hmac })]);
+    expect(domain.json().config.pinless_dialin).toEqual([
+      expect.objectContaining({ phone_number: '+14155550142', hmac }),
+    ]);
   });
 
   it('accept on one the access links and room tokens the other signed', async () => {
@@ -135,12 +161,19 @@ describe('two nodes on one database', () => {
 
     // A room token from A, presented to B: B checks it (4401 if it did not verify), then finds
     // that the room is not one of its own.
-    const started = await a.app.inject({ method: 'POST', url: '/v1/bots/start', headers: auth(), payload: sampleConfig({ bot_profile: 'voice_2024_10', max_duration: 300 }) });
+    const started = await a.app.inject({
+      method: 'POST',
+      url: '/v1/bots/start',
+      headers: auth(),
+      payload: sampleConfig({ bot_profile: 'voice_2024_10', max_duration: 300 }),
+    });
     expect(started.statusCode, started.body).toBe(200);
     const { room_url: roomUrl, token } = started.json() as { room_url: string; token: string };
     const name = roomUrl.split('/rooms/')[1]!;
     const bAddress = await b.app.listen({ port: 0, host: '127.0.0.1' });
-    const socket = new WebSocket(`${bAddress.replace('http', 'ws')}/rooms/${name}/ws?token=${encodeURIComponent(token)}`);
+    const socket = new WebSocket(
+      `${bAddress.replace('http', 'ws')}/rooms/${name}/ws?token=${encodeURIComponent(token)}`,
+    );
     const [code] = (await once(socket, 'close')) as [number];
     expect(code).toBe(ROOM_CLOSE.unknownRoom);
   });
@@ -148,11 +181,23 @@ describe('two nodes on one database', () => {
   it('a node given other keys in the environment cannot open what the others sealed (the keys are what is shared)', async () => {
     const url = await createTestDatabase();
     const a = await node(url);
-    const created = await a.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig() });
-    const stranger = await node(url, Object.fromEntries(KEY_ENV.map((name, i) => [name, Buffer.alloc(32, i + 1).toString('base64')])));
+    const created = await a.app.inject({
+      method: 'POST',
+      url: '/v1/bots/twilio-config',
+      headers: auth(),
+      payload: sampleConfig(),
+    });
+    const stranger = await node(
+      url,
+      Object.fromEntries(KEY_ENV.map((name, i) => [name, Buffer.alloc(32, i + 1).toString('base64')])),
+    );
     expect(stranger.keys.secret.equals(Buffer.alloc(32, 1))).toBe(true);
     expect(stranger.keys.secret.equals(a.keys.secret)).toBe(false);
-    const read = await stranger.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${created.json().id}`, headers: auth() });
+    const read = await stranger.app.inject({
+      method: 'GET',
+      url: `/v1/bots/twilio-config/${created.json().id}`,
+      headers: auth(),
+    });
     expect(read.statusCode).toBe(500);
   });
 
@@ -161,8 +206,16 @@ describe('two nodes on one database', () => {
     const env = Object.fromEntries(KEY_ENV.map((name, i) => [name, Buffer.alloc(32, 40 + i).toString('base64')]));
     const [a, b] = [await node(url, env), await node(url, env)];
     expect(a.keys.linkSigning.equals(Buffer.alloc(32, 41))).toBe(true);
-    const created = await a.app.inject({ method: 'POST', url: '/v1/bots/twilio-config', headers: auth(), payload: sampleConfig() });
-    expect((await b.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${created.json().id}`, headers: auth() })).statusCode).toBe(200);
+    const created = await a.app.inject({
+      method: 'POST',
+      url: '/v1/bots/twilio-config',
+      headers: auth(),
+      payload: sampleConfig(),
+    });
+    expect(
+      (await b.app.inject({ method: 'GET', url: `/v1/bots/twilio-config/${created.json().id}`, headers: auth() }))
+        .statusCode,
+    ).toBe(200);
     expect(await a.database.db.selectFrom('service_keys').selectAll().execute()).toEqual([]);
   });
 
@@ -180,7 +233,9 @@ describe('two nodes on one database', () => {
         () => 'finished',
         (err: unknown) => err,
       );
-      const running = async () => (await admin.query("select 1 from pg_stat_activity where datname = $1 and query like '%pg_sleep%'", [name])).rowCount! > 0;
+      const running = async () =>
+        (await admin.query("select 1 from pg_stat_activity where datname = $1 and query like '%pg_sleep%'", [name]))
+          .rowCount! > 0;
       while (!(await running())) await new Promise((resolve) => setTimeout(resolve, 20));
       await admin.query(`alter database ${name} allow_connections false`);
       await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where datname = $1', [name]);
@@ -208,10 +263,14 @@ describe('two nodes on one database', () => {
     const aDataDir = tempDataDir();
     dirs.push(aDataDir);
     // Node A records a call: two seconds reach its data dir, the recording still in progress.
-    const a = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../helpers/interrupted-recording.ts', import.meta.url)), aDataDir], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, DATABASE_URL: url },
-    });
+    const a = spawn(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL('../helpers/interrupted-recording.ts', import.meta.url)), aDataDir],
+      {
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: { ...process.env, DATABASE_URL: url },
+      },
+    );
     const [line] = (await once(a.stdout!, 'data')) as [Buffer];
     const { id } = JSON.parse(line.toString()) as { id: string };
 

@@ -33,7 +33,11 @@ export const llmOptionsSchema = z.object({
 const ADAPTER_KEYS: ReadonlySet<string> = new Set(Object.keys(baseServiceOptionsSchema.shape));
 
 /** Parses a provider's `config` options; a wrong type becomes a clear, non-retryable error. */
-export function parseLlmOptions<S extends z.ZodType>(provider: string, schema: S, options: Record<string, unknown>): z.infer<S> {
+export function parseLlmOptions<S extends z.ZodType>(
+  provider: string,
+  schema: S,
+  options: Record<string, unknown>,
+): z.infer<S> {
   return parseOptions(provider, 'invalid llm options', schema, options);
 }
 
@@ -44,8 +48,16 @@ export interface LlmServiceOptions {
 }
 
 export function parseLlmServiceOptions(provider: string, settings: ProviderSettings): LlmServiceOptions {
-  const service = parseOptions(provider, `invalid service_options.${provider}`, baseServiceOptionsSchema, settings.serviceOptions);
-  return { timeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS, extraBody: otherEntries(settings.serviceOptions, ADAPTER_KEYS) };
+  const service = parseOptions(
+    provider,
+    `invalid service_options.${provider}`,
+    baseServiceOptionsSchema,
+    settings.serviceOptions,
+  );
+  return {
+    timeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS,
+    extraBody: otherEntries(settings.serviceOptions, ADAPTER_KEYS),
+  };
 }
 
 /**
@@ -84,7 +96,9 @@ const openAiStyleTool = z.object({
  * which is how bot configurations usually carry them, as its parts; undefined for any other shape,
  * which the non-OpenAI adapters then pass through as already being in their vendor's format.
  */
-export function openAiToolFunction(tool: Record<string, unknown>): { name: string; description?: string; parameters?: Record<string, unknown> } | undefined {
+export function openAiToolFunction(
+  tool: Record<string, unknown>,
+): { name: string; description?: string; parameters?: Record<string, unknown> } | undefined {
   const parsed = openAiStyleTool.safeParse(tool);
   return parsed.success ? parsed.data.function : undefined;
 }
@@ -93,7 +107,12 @@ export function openAiToolFunction(tool: Record<string, unknown>): { name: strin
  * Parses one SSE event's JSON with a vendor schema. Anything malformed is logged at debug (shape
  * only: event data may hold the completion) and skipped, so one bad chunk never ends a reply.
  */
-export function parseEventData<S extends z.ZodType>(data: string, schema: S, ctx: ProviderContext, provider: string): z.infer<S> | undefined {
+export function parseEventData<S extends z.ZodType>(
+  data: string,
+  schema: S,
+  ctx: ProviderContext,
+  provider: string,
+): z.infer<S> | undefined {
   let json: unknown;
   try {
     json = JSON.parse(data);
@@ -103,7 +122,10 @@ export function parseEventData<S extends z.ZodType>(data: string, schema: S, ctx
   }
   const parsed = schema.safeParse(json);
   if (!parsed.success) {
-    ctx.log.debug({ provider, issues: parsed.error.issues.map((issue) => issue.path.join('.')) }, 'skipped a stream event of unexpected shape');
+    ctx.log.debug(
+      { provider, issues: parsed.error.issues.map((issue) => issue.path.join('.')) },
+      'skipped a stream event of unexpected shape',
+    );
     return undefined;
   }
   return parsed.data;
@@ -114,20 +136,30 @@ export function parseEventData<S extends z.ZodType>(data: string, schema: S, ctx
  * none the adapter could read) fails. A 200 that says nothing is a failed request, not a silent
  * reply: the call apologises and counts it. Retryable, as a glitch may pass.
  */
-export async function* nonEmptyReply(provider: string, deltas: AsyncIterable<LlmDelta>, ctx: ProviderContext): AsyncGenerator<LlmDelta, void, undefined> {
+export async function* nonEmptyReply(
+  provider: string,
+  deltas: AsyncIterable<LlmDelta>,
+  ctx: ProviderContext,
+): AsyncGenerator<LlmDelta, void, undefined> {
   let any = false;
   for await (const delta of deltas) {
     any = true;
     yield delta;
   }
   if (!any && !ctx.signal.aborted) {
-    throw new ProviderError(provider, 'empty reply: the stream ended without any text or tool call it could read', true);
+    throw new ProviderError(
+      provider,
+      'empty reply: the stream ended without any text or tool call it could read',
+      true,
+    );
   }
 }
 
 /** Error types vendors use for failures that may pass (overload, rate limits, server trouble). */
 export function isRetryableErrorType(type: string | undefined): boolean {
-  return type !== undefined && /overload|rate|server|api_error|internal|unavailable|timeout|deadline|exhausted/i.test(type);
+  return (
+    type !== undefined && /overload|rate|server|api_error|internal|unavailable|timeout|deadline|exhausted/i.test(type)
+  );
 }
 
 export interface SseRequest {
@@ -155,7 +187,10 @@ export interface SseRequest {
  * - HTTP errors throw a ProviderError with the status and the vendor's error text; 408, 409, 429
  *   and 5xx are retryable, network failures too.
  */
-export async function* streamSse(request: SseRequest, ctx: ProviderContext): AsyncGenerator<EventSourceMessage, void, undefined> {
+export async function* streamSse(
+  request: SseRequest,
+  ctx: ProviderContext,
+): AsyncGenerator<EventSourceMessage, void, undefined> {
   const { provider } = request;
   const post = new TimedFetch({ ...request, body: JSON.stringify(request.body) }, ctx.signal);
   const startedMs = performance.now();
@@ -163,7 +198,10 @@ export async function* streamSse(request: SseRequest, ctx: ProviderContext): Asy
   try {
     const response = await post.response();
     if (!response) return;
-    ctx.log.debug({ provider, status: response.status, headersMs: Math.round(performance.now() - startedMs) }, 'llm response started');
+    ctx.log.debug(
+      { provider, status: response.status, headersMs: Math.round(performance.now() - startedMs) },
+      'llm response started',
+    );
 
     if (!response.ok || isJson(response)) {
       const text = await post.errorBody(response);
@@ -209,7 +247,10 @@ export async function* streamSse(request: SseRequest, ctx: ProviderContext): Asy
   } finally {
     // Closes the connection when the consumer stopped early; a no-op after a complete response.
     post.close();
-    ctx.log.debug({ provider, events: eventCount, elapsedMs: Math.round(performance.now() - startedMs) }, 'llm stream closed');
+    ctx.log.debug(
+      { provider, events: eventCount, elapsedMs: Math.round(performance.now() - startedMs) },
+      'llm stream closed',
+    );
   }
 }
 

@@ -21,7 +21,13 @@ export abstract class S2sSocketSession {
     ws.on('close', (code, reason) => {
       if (this.closedByUs || ctx.signal.aborted) return;
       const detail = reason.length > 0 ? `: ${oneLine(reason.toString())}` : '';
-      events.onError(new ProviderError(provider, `the connection closed mid-call (code ${code}${detail})`, isRetryableCloseCode(code)));
+      events.onError(
+        new ProviderError(
+          provider,
+          `the connection closed mid-call (code ${code}${detail})`,
+          isRetryableCloseCode(code),
+        ),
+      );
     });
     // Errors after the handshake are followed by 'close', which is what the session acts on.
     ws.on('error', (err) => ctx.log.debug({ provider, err }, 'speech-to-speech socket error'));

@@ -68,7 +68,10 @@ export class TtsSocket<M> {
     this.ready = new Promise<void>((resolve, reject) => {
       this.rejectReady = reject;
       this.ws.once('open', () => {
-        log.debug({ provider: options.provider, handshakeMs: Math.round(performance.now() - startedMs) }, 'tts socket open');
+        log.debug(
+          { provider: options.provider, handshakeMs: Math.round(performance.now() - startedMs) },
+          'tts socket open',
+        );
         resolve();
       });
     });
@@ -97,7 +100,8 @@ export class TtsSocket<M> {
 
   /** Sends a JSON message; throws a retryable ProviderError when the socket is not open. */
   send(message: object): void {
-    if (this.ws.readyState !== WebSocket.OPEN) throw this.failure ?? new ProviderError(this.options.provider, 'the connection is closed', true);
+    if (this.ws.readyState !== WebSocket.OPEN)
+      throw this.failure ?? new ProviderError(this.options.provider, 'the connection is closed', true);
     this.ws.send(JSON.stringify(message));
   }
 
@@ -153,7 +157,13 @@ export class TtsSocket<M> {
     this.log.debug({ provider: this.options.provider, code, closedByUs }, 'tts socket closed');
     if (closedByUs && this.handlers.size === 0) return;
     const detail = reason ? `: ${oneLine(redact(reason, this.options.secret))}` : '';
-    this.failAll(new ProviderError(this.options.provider, `the vendor closed the connection (code ${code}${detail})`, isRetryableCloseCode(code)));
+    this.failAll(
+      new ProviderError(
+        this.options.provider,
+        `the vendor closed the connection (code ${code}${detail})`,
+        isRetryableCloseCode(code),
+      ),
+    );
   }
 
   private onMessage(data: RawData, isBinary: boolean): void {
@@ -326,7 +336,11 @@ export abstract class SocketReply<M> implements ContextHandler<M> {
     this.timer = undefined;
     if (this.finished || !((this.started && !this.gotAudio) || this.inputEnded)) return;
     this.timer = setTimeout(() => {
-      const error = new ProviderError(this.provider, this.gotAudio ? `audio stalled for ${this.timeoutMs} ms` : `no audio within ${this.timeoutMs} ms`, true);
+      const error = new ProviderError(
+        this.provider,
+        this.gotAudio ? `audio stalled for ${this.timeoutMs} ms` : `no audio within ${this.timeoutMs} ms`,
+        true,
+      );
       this.fail(error);
       // A silent vendor may be a dead connection: the next reply gets a fresh one.
       this.socket.discard(error);

@@ -301,7 +301,9 @@ const SCRIPT = String.raw`
 
 /** The page for room `name`; `exists` false renders a "no such room" notice instead of failing. */
 export function roomPageHtml(_name: string, exists: boolean): string {
-  const notice = exists ? '' : '<p id="missing">This room does not exist or has ended. Start a new bot with POST /v1/bots/start.</p>';
+  const notice = exists
+    ? ''
+    : '<p id="missing">This room does not exist or has ended. Start a new bot with POST /v1/bots/start.</p>';
   return `<!doctype html>
 <html lang="en">
 <head>

@@ -10,7 +10,12 @@ import { SandboxCarrier } from './sandbox-carrier.js';
  * `sandboxCallee` answers the sandbox's outbound calls (without one the sandbox refuses to dial).
  * Twilio's SDK (about 25 MB, 0.3 s to load) is loaded only for the Twilio carrier, at start-up.
  */
-export async function createCarrier(config: AppConfig, repo: PhoneNumbersRepo, log: Logger, sandboxCallee?: SandboxCallee): Promise<Carrier> {
+export async function createCarrier(
+  config: AppConfig,
+  repo: PhoneNumbersRepo,
+  log: Logger,
+  sandboxCallee?: SandboxCallee,
+): Promise<Carrier> {
   if (config.carrier === 'twilio') {
     const { TwilioCarrier } = await import('./twilio-carrier.js');
     return new TwilioCarrier({
@@ -19,5 +24,9 @@ export async function createCarrier(config: AppConfig, repo: PhoneNumbersRepo, l
       baseUrl: config.env.SWITCHBOARD_TWILIO_URL,
     });
   }
-  return new SandboxCarrier(() => repo.heldNumbers(), { authToken: config.twilio.authToken, log: log.child({ carrier: 'sandbox' }), callee: sandboxCallee });
+  return new SandboxCarrier(() => repo.heldNumbers(), {
+    authToken: config.twilio.authToken,
+    log: log.child({ carrier: 'sandbox' }),
+    callee: sandboxCallee,
+  });
 }

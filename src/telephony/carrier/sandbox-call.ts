@@ -104,7 +104,15 @@ export class SandboxOutboundCall {
     await this.status('in-progress');
     const { callSid, log } = this;
     const { from, to, answerUrl } = this.request;
-    await this.options.callee({ callSid, from, to, answerUrl, authToken: this.options.authToken, signal: this.abort.signal, log });
+    await this.options.callee({
+      callSid,
+      from,
+      to,
+      answerUrl,
+      authToken: this.options.authToken,
+      signal: this.abort.signal,
+      log,
+    });
     await this.status('completed');
   }
 
@@ -120,11 +128,18 @@ export class SandboxOutboundCall {
       SequenceNumber: String(this.sequence++),
       Timestamp: new Date().toUTCString(),
     };
-    if (this.answeredAt !== undefined && callStatus === 'completed') form.CallDuration = String(Math.round((Date.now() - this.answeredAt) / 1000));
+    if (this.answeredAt !== undefined && callStatus === 'completed')
+      form.CallDuration = String(Math.round((Date.now() - this.answeredAt) / 1000));
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
-    if (this.options.authToken) headers['x-twilio-signature'] = twilioSignatureFor(this.options.authToken, this.request.statusUrl, form);
+    if (this.options.authToken)
+      headers['x-twilio-signature'] = twilioSignatureFor(this.options.authToken, this.request.statusUrl, form);
     try {
-      const response = await fetch(this.request.statusUrl, { method: 'POST', headers, body: new URLSearchParams(form).toString(), signal: AbortSignal.timeout(5000) });
+      const response = await fetch(this.request.statusUrl, {
+        method: 'POST',
+        headers,
+        body: new URLSearchParams(form).toString(),
+        signal: AbortSignal.timeout(5000),
+      });
       await response.body?.cancel();
       if (!response.ok) this.log.warn({ status: response.status, callStatus }, 'sandbox status callback was refused');
     } catch (err) {

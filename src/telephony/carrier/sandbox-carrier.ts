@@ -1,5 +1,12 @@
 import type { Logger } from 'pino';
-import { type AvailableNumber, type Carrier, CarrierError, type NumberSearch, type OutboundCallRequest, type PurchasedAtCarrier } from './carrier.js';
+import {
+  type AvailableNumber,
+  type Carrier,
+  CarrierError,
+  type NumberSearch,
+  type OutboundCallRequest,
+  type PurchasedAtCarrier,
+} from './carrier.js';
 import { type SandboxCallee, SandboxOutboundCall, sandboxRefusal } from './sandbox-call.js';
 import { SANDBOX_INVENTORY, sandboxNumber } from './sandbox-inventory.js';
 
@@ -47,7 +54,11 @@ export class SandboxCarrier implements Carrier {
 
   async purchase(number: string): Promise<PurchasedAtCarrier> {
     const entry = sandboxNumber(number);
-    if (!entry) throw new CarrierError(`${number} is not a number the sandbox carrier has; search with GET /v1/list-available-numbers`, 'not-found');
+    if (!entry)
+      throw new CarrierError(
+        `${number} is not a number the sandbox carrier has; search with GET /v1/list-available-numbers`,
+        'not-found',
+      );
     return { carrierRef: `sandbox:${number}`, region: entry.region, city: entry.city };
   }
 
@@ -61,7 +72,11 @@ export class SandboxCarrier implements Carrier {
     if (refusal) throw new CarrierError(refusal, 'carrier');
     const { callee, ...callOptions } = this.callOptions;
     // The callee is a development tool, plugged in by `switchboard serve`; an embedding without one gets a clear refusal.
-    if (!callee) throw new CarrierError('the sandbox carrier has no simulated callee in this process (`switchboard serve` plugs one in)', 'carrier');
+    if (!callee)
+      throw new CarrierError(
+        'the sandbox carrier has no simulated callee in this process (`switchboard serve` plugs one in)',
+        'carrier',
+      );
     const call = new SandboxOutboundCall(request, { ...callOptions, callee });
     this.calls.set(call.callSid, call);
     void call

@@ -1,7 +1,9 @@
 import twilio from 'twilio';
 
 type RequestOptions<TData> = Parameters<InstanceType<typeof twilio.RequestClient>['request']>[0] & { data?: TData };
-type TwilioResponse<TData> = Awaited<ReturnType<InstanceType<typeof twilio.RequestClient>['request']>> & { body: TData };
+type TwilioResponse<TData> = Awaited<ReturnType<InstanceType<typeof twilio.RequestClient>['request']>> & {
+  body: TData;
+};
 import {
   type AvailableNumber,
   type Carrier,
@@ -75,7 +77,11 @@ export class TwilioCarrier implements Carrier {
 
   async purchase(number: string, voiceUrl: string): Promise<PurchasedAtCarrier> {
     try {
-      const bought = await this.client.incomingPhoneNumbers.create({ phoneNumber: number, voiceUrl, voiceMethod: 'POST' });
+      const bought = await this.client.incomingPhoneNumbers.create({
+        phoneNumber: number,
+        voiceUrl,
+        voiceMethod: 'POST',
+      });
       return { carrierRef: bought.sid, region: '', city: '' };
     } catch (err) {
       throw carrierError('purchase', err);
@@ -133,5 +139,8 @@ export class TwilioCarrier implements Carrier {
 function carrierError(action: string, err: unknown): CarrierError {
   const status = (err as { status?: number }).status;
   const message = err instanceof Error ? err.message : String(err);
-  return new CarrierError(`twilio ${action} failed${status ? ` (HTTP ${status})` : ''}: ${message}`, status === 404 ? 'not-found' : 'carrier');
+  return new CarrierError(
+    `twilio ${action} failed${status ? ` (HTTP ${status})` : ''}: ${message}`,
+    status === 404 ? 'not-found' : 'carrier',
+  );
 }

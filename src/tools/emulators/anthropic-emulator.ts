@@ -1,5 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import { type AnthropicErrorBody, type MessagesRequest, messagesRequest } from '../../providers/llm/anthropic/anthropic-messages.js';
+import {
+  type AnthropicErrorBody,
+  type MessagesRequest,
+  messagesRequest,
+} from '../../providers/llm/anthropic/anthropic-messages.js';
 import {
   type AcceptedRequest,
   LlmEmulatorBase,
@@ -64,15 +68,19 @@ export class AnthropicEmulator extends LlmEmulatorBase<AcceptedMessages> {
     // (what Anthropic's own TypeScript SDK sends since 1.x); the API takes either.
     const header = req.headers['x-api-key'];
     const key = typeof header === 'string' && header.length > 0 ? header : bearerToken(req);
-    if (key === undefined) return { status: 401, body: errorBody('authentication_error', 'x-api-key header is required') };
-    if (this.expectedKey !== undefined && key !== this.expectedKey) return { status: 401, body: errorBody('authentication_error', 'invalid x-api-key') };
-    if (!req.headers['anthropic-version']) return { status: 400, body: errorBody('invalid_request_error', 'anthropic-version: header is required') };
+    if (key === undefined)
+      return { status: 401, body: errorBody('authentication_error', 'x-api-key header is required') };
+    if (this.expectedKey !== undefined && key !== this.expectedKey)
+      return { status: 401, body: errorBody('authentication_error', 'invalid x-api-key') };
+    if (!req.headers['anthropic-version'])
+      return { status: 400, body: errorBody('invalid_request_error', 'anthropic-version: header is required') };
     return undefined;
   }
 
   protected accept(body: unknown): AcceptedMessages | Rejection {
     const parsed = messagesRequest.safeParse(body);
-    if (!parsed.success) return { status: 400, body: errorBody('invalid_request_error', describeZodIssues(parsed.error.issues)) };
+    if (!parsed.success)
+      return { status: 400, body: errorBody('invalid_request_error', describeZodIssues(parsed.error.issues)) };
     const request = parsed.data;
     const orderProblem = alternationProblem(request);
     if (orderProblem) return { status: 400, body: errorBody('invalid_request_error', orderProblem) };
@@ -92,7 +100,8 @@ export class AnthropicEmulator extends LlmEmulatorBase<AcceptedMessages> {
 
   protected streamSteps(reply: ResolvedReply, request: AcceptedMessages): StreamStep[] {
     const steps: StreamStep[] = [];
-    const add = (payload: { type: string } & Record<string, unknown>, token = false) => steps.push({ frame: frame(payload), token });
+    const add = (payload: { type: string } & Record<string, unknown>, token = false) =>
+      steps.push({ frame: frame(payload), token });
     add({
       type: 'message_start',
       message: {
@@ -118,7 +127,11 @@ export class AnthropicEmulator extends LlmEmulatorBase<AcceptedMessages> {
       index += 1;
     }
     reply.toolCalls.forEach((call, position) => {
-      add({ type: 'content_block_start', index, content_block: { type: 'tool_use', id: this.toolUseId(position), name: call.name, input: {} } });
+      add({
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'tool_use', id: this.toolUseId(position), name: call.name, input: {} },
+      });
       for (const piece of fragments(call.argumentsJson)) {
         add({ type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } }, true);
       }
@@ -151,7 +164,12 @@ export class AnthropicEmulator extends LlmEmulatorBase<AcceptedMessages> {
       model: request.model,
       content: [
         ...(text ? [{ type: 'text', text }] : []),
-        ...reply.toolCalls.map((call, position) => ({ type: 'tool_use', id: this.toolUseId(position), name: call.name, input: JSON.parse(call.argumentsJson) as unknown })),
+        ...reply.toolCalls.map((call, position) => ({
+          type: 'tool_use',
+          id: this.toolUseId(position),
+          name: call.name,
+          input: JSON.parse(call.argumentsJson) as unknown,
+        })),
       ],
       stop_reason: reply.toolCalls.length > 0 ? 'tool_use' : 'end_turn',
       stop_sequence: null,

@@ -7,7 +7,24 @@ import {
   cancelRequest,
   generationRequest,
 } from '../../providers/tts/cartesia/cartesia-messages.js';
-import { bearer, describeIssues, frameText, header, isObject, pushBounded, recordedHeaders, redactQuery, send, SPEECH_MS_PER_CHAR, speechDurationMs, toneAudio, type ToneEncoding, type ToneFormat, ToneStream, writeHttpError } from './emulator-kit.js';
+import {
+  bearer,
+  describeIssues,
+  frameText,
+  header,
+  isObject,
+  pushBounded,
+  recordedHeaders,
+  redactQuery,
+  send,
+  SPEECH_MS_PER_CHAR,
+  speechDurationMs,
+  toneAudio,
+  type ToneEncoding,
+  type ToneFormat,
+  ToneStream,
+  writeHttpError,
+} from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
@@ -130,7 +147,13 @@ export class CartesiaEmulator implements VendorEmulator {
   readonly contexts: RecordedCartesiaContext[] = [];
   /** Context ids of the cancels received, in order. */
   readonly cancels: string[] = [];
-  readonly stats: CartesiaEmulatorStats = { connections: 0, activeConnections: 0, contexts: 0, cancels: 0, audioBytes: 0 };
+  readonly stats: CartesiaEmulatorStats = {
+    connections: 0,
+    activeConnections: 0,
+    contexts: 0,
+    cancels: 0,
+    audioBytes: 0,
+  };
 
   private readonly latencies: EmulatorLatencies;
   private readonly expectedKey: string | undefined;
@@ -162,17 +185,28 @@ export class CartesiaEmulator implements VendorEmulator {
     const reject = this.rejectNextHandshake;
     if (reject !== undefined) {
       this.rejectNextHandshake = undefined;
-      writeHttpError(socket, reject, { title: STATUS_CODES[reject] ?? 'Error', message: `emulated failure (HTTP ${reject})` });
+      writeHttpError(socket, reject, {
+        title: STATUS_CODES[reject] ?? 'Error',
+        message: `emulated failure (HTTP ${reject})`,
+      });
       return true;
     }
-    const key = bearer(req) ?? header(req, 'x-api-key') ?? url.searchParams.get('api_key') ?? url.searchParams.get('access_token') ?? undefined;
+    const key =
+      bearer(req) ??
+      header(req, 'x-api-key') ??
+      url.searchParams.get('api_key') ??
+      url.searchParams.get('access_token') ??
+      undefined;
     if (!key || (this.expectedKey !== undefined && key !== this.expectedKey)) {
       writeHttpError(socket, 401, { title: 'Unauthorized', message: key ? 'Invalid API key' : 'Missing API key' });
       return true;
     }
     const version = url.searchParams.get('cartesia_version') ?? header(req, 'cartesia-version');
     if (!version) {
-      writeHttpError(socket, 400, { title: 'Bad Request', message: 'A Cartesia-Version header or cartesia_version query parameter is required' });
+      writeHttpError(socket, 400, {
+        title: 'Bad Request',
+        message: 'A Cartesia-Version header or cartesia_version query parameter is required',
+      });
       return true;
     }
 
@@ -217,7 +251,13 @@ export class CartesiaEmulator implements VendorEmulator {
     });
   }
 
-  private onFrame(ws: WebSocket, record: RecordedCartesiaConnection, contexts: Map<string, EmulatedContext>, data: RawData, isBinary: boolean): void {
+  private onFrame(
+    ws: WebSocket,
+    record: RecordedCartesiaConnection,
+    contexts: Map<string, EmulatedContext>,
+    data: RawData,
+    isBinary: boolean,
+  ): void {
     if (isBinary) {
       pushBounded(record.messages, { binary: true }, MAX_RECORDED_MESSAGES);
       send(ws, errorMessage(undefined, 400, 'Invalid request', 'binary frames are not supported'));
@@ -254,7 +294,15 @@ export class CartesiaEmulator implements VendorEmulator {
     let context = contexts.get(request.context_id);
     if (context?.finished) {
       // (inference) A context is not reopened once its input ended or it was cancelled; clients use a new id.
-      send(ws, errorMessage(request.context_id, 400, 'Invalid request', `context ${request.context_id} is closed; use a new context_id`));
+      send(
+        ws,
+        errorMessage(
+          request.context_id,
+          400,
+          'Invalid request',
+          `context ${request.context_id} is closed; use a new context_id`,
+        ),
+      );
       return;
     }
     if (!context) {
@@ -285,10 +333,17 @@ export class CartesiaEmulator implements VendorEmulator {
     };
     pushBounded(this.contexts, record, this.maxRecorded);
     this.stats.contexts += 1;
-    const format: ToneFormat = { encoding: ENCODINGS[request.output_format.encoding], sampleRateHz: request.output_format.sample_rate };
+    const format: ToneFormat = {
+      encoding: ENCODINGS[request.output_format.encoding],
+      sampleRateHz: request.output_format.sample_rate,
+    };
     const context: EmulatedContext = {
       record,
-      stream: new ToneStream(format, { firstByteMs: this.latencies.ttsFirstByteMs, realTimeFactor: this.latencies.ttsRealTimeFactor, chunkMs: this.chunkMs }),
+      stream: new ToneStream(format, {
+        firstByteMs: this.latencies.ttsFirstByteMs,
+        realTimeFactor: this.latencies.ttsRealTimeFactor,
+        chunkMs: this.chunkMs,
+      }),
       addTimestamps: request.add_timestamps === true,
       queue: [],
       flushCount: 0,
@@ -328,7 +383,14 @@ export class CartesiaEmulator implements VendorEmulator {
     while (context.queue.length > 0) {
       const item = context.queue.shift()!;
       if (typeof item === 'number') {
-        send(ws, { type: 'flush_done', context_id: record.contextId, done: false, flush_done: true, flush_id: item, status_code: NON_ERROR_STATUS });
+        send(ws, {
+          type: 'flush_done',
+          context_id: record.contextId,
+          done: false,
+          flush_done: true,
+          flush_id: item,
+          status_code: NON_ERROR_STATUS,
+        });
         continue;
       }
       this.play(ws, context, item);
@@ -354,12 +416,24 @@ export class CartesiaEmulator implements VendorEmulator {
         if (context.malformed) {
           context.malformed = false;
           ws.send('{"type": "chunk", "context_id": ');
-          send(ws, { type: 'emulator_notice', context_id: record.contextId, note: 'a message type clients do not know' });
+          send(ws, {
+            type: 'emulator_notice',
+            context_id: record.contextId,
+            note: 'a message type clients do not know',
+          });
         }
         record.audioBytes += audio.length;
         record.chunks += 1;
         this.stats.audioBytes += audio.length;
-        send(ws, { type: 'chunk', context_id: record.contextId, data: audio.toString('base64'), done: false, status_code: NON_ERROR_STATUS, step_time: stepMs, flush_id: segment.flushId });
+        send(ws, {
+          type: 'chunk',
+          context_id: record.contextId,
+          data: audio.toString('base64'),
+          done: false,
+          status_code: NON_ERROR_STATUS,
+          step_time: stepMs,
+          flush_id: segment.flushId,
+        });
       },
       () => {
         context.playing = false;
@@ -378,7 +452,14 @@ export class CartesiaEmulator implements VendorEmulator {
       start.push(round3(startSec));
       end.push(round3(startSec + (match[0].length * SPEECH_MS_PER_CHAR) / 1000));
     }
-    return { type: 'timestamps', context_id: context.record.contextId, done: false, status_code: NON_ERROR_STATUS, flush_id: flushId, word_timestamps: { words, start, end } };
+    return {
+      type: 'timestamps',
+      context_id: context.record.contextId,
+      done: false,
+      status_code: NON_ERROR_STATUS,
+      flush_id: flushId,
+      word_timestamps: { words, start, end },
+    };
   }
 
   private cancel(ws: WebSocket, context: EmulatedContext | undefined, contextId: string): void {
@@ -390,9 +471,19 @@ export class CartesiaEmulator implements VendorEmulator {
     this.finish(context);
     // Optionally, late audio of the cancelled context, as a real socket may still carry.
     for (let i = 0; i < this.staleChunksAfterCancel; i++) {
-      const audio = toneAudio(context.stream.format, 0, Math.round((this.chunkMs * context.stream.format.sampleRateHz) / 1000));
+      const audio = toneAudio(
+        context.stream.format,
+        0,
+        Math.round((this.chunkMs * context.stream.format.sampleRateHz) / 1000),
+      );
       context.record.chunksAfterCancel += 1;
-      send(ws, { type: 'chunk', context_id: contextId, data: audio.toString('base64'), done: false, status_code: NON_ERROR_STATUS });
+      send(ws, {
+        type: 'chunk',
+        context_id: contextId,
+        data: audio.toString('base64'),
+        done: false,
+        status_code: NON_ERROR_STATUS,
+      });
     }
   }
 

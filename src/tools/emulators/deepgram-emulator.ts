@@ -4,7 +4,11 @@ import type { Duplex } from 'node:stream';
 import alawmulaw from 'alawmulaw';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { decodeMulaw, encodeMulaw } from '../../audio/mulaw.js';
-import { CLOSE_REASONS, type ResultsMessage, listenClientMessage } from '../../providers/stt/deepgram/deepgram-messages.js';
+import {
+  CLOSE_REASONS,
+  type ResultsMessage,
+  listenClientMessage,
+} from '../../providers/stt/deepgram/deepgram-messages.js';
 import {
   AURA_DEFAULT_ENCODING,
   AURA_DEFAULT_SAMPLE_RATE_HZ,
@@ -156,7 +160,19 @@ const WORD_MS = 250;
 const NO_ENDPOINTING_FINAL_MS = 1000;
 /** Deepgram's documented default for `endpointing`. */
 const DEFAULT_ENDPOINTING_MS = 10;
-const LISTEN_ENCODINGS = ['linear16', 'linear32', 'flac', 'alaw', 'mulaw', 'amr-nb', 'amr-wb', 'opus', 'ogg-opus', 'speex', 'g729'];
+const LISTEN_ENCODINGS = [
+  'linear16',
+  'linear32',
+  'flac',
+  'alaw',
+  'mulaw',
+  'amr-nb',
+  'amr-wb',
+  'opus',
+  'ogg-opus',
+  'speex',
+  'g729',
+];
 const EMULATED_LISTEN_ENCODINGS = new Set(['mulaw', 'alaw', 'linear16']);
 const DEFAULT_LISTEN_MODEL = 'base';
 const DEFAULT_SPEAK_MODEL = 'aura-asteria-en';
@@ -287,7 +303,8 @@ export class DeepgramEmulator implements VendorEmulator {
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const url = new URL(req.url ?? '/', 'http://emulator');
-    const path: DeepgramPath | undefined = url.pathname === '/v1/listen' ? 'listen' : url.pathname === '/v1/speak' ? 'speak' : undefined;
+    const path: DeepgramPath | undefined =
+      url.pathname === '/v1/listen' ? 'listen' : url.pathname === '/v1/speak' ? 'speak' : undefined;
     if (!path) return false;
 
     const requestId = randomUUID();
@@ -424,7 +441,8 @@ export class DeepgramEmulator implements VendorEmulator {
       closes: 0,
     };
     this.log.push(record);
-    if (this.log.length > this.resolved.options.maxRecorded) this.log.splice(0, this.log.length - this.resolved.options.maxRecorded);
+    if (this.log.length > this.resolved.options.maxRecorded)
+      this.log.splice(0, this.log.length - this.resolved.options.maxRecorded);
     return record;
   }
 
@@ -616,7 +634,11 @@ class ListenSession implements Session {
       if (!this.utterance) this.beginUtterance(audioMs - WINDOW_MS);
     }
     const utterance = this.utterance;
-    if (utterance && this.params.interimResults && audioMs - utterance.lastInterimMs >= this.env.options.interimIntervalMs) {
+    if (
+      utterance &&
+      this.params.interimResults &&
+      audioMs - utterance.lastInterimMs >= this.env.options.interimIntervalMs
+    ) {
       utterance.lastInterimMs = audioMs;
       this.sendResults(utterance, false, false, false);
     }
@@ -643,7 +665,12 @@ class ListenSession implements Session {
           }, waitMs);
       }
     }
-    if (utteranceEndMs !== undefined && interimResults && this.lastWordEndMs !== undefined && audioMs - this.lastWordEndMs >= utteranceEndMs) {
+    if (
+      utteranceEndMs !== undefined &&
+      interimResults &&
+      this.lastWordEndMs !== undefined &&
+      audioMs - this.lastWordEndMs >= utteranceEndMs
+    ) {
       if (this.utterance) this.sendFinal(endpointingMs !== false, false);
       this.send({ type: 'UtteranceEnd', channel: [0, 1], last_word_end: this.lastWordEndMs / 1000 });
       this.lastWordEndMs = undefined;
@@ -720,7 +747,12 @@ class ListenSession implements Session {
     if (this.inSpeech && !this.closing) this.beginUtterance(this.audioMs);
   }
 
-  private sendResults(utterance: Utterance | undefined, isFinal: boolean, speechFinal: boolean, fromFinalize: boolean): void {
+  private sendResults(
+    utterance: Utterance | undefined,
+    isFinal: boolean,
+    speechFinal: boolean,
+    fromFinalize: boolean,
+  ): void {
     const audioMs = this.audioMs;
     let words: string[] = [];
     if (utterance) {
@@ -786,7 +818,8 @@ function listenParams(query: URLSearchParams): ListenParams {
     encoding: (query.get('encoding') ?? 'linear16') as ListenParams['encoding'],
     sampleRateHz: Number(query.get('sample_rate') ?? 16000),
     interimResults: query.get('interim_results') === 'true',
-    endpointingMs: endpointing === 'false' ? false : endpointing === null ? DEFAULT_ENDPOINTING_MS : Number(endpointing),
+    endpointingMs:
+      endpointing === 'false' ? false : endpointing === null ? DEFAULT_ENDPOINTING_MS : Number(endpointing),
     utteranceEndMs: utteranceEnd === null ? undefined : Number(utteranceEnd),
     vadEvents: query.get('vad_events') === 'true',
     formatted: query.get('smart_format') === 'true' || query.get('punctuate') === 'true',
@@ -798,10 +831,12 @@ function checkListenQuery(query: URLSearchParams): string | undefined {
   const encoding = query.get('encoding');
   if (encoding === null) return 'the emulator needs raw audio: set encoding (mulaw, alaw or linear16) and sample_rate';
   if (!LISTEN_ENCODINGS.includes(encoding)) return `Invalid encoding "${encoding}"`;
-  if (!EMULATED_LISTEN_ENCODINGS.has(encoding)) return `encoding "${encoding}" is not emulated (mulaw, alaw and linear16 are)`;
+  if (!EMULATED_LISTEN_ENCODINGS.has(encoding))
+    return `encoding "${encoding}" is not emulated (mulaw, alaw and linear16 are)`;
   const sampleRate = query.get('sample_rate');
   if (sampleRate === null) return 'sample_rate is required for raw audio';
-  if (!/^\d+$/.test(sampleRate) || Number(sampleRate) < 1000 || Number(sampleRate) > 192_000) return `Invalid sample_rate "${sampleRate}"`;
+  if (!/^\d+$/.test(sampleRate) || Number(sampleRate) < 1000 || Number(sampleRate) > 192_000)
+    return `Invalid sample_rate "${sampleRate}"`;
   const channels = query.get('channels');
   if (channels !== null && channels !== '1') return `channels "${channels}" is not emulated (only 1 is)`;
   if (query.get('multichannel') === 'true') return 'multichannel is not emulated';
@@ -873,7 +908,8 @@ class SpeakSession implements Session {
     const speed = Number(query.get('speed') ?? 1);
     this.speed = Number.isFinite(speed) && speed > 0 ? speed : 1;
     this.tone = toneFor(this.encoding, this.sampleRateHz);
-    this.chunkBytes = Math.max(1, Math.round((this.sampleRateHz * env.options.ttsChunkMs) / 1000)) * this.bytesPerSample;
+    this.chunkBytes =
+      Math.max(1, Math.round((this.sampleRateHz * env.options.ttsChunkMs) / 1000)) * this.bytesPerSample;
   }
 
   start(): void {
@@ -947,7 +983,10 @@ class SpeakSession implements Session {
     const { count, windowMs } = AURA_FLUSH_LIMIT;
     while (this.flushTimesMs.length > 0 && nowMs - this.flushTimesMs[0]! >= windowMs) this.flushTimesMs.shift();
     if (this.flushTimesMs.length >= count) {
-      this.warn(`Flush limit exceeded: at most ${count} flushes per ${windowMs / 1000} seconds.`, 'FLUSH_LIMIT_EXCEEDED');
+      this.warn(
+        `Flush limit exceeded: at most ${count} flushes per ${windowMs / 1000} seconds.`,
+        'FLUSH_LIMIT_EXCEEDED',
+      );
       return;
     }
     this.flushTimesMs.push(nowMs);
@@ -963,7 +1002,8 @@ class SpeakSession implements Session {
     if (active) {
       clearTimeout(active.timer);
       // Audio already in flight when the Clear arrives can still reach the client.
-      for (let i = 0; i < this.env.options.staleChunksAfterClear && active.remainingBytes > 0; i++) this.sendChunk(active);
+      for (let i = 0; i < this.env.options.staleChunksAfterClear && active.remainingBytes > 0; i++)
+        this.sendChunk(active);
       this.active = undefined;
     }
     this.send({ type: 'Cleared', sequence_id: this.nextSequenceId++ });
@@ -972,7 +1012,9 @@ class SpeakSession implements Session {
   private startNextJob(): void {
     const job = this.jobs.shift();
     if (!job) return;
-    const samples = Math.round((job.text.length * this.env.options.ttsMsPerChar * this.sampleRateHz) / 1000 / this.speed);
+    const samples = Math.round(
+      (job.text.length * this.env.options.ttsMsPerChar * this.sampleRateHz) / 1000 / this.speed,
+    );
     const active: ActiveJob = { job, remainingBytes: samples * this.bytesPerSample, timer: undefined };
     if (active.remainingBytes === 0) {
       this.send({ type: 'Flushed', sequence_id: job.sequenceId });
@@ -1049,7 +1091,8 @@ function toneFor(encoding: AuraEncoding, sampleRateHz: number): Buffer {
   let tone = tones.get(key);
   if (!tone) {
     const pcm = new Int16Array(sampleRateHz * 2);
-    for (let i = 0; i < pcm.length; i++) pcm[i] = Math.round(8000 * Math.sin((2 * Math.PI * TONE_HZ * i) / sampleRateHz));
+    for (let i = 0; i < pcm.length; i++)
+      pcm[i] = Math.round(8000 * Math.sin((2 * Math.PI * TONE_HZ * i) / sampleRateHz));
     if (encoding === 'linear16') tone = Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength);
     else if (encoding === 'mulaw') tone = Buffer.from(encodeMulaw(pcm));
     else tone = Buffer.from(alawmulaw.alaw.encode(pcm));
@@ -1062,7 +1105,9 @@ function toneFor(encoding: AuraEncoding, sampleRateHz: number): Buffer {
 // Handshake helpers
 // ---------------------------------------------------------------------------------------------
 
-function readCredentials(req: IncomingMessage): { scheme: NonNullable<RecordedDeepgramConnection['auth']>; key: string } | undefined {
+function readCredentials(
+  req: IncomingMessage,
+): { scheme: NonNullable<RecordedDeepgramConnection['auth']>; key: string } | undefined {
   const header = req.headers.authorization;
   if (header !== undefined) {
     const match = /^(token|bearer)\s+(\S+)\s*$/i.exec(header);
@@ -1074,7 +1119,8 @@ function readCredentials(req: IncomingMessage): { scheme: NonNullable<RecordedDe
     .map((protocol) => protocol.trim())
     .filter((protocol) => protocol.length > 0);
   const scheme = protocols[0]?.toLowerCase();
-  if ((scheme === 'token' || scheme === 'bearer') && protocols[1]) return { scheme: `subprotocol-${scheme}`, key: protocols[1] };
+  if ((scheme === 'token' || scheme === 'bearer') && protocols[1])
+    return { scheme: `subprotocol-${scheme}`, key: protocols[1] };
   return undefined;
 }
 

@@ -166,7 +166,13 @@ export class ElevenLabsEmulator implements VendorEmulator {
   readonly contexts: RecordedElevenLabsContext[] = [];
   /** Context ids of the close_context messages received, in order. */
   readonly closeContexts: string[] = [];
-  readonly stats: ElevenLabsEmulatorStats = { connections: 0, activeConnections: 0, contexts: 0, closeContexts: 0, audioBytes: 0 };
+  readonly stats: ElevenLabsEmulatorStats = {
+    connections: 0,
+    activeConnections: 0,
+    contexts: 0,
+    closeContexts: 0,
+    audioBytes: 0,
+  };
 
   private readonly latencies: EmulatorLatencies;
   private readonly expectedKey: string | undefined;
@@ -213,7 +219,9 @@ export class ElevenLabsEmulator implements VendorEmulator {
     const reject = this.rejectNextHandshake;
     if (reject !== undefined) {
       this.rejectNextHandshake = undefined;
-      writeHttpError(socket, reject, { detail: { status: 'emulated_failure', message: `emulated failure (HTTP ${reject})` } });
+      writeHttpError(socket, reject, {
+        detail: { status: 'emulated_failure', message: `emulated failure (HTTP ${reject})` },
+      });
       return true;
     }
     const key = header(req, 'xi-api-key') ?? /^Bearer\s+(.+)$/i.exec(url.searchParams.get('authorization') ?? '')?.[1];
@@ -225,13 +233,21 @@ export class ElevenLabsEmulator implements VendorEmulator {
     const format = toneFormat(outputFormat);
     if (!format) {
       writeHttpError(socket, 400, {
-        detail: { status: 'invalid_output_format', message: `the emulator produces ulaw_8000, alaw_8000 and pcm_* only, not ${outputFormat}` },
+        detail: {
+          status: 'invalid_output_format',
+          message: `the emulator produces ulaw_8000, alaw_8000 and pcm_* only, not ${outputFormat}`,
+        },
       });
       return true;
     }
     const inactivitySecs = Number(url.searchParams.get('inactivity_timeout') ?? DEFAULT_INACTIVITY_SECS);
     if (!Number.isFinite(inactivitySecs) || inactivitySecs <= 0 || inactivitySecs > MAX_INACTIVITY_SECS) {
-      writeHttpError(socket, 400, { detail: { status: 'invalid_request', message: `inactivity_timeout must be between 1 and ${MAX_INACTIVITY_SECS}` } });
+      writeHttpError(socket, 400, {
+        detail: {
+          status: 'invalid_request',
+          message: `inactivity_timeout must be between 1 and ${MAX_INACTIVITY_SECS}`,
+        },
+      });
       return true;
     }
 
@@ -304,7 +320,11 @@ export class ElevenLabsEmulator implements VendorEmulator {
     clearTimeout(socket.inactivityTimer);
     socket.inactivityTimer = setTimeout(() => {
       const secs = socket.inactivityMs / 1000;
-      this.refuse(socket, 'input_timeout_exceeded', `Have not received new text for ${secs} seconds; the connection is being closed.`);
+      this.refuse(
+        socket,
+        'input_timeout_exceeded',
+        `Have not received new text for ${secs} seconds; the connection is being closed.`,
+      );
     }, socket.inactivityMs);
   }
 
@@ -336,7 +356,11 @@ export class ElevenLabsEmulator implements VendorEmulator {
     if (!socket.authenticated) {
       const key = message.xi_api_key ?? message['xi-api-key'];
       if (key === undefined || !this.keyAccepted(key)) {
-        this.refuse(socket, 'invalid_api_key', key === undefined ? 'An API key is required (xi-api-key header or first message)' : 'Invalid API key');
+        this.refuse(
+          socket,
+          'invalid_api_key',
+          key === undefined ? 'An API key is required (xi-api-key header or first message)' : 'Invalid API key',
+        );
         return;
       }
       socket.authenticated = true;
@@ -364,7 +388,11 @@ export class ElevenLabsEmulator implements VendorEmulator {
         return;
       }
     } else if (context.keepaliveFirst && message.voice_settings !== undefined) {
-      this.refuse(socket, 'invalid_context_initialization', 'the context was started by a keepalive; settings can no longer be set');
+      this.refuse(
+        socket,
+        'invalid_context_initialization',
+        'the context was started by a keepalive; settings can no longer be set',
+      );
       return;
     }
     context.record.messages.push(redactKeys(message) as ClientMessage);
@@ -389,7 +417,11 @@ export class ElevenLabsEmulator implements VendorEmulator {
     this.stats.contexts += 1;
     const context: EmulatedContext = {
       record,
-      stream: new ToneStream(socket.format, { firstByteMs: this.latencies.ttsFirstByteMs, realTimeFactor: this.latencies.ttsRealTimeFactor, chunkMs: this.chunkMs }),
+      stream: new ToneStream(socket.format, {
+        firstByteMs: this.latencies.ttsFirstByteMs,
+        realTimeFactor: this.latencies.ttsRealTimeFactor,
+        chunkMs: this.chunkMs,
+      }),
       buffer: '',
       queue: [],
       playing: undefined,
@@ -410,7 +442,8 @@ export class ElevenLabsEmulator implements VendorEmulator {
     if (message.text !== undefined && message.text.trim().length > 0) {
       record.texts.push(message.text);
       context.buffer += message.text;
-      const trigger = socket.autoMode || message.try_trigger_generation === true || context.buffer.length >= context.scheduleChars;
+      const trigger =
+        socket.autoMode || message.try_trigger_generation === true || context.buffer.length >= context.scheduleChars;
       if (trigger && !message.flush) this.generate(context, false);
     }
     if (message.flush === true) {
@@ -489,7 +522,12 @@ export class ElevenLabsEmulator implements VendorEmulator {
         record.chunks += 1;
         if (record.closed) record.chunksAfterClose += 1;
         this.stats.audioBytes += audio.length;
-        send(socket.ws, { audio: audio.toString('base64'), alignment, normalizedAlignment: alignment, contextId: record.contextId });
+        send(socket.ws, {
+          audio: audio.toString('base64'),
+          alignment,
+          normalizedAlignment: alignment,
+          contextId: record.contextId,
+        });
       },
       () => {
         context.playing = undefined;

@@ -1,6 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
-import { ToneStream, describeIssues, header, pushBounded, readBody, recordedHeaders, speechDurationMs, type ToneFormat } from './emulator-kit.js';
+import {
+  ToneStream,
+  describeIssues,
+  header,
+  pushBounded,
+  readBody,
+  recordedHeaders,
+  speechDurationMs,
+  type ToneFormat,
+} from './emulator-kit.js';
 import type { EmulatorLatencies } from './types.js';
 
 /**
@@ -62,7 +71,9 @@ export class ElevenLabsHttpEmulator {
       audioBytes: 0,
     };
     pushBounded(this.requests, record, this.options.maxRecorded);
-    this.serve(req, res, url, record).catch(() => answer(res, record, 500, { status: 'internal_error', message: 'emulator failure' }));
+    this.serve(req, res, url, record).catch(() =>
+      answer(res, record, 500, { status: 'internal_error', message: 'emulator failure' }),
+    );
     return true;
   }
 
@@ -74,15 +85,22 @@ export class ElevenLabsHttpEmulator {
     this.open.clear();
   }
 
-  private async serve(req: IncomingMessage, res: ServerResponse, url: URL, record: RecordedElevenLabsSpeechRequest): Promise<void> {
-    if (req.method !== 'POST') return answer(res, record, 405, { status: 'method_not_allowed', message: `use POST, not ${req.method}` });
+  private async serve(
+    req: IncomingMessage,
+    res: ServerResponse,
+    url: URL,
+    record: RecordedElevenLabsSpeechRequest,
+  ): Promise<void> {
+    if (req.method !== 'POST')
+      return answer(res, record, 405, { status: 'method_not_allowed', message: `use POST, not ${req.method}` });
     const key = header(req, 'xi-api-key');
     const { expectedKey } = this.options;
     if (key === undefined || (expectedKey !== undefined && key !== expectedKey)) {
       return answer(res, record, 401, { status: 'invalid_api_key', message: 'Invalid API key' });
     }
     const raw = await readBody(req, MAX_BODY_BYTES);
-    if (raw === undefined) return answer(res, record, 413, { status: 'request_too_large', message: 'the request body is too large' });
+    if (raw === undefined)
+      return answer(res, record, 413, { status: 'request_too_large', message: 'the request body is too large' });
     try {
       record.body = JSON.parse(raw);
     } catch {
@@ -91,7 +109,11 @@ export class ElevenLabsHttpEmulator {
     const parsed = speechBody.safeParse(record.body);
     if (!parsed.success) {
       // The API's validation errors are FastAPI's: 422 with a list of {loc, msg, type}.
-      const detail = parsed.error.issues.map((issue) => ({ loc: ['body', ...issue.path.map(String)], msg: issue.message, type: 'value_error' }));
+      const detail = parsed.error.issues.map((issue) => ({
+        loc: ['body', ...issue.path.map(String)],
+        msg: issue.message,
+        type: 'value_error',
+      }));
       record.status = 422;
       res.writeHead(422, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ detail, message: describeIssues(parsed.error.issues) }));
@@ -100,7 +122,10 @@ export class ElevenLabsHttpEmulator {
     const outputFormat = url.searchParams.get('output_format') ?? 'mp3_44100_128';
     const format = this.options.toneFormat(outputFormat);
     if (!format) {
-      return answer(res, record, 400, { status: 'invalid_output_format', message: `the emulator produces ulaw_8000, alaw_8000 and pcm_* only, not ${outputFormat}` });
+      return answer(res, record, 400, {
+        status: 'invalid_output_format',
+        message: `the emulator produces ulaw_8000, alaw_8000 and pcm_* only, not ${outputFormat}`,
+      });
     }
 
     record.status = 200;
@@ -108,7 +133,11 @@ export class ElevenLabsHttpEmulator {
     res.writeHead(200, { 'content-type': 'application/octet-stream', 'transfer-encoding': 'chunked' });
     res.flushHeaders();
     const { latencies, chunkMs } = this.options;
-    const stream = new ToneStream(format, { firstByteMs: latencies.ttsFirstByteMs, realTimeFactor: latencies.ttsRealTimeFactor, chunkMs });
+    const stream = new ToneStream(format, {
+      firstByteMs: latencies.ttsFirstByteMs,
+      realTimeFactor: latencies.ttsRealTimeFactor,
+      chunkMs,
+    });
     const entry = { res, stream };
     this.open.add(entry);
     res.on('close', () => {
@@ -126,10 +155,14 @@ export class ElevenLabsHttpEmulator {
   }
 }
 
-function answer(res: ServerResponse, record: RecordedElevenLabsSpeechRequest, status: number, detail: { status: string; message: string }): void {
+function answer(
+  res: ServerResponse,
+  record: RecordedElevenLabsSpeechRequest,
+  status: number,
+  detail: { status: string; message: string },
+): void {
   record.status = status;
   if (res.destroyed || res.headersSent) return;
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify({ detail }));
 }
-

@@ -49,7 +49,8 @@ function toneSecond(format: ToneFormat): Buffer {
   if (!second) {
     const rate = format.sampleRateHz;
     const pcm = new Int16Array(rate);
-    for (let i = 0; i < rate; i++) pcm[i] = Math.round(Math.sin((2 * Math.PI * TONE_HZ * i) / rate) * TONE_AMPLITUDE * 32767);
+    for (let i = 0; i < rate; i++)
+      pcm[i] = Math.round(Math.sin((2 * Math.PI * TONE_HZ * i) / rate) * TONE_AMPLITUDE * 32767);
     switch (format.encoding) {
       case 'mulaw':
         second = Buffer.from(encodeMulaw(pcm));
@@ -201,7 +202,6 @@ export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-
 /**
  * The websocket sessions of a speech-to-speech emulator: upgrades a request into a session,
  * records the close code, and drops (vendor outage) or stops them all.
@@ -211,7 +211,13 @@ export class EmulatorSessions<S extends { stop(): void }> {
   private readonly sockets = new Set<WebSocket>();
   private readonly sessions = new Set<S>();
 
-  accept(req: IncomingMessage, socket: Duplex, head: Buffer, record: { closeCode?: number }, start: (ws: WebSocket) => S): void {
+  accept(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    record: { closeCode?: number },
+    start: (ws: WebSocket) => S,
+  ): void {
     this.wss.handleUpgrade(req, socket, head, (ws) => {
       this.sockets.add(ws);
       const session = start(ws);

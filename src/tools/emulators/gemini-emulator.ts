@@ -1,5 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import { type GeminiErrorBody, type GenerateContentRequest, generateContentRequest } from '../../providers/llm/gemini/gemini-messages.js';
+import {
+  type GeminiErrorBody,
+  type GenerateContentRequest,
+  generateContentRequest,
+} from '../../providers/llm/gemini/gemini-messages.js';
 import {
   type AcceptedRequest,
   LlmEmulatorBase,
@@ -83,7 +87,9 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
     }
     if (this.expectedKey !== undefined && key !== this.expectedKey) {
       const body = errorBody(400, 'API key not valid. Please pass a valid API key.');
-      body.error.details = [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' }];
+      body.error.details = [
+        { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'API_KEY_INVALID', domain: 'googleapis.com' },
+      ];
       return { status: 400, body };
     }
     return undefined;
@@ -91,7 +97,11 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
 
   protected accept(body: unknown, url: URL): AcceptedGenerate | Rejection {
     const parsed = generateContentRequest.safeParse(body);
-    if (!parsed.success) return { status: 400, body: errorBody(400, `Invalid JSON payload received. ${describeZodIssues(parsed.error.issues)}`) };
+    if (!parsed.success)
+      return {
+        status: 400,
+        body: errorBody(400, `Invalid JSON payload received. ${describeZodIssues(parsed.error.issues)}`),
+      };
     const request = parsed.data;
     const orderProblem = alternationProblem(request);
     if (orderProblem) return { status: 400, body: errorBody(400, orderProblem) };
@@ -131,12 +141,22 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
     // generateContent: the same answer in one response.
     const text = reply.tokens.join('');
     const parts = [...(text ? [{ text }] : []), ...reply.toolCalls.map(functionCall)];
-    return { ...chunks.at(-1)!, candidates: [{ content: { parts: parts.length > 0 ? parts : [{ text: '' }], role: 'model' }, finishReason: 'STOP', index: 0 }] };
+    return {
+      ...chunks.at(-1)!,
+      candidates: [
+        {
+          content: { parts: parts.length > 0 ? parts : [{ text: '' }], role: 'model' },
+          finishReason: 'STOP',
+          index: 0,
+        },
+      ],
+    };
   }
 
   /** One response per token, function calls together in one more, finishReason and usage on the last. */
   private chunks(reply: ResolvedReply, request: AcceptedGenerate): Array<Record<string, unknown>> {
-    const candidate = (parts: unknown[]) => ({ content: { parts, role: 'model' }, index: 0 }) as Record<string, unknown>;
+    const candidate = (parts: unknown[]) =>
+      ({ content: { parts, role: 'model' }, index: 0 }) as Record<string, unknown>;
     const candidates = reply.tokens.map((token) => candidate([{ text: token }]));
     if (reply.toolCalls.length > 0) candidates.push(candidate(reply.toolCalls.map(functionCall)));
     if (candidates.length === 0) candidates.push(candidate([{ text: '' }]));
@@ -147,7 +167,11 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
       candidates: [c],
       usageMetadata:
         index === candidates.length - 1
-          ? { promptTokenCount: promptTokens, candidatesTokenCount: outputTokens, totalTokenCount: promptTokens + outputTokens }
+          ? {
+              promptTokenCount: promptTokens,
+              candidatesTokenCount: outputTokens,
+              totalTokenCount: promptTokens + outputTokens,
+            }
           : { promptTokenCount: promptTokens, totalTokenCount: promptTokens },
       modelVersion: request.model,
       responseId: request.responseId,

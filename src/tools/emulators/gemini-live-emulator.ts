@@ -1,7 +1,14 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
-import { EmulatorSessions, ToneStream, frameText, pushBounded, speechDurationMs, writeHttpError } from './emulator-kit.js';
+import {
+  EmulatorSessions,
+  ToneStream,
+  frameText,
+  pushBounded,
+  speechDurationMs,
+  writeHttpError,
+} from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
@@ -59,12 +66,28 @@ export class GeminiLiveEmulator implements VendorEmulator {
     if (!url.pathname.endsWith('.BidiGenerateContent')) return false;
     const key = url.searchParams.get('key');
     if (!key || (this.options.apiKey !== undefined && key !== this.options.apiKey)) {
-      writeHttpError(socket, 401, { error: { code: 401, message: 'API key not valid. Please pass a valid API key.', status: 'UNAUTHENTICATED' } });
+      writeHttpError(socket, 401, {
+        error: { code: 401, message: 'API key not valid. Please pass a valid API key.', status: 'UNAUTHENTICATED' },
+      });
       return true;
     }
-    const record: RecordedLiveConnection = { id: this.nextId++, setup: undefined, messages: [], audioMimeTypes: [], audioBytes: 0, modelTurns: [], interruptions: 0 };
+    const record: RecordedLiveConnection = {
+      id: this.nextId++,
+      setup: undefined,
+      messages: [],
+      audioMimeTypes: [],
+      audioBytes: 0,
+      modelTurns: [],
+      interruptions: 0,
+    };
     pushBounded(this.connections, record, 200);
-    this.sessions.accept(req, socket, head, record, (ws) => new LiveConnection(ws, record, this.latencies, this.options));
+    this.sessions.accept(
+      req,
+      socket,
+      head,
+      record,
+      (ws) => new LiveConnection(ws, record, this.latencies, this.options),
+    );
     return true;
   }
 
@@ -79,7 +102,9 @@ export class GeminiLiveEmulator implements VendorEmulator {
 }
 
 class LiveConnection {
-  private turn: { stream: ToneStream; record: RecordedLiveConnection['modelTurns'][number]; timer?: NodeJS.Timeout } | undefined;
+  private turn:
+    | { stream: ToneStream; record: RecordedLiveConnection['modelTurns'][number]; timer?: NodeJS.Timeout }
+    | undefined;
   private voicedMs = 0;
   private silentMs = 0;
   private inSpeech = false;
@@ -166,7 +191,11 @@ class LiveConnection {
     if (this.silentMs < SILENCE_END_MS) return;
     this.inSpeech = false;
     const transcripts = this.options.transcripts ?? ['hello'];
-    this.send({ serverContent: { inputTranscription: { text: transcripts[this.transcriptIndex++ % transcripts.length], finished: true } } });
+    this.send({
+      serverContent: {
+        inputTranscription: { text: transcripts[this.transcriptIndex++ % transcripts.length], finished: true },
+      },
+    });
     this.startTurn();
   }
 
@@ -178,7 +207,11 @@ class LiveConnection {
     this.record.modelTurns.push(record);
     const stream = new ToneStream(
       { encoding: 's16le', sampleRateHz: OUTPUT_RATE_HZ },
-      { chunkMs: 100, realTimeFactor: this.latencies.ttsRealTimeFactor, firstByteMs: this.latencies.llmFirstTokenMs + this.latencies.ttsFirstByteMs },
+      {
+        chunkMs: 100,
+        realTimeFactor: this.latencies.ttsRealTimeFactor,
+        firstByteMs: this.latencies.llmFirstTokenMs + this.latencies.ttsFirstByteMs,
+      },
     );
     this.turn = { stream, record };
     let transcribed = false;
@@ -187,7 +220,13 @@ class LiveConnection {
       speechDurationMs(text),
       (audio) => {
         firstAudioAtMs ??= performance.now();
-        this.send({ serverContent: { modelTurn: { parts: [{ inlineData: { mimeType: `audio/pcm;rate=${OUTPUT_RATE_HZ}`, data: audio.toString('base64') } }] } } });
+        this.send({
+          serverContent: {
+            modelTurn: {
+              parts: [{ inlineData: { mimeType: `audio/pcm;rate=${OUTPUT_RATE_HZ}`, data: audio.toString('base64') } }],
+            },
+          },
+        });
         if (!transcribed) {
           transcribed = true;
           this.send({ serverContent: { outputTranscription: { text } } });
@@ -200,12 +239,15 @@ class LiveConnection {
         const playedForMs = performance.now() - (firstAudioAtMs ?? performance.now());
         const turn = this.turn;
         if (turn) {
-          turn.timer = setTimeout(() => {
-            if (this.turn !== turn) return;
-            record.status = 'complete';
-            this.turn = undefined;
-            this.send({ serverContent: { turnComplete: true }, usageMetadata: { totalTokenCount: text.length } });
-          }, Math.max(0, speechDurationMs(text) - playedForMs));
+          turn.timer = setTimeout(
+            () => {
+              if (this.turn !== turn) return;
+              record.status = 'complete';
+              this.turn = undefined;
+              this.send({ serverContent: { turnComplete: true }, usageMetadata: { totalTokenCount: text.length } });
+            },
+            Math.max(0, speechDurationMs(text) - playedForMs),
+          );
         }
       },
     );

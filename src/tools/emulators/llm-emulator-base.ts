@@ -190,7 +190,8 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
     if (this.requests.length > this.maxRecorded) this.requests.shift();
     this.track(res, record);
 
-    if (req.method !== 'POST') return this.reply(res, record, 405, this.errorBody(405, `method ${req.method} is not allowed; use POST`));
+    if (req.method !== 'POST')
+      return this.reply(res, record, 405, this.errorBody(405, `method ${req.method} is not allowed; use POST`));
     const raw = await this.readBody(req);
     if (raw === undefined) return this.reply(res, record, 413, this.errorBody(413, 'request body too large'));
     try {
@@ -202,7 +203,12 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
     const fail = this.failNext;
     if (fail) {
       this.failNext = undefined;
-      return this.reply(res, record, fail.status, fail.body ?? this.errorBody(fail.status, `emulated failure (HTTP ${fail.status})`));
+      return this.reply(
+        res,
+        record,
+        fail.status,
+        fail.body ?? this.errorBody(fail.status, `emulated failure (HTTP ${fail.status})`),
+      );
     }
     if (this.hangNext) {
       this.hangNext = false;
@@ -215,11 +221,17 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
 
     const reply = this.nextReply(accepted.lastUserText);
     if (!accepted.stream) {
-      this.schedule(res, this.latencies.llmFirstTokenMs, () => this.reply(res, record, 200, this.wholeResponse(reply, accepted)));
+      this.schedule(res, this.latencies.llmFirstTokenMs, () =>
+        this.reply(res, record, 200, this.wholeResponse(reply, accepted)),
+      );
       return;
     }
     record.status = 200;
-    res.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+    });
     res.flushHeaders();
     this.runStream(res, this.streamSteps(reply, accepted));
   }
@@ -339,7 +351,11 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
     const headers: Record<string, string> = {};
     for (const [name, value] of Object.entries(req.headers)) {
       if (value === undefined) continue;
-      headers[name] = this.secretHeaders.includes(name) ? '[redacted]' : Array.isArray(value) ? value.join(', ') : value;
+      headers[name] = this.secretHeaders.includes(name)
+        ? '[redacted]'
+        : Array.isArray(value)
+          ? value.join(', ')
+          : value;
     }
     return headers;
   }

@@ -1,5 +1,9 @@
 import type { IncomingMessage } from 'node:http';
-import { type ChatCompletionRequest, type OpenAiErrorBody, chatCompletionRequest } from '../../providers/llm/openai/openai-messages.js';
+import {
+  type ChatCompletionRequest,
+  type OpenAiErrorBody,
+  chatCompletionRequest,
+} from '../../providers/llm/openai/openai-messages.js';
 import {
   type AcceptedRequest,
   LlmEmulatorBase,
@@ -70,7 +74,10 @@ export class OpenAiEmulator extends LlmEmulatorBase<AcceptedChat> {
     }
     if (this.expectedKey !== undefined && key !== this.expectedKey) {
       // OpenAI shows only the key's ends; the emulator shows none of it.
-      return { status: 401, body: errorBody('Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key') };
+      return {
+        status: 401,
+        body: errorBody('Incorrect API key provided.', 'invalid_request_error', 'invalid_api_key'),
+      };
     }
     return undefined;
   }
@@ -79,7 +86,10 @@ export class OpenAiEmulator extends LlmEmulatorBase<AcceptedChat> {
     const parsed = chatCompletionRequest.safeParse(body);
     if (!parsed.success) {
       const param = parsed.error.issues[0]?.path.map(String).join('.') ?? null;
-      return { status: 400, body: errorBody(describeZodIssues(parsed.error.issues), 'invalid_request_error', null, param || null) };
+      return {
+        status: 400,
+        body: errorBody(describeZodIssues(parsed.error.issues), 'invalid_request_error', null, param || null),
+      };
     }
     const request = parsed.data;
     this.sequence += 1;
@@ -95,7 +105,14 @@ export class OpenAiEmulator extends LlmEmulatorBase<AcceptedChat> {
   }
 
   protected errorBody(status: number, message: string): OpenAiErrorBody {
-    const type = status === 401 ? 'invalid_request_error' : status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'server_error' : 'invalid_request_error';
+    const type =
+      status === 401
+        ? 'invalid_request_error'
+        : status === 429
+          ? 'rate_limit_exceeded'
+          : status >= 500
+            ? 'server_error'
+            : 'invalid_request_error';
     return errorBody(message, type);
   }
 
@@ -111,14 +128,21 @@ export class OpenAiEmulator extends LlmEmulatorBase<AcceptedChat> {
         ...(request.includeUsage ? { usage: null } : {}),
         ...extra,
       });
-    const delta = (value: Record<string, unknown>, finishReason: string | null = null) => ({ index: 0, delta: value, logprobs: null, finish_reason: finishReason });
+    const delta = (value: Record<string, unknown>, finishReason: string | null = null) => ({
+      index: 0,
+      delta: value,
+      logprobs: null,
+      finish_reason: finishReason,
+    });
 
     const steps: StreamStep[] = [{ frame: chunk([delta({ role: 'assistant', content: '' })]), token: false }];
     for (const token of reply.tokens) steps.push({ frame: chunk([delta({ content: token })]), token: true });
     reply.toolCalls.forEach((call, index) => {
       const id = `call_emu${this.sequence}_${index}`;
       steps.push({
-        frame: chunk([delta({ tool_calls: [{ index, id, type: 'function', function: { name: call.name, arguments: '' } }] })]),
+        frame: chunk([
+          delta({ tool_calls: [{ index, id, type: 'function', function: { name: call.name, arguments: '' } }] }),
+        ]),
         token: true,
       });
       for (const piece of fragments(call.argumentsJson)) {
@@ -153,7 +177,11 @@ export class OpenAiEmulator extends LlmEmulatorBase<AcceptedChat> {
       choices: [
         {
           index: 0,
-          message: { role: 'assistant', content: reply.tokens.join('') || null, ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}) },
+          message: {
+            role: 'assistant',
+            content: reply.tokens.join('') || null,
+            ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+          },
           logprobs: null,
           finish_reason: toolCalls.length > 0 ? 'tool_calls' : 'stop',
         },
@@ -173,7 +201,12 @@ function frame(payload: unknown): string {
   return `data: ${JSON.stringify(payload)}\n\n`;
 }
 
-function errorBody(message: string, type: string, code: string | null = null, param: string | null = null): OpenAiErrorBody {
+function errorBody(
+  message: string,
+  type: string,
+  code: string | null = null,
+  param: string | null = null,
+): OpenAiErrorBody {
   return { error: { message, type, param, code } };
 }
 

@@ -2,7 +2,17 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
 import { decodeMulaw } from '../../audio/mulaw.js';
-import { EmulatorSessions, ToneStream, bearer, frameText, header, pushBounded, send, speechDurationMs, writeHttpError } from './emulator-kit.js';
+import {
+  EmulatorSessions,
+  ToneStream,
+  bearer,
+  frameText,
+  header,
+  pushBounded,
+  send,
+  speechDurationMs,
+  writeHttpError,
+} from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
@@ -37,7 +47,13 @@ export interface RecordedRealtimeConnection {
   events: Array<Record<string, unknown>>;
   appendedAudioBytes: number;
   speechStarts: number;
-  responses: Array<{ id: string; itemId: string; text: string; status: 'in_progress' | 'completed' | 'cancelled'; audioSentMs: number }>;
+  responses: Array<{
+    id: string;
+    itemId: string;
+    text: string;
+    status: 'in_progress' | 'completed' | 'cancelled';
+    audioSentMs: number;
+  }>;
   truncations: Array<{ itemId: string; audioEndMs: number; accepted: boolean }>;
   cancels: number;
   closeCode?: number;
@@ -63,7 +79,9 @@ export class OpenAiRealtimeEmulator implements VendorEmulator {
     if (!url.pathname.endsWith('/v1/realtime')) return false;
     const key = bearer(req);
     if (!key || (this.options.apiKey !== undefined && key !== this.options.apiKey)) {
-      writeHttpError(socket, 401, { error: { type: 'invalid_request_error', code: 'invalid_api_key', message: 'Incorrect API key provided.' } });
+      writeHttpError(socket, 401, {
+        error: { type: 'invalid_request_error', code: 'invalid_api_key', message: 'Incorrect API key provided.' },
+      });
       return true;
     }
     const record: RecordedRealtimeConnection = {
@@ -78,7 +96,13 @@ export class OpenAiRealtimeEmulator implements VendorEmulator {
       cancels: 0,
     };
     pushBounded(this.connections, record, 200);
-    this.sessions.accept(req, socket, head, record, (ws) => new RealtimeConnection(ws, record, this.latencies, this.options));
+    this.sessions.accept(
+      req,
+      socket,
+      head,
+      record,
+      (ws) => new RealtimeConnection(ws, record, this.latencies, this.options),
+    );
     return true;
   }
 
@@ -93,7 +117,15 @@ export class OpenAiRealtimeEmulator implements VendorEmulator {
 }
 
 class RealtimeConnection {
-  private response: { id: string; itemId: string; stream: ToneStream; timer?: NodeJS.Timeout; record: RecordedRealtimeConnection['responses'][number] } | undefined;
+  private response:
+    | {
+        id: string;
+        itemId: string;
+        stream: ToneStream;
+        timer?: NodeJS.Timeout;
+        record: RecordedRealtimeConnection['responses'][number];
+      }
+    | undefined;
   private readonly itemAudioMs = new Map<string, number>();
   private voicedFrames = 0;
   private silentFrames = 0;
@@ -116,7 +148,12 @@ class RealtimeConnection {
   ) {
     this.thresholdSquared = (options.speechRmsThreshold ?? 300) ** 2;
     // The GA session names its type, as the SDK's RealtimeSessionCreateRequest requires.
-    const session = { ...(record.protocol === 'ga' ? { type: 'realtime' } : {}), id: `sess_${record.id}`, object: 'realtime.session', model: record.model };
+    const session = {
+      ...(record.protocol === 'ga' ? { type: 'realtime' } : {}),
+      id: `sess_${record.id}`,
+      object: 'realtime.session',
+      model: record.model,
+    };
     send(ws, { type: 'session.created', event_id: this.eventId(), session });
     ws.on('message', (data: RawData) => this.onMessage(data));
   }
@@ -130,7 +167,11 @@ class RealtimeConnection {
     try {
       event = JSON.parse(frameText(data)) as Record<string, unknown>;
     } catch {
-      send(this.ws, { type: 'error', event_id: this.eventId(), error: { type: 'invalid_request_error', code: 'invalid_json', message: 'Expected JSON.' } });
+      send(this.ws, {
+        type: 'error',
+        event_id: this.eventId(),
+        error: { type: 'invalid_request_error', code: 'invalid_json', message: 'Expected JSON.' },
+      });
       return;
     }
     switch (event.type) {
@@ -146,7 +187,11 @@ class RealtimeConnection {
         return;
       case 'conversation.item.create':
         this.record.events.push(event);
-        send(this.ws, { type: this.record.protocol === 'ga' ? 'conversation.item.added' : 'conversation.item.created', event_id: this.eventId(), item: event.item });
+        send(this.ws, {
+          type: this.record.protocol === 'ga' ? 'conversation.item.added' : 'conversation.item.created',
+          event_id: this.eventId(),
+          item: event.item,
+        });
         return;
       case 'response.create':
         this.record.events.push(event);
@@ -156,7 +201,16 @@ class RealtimeConnection {
         this.record.events.push(event);
         this.record.cancels += 1;
         if (this.response) this.endResponse('cancelled');
-        else send(this.ws, { type: 'error', event_id: this.eventId(), error: { type: 'invalid_request_error', code: 'response_cancel_not_active', message: 'Cancellation failed: no active response found' } });
+        else
+          send(this.ws, {
+            type: 'error',
+            event_id: this.eventId(),
+            error: {
+              type: 'invalid_request_error',
+              code: 'response_cancel_not_active',
+              message: 'Cancellation failed: no active response found',
+            },
+          });
         return;
       case 'conversation.item.truncate': {
         this.record.events.push(event);
@@ -165,8 +219,24 @@ class RealtimeConnection {
         const sentMs = this.itemAudioMs.get(itemId);
         const accepted = sentMs !== undefined && Number.isFinite(audioEndMs) && audioEndMs >= 0 && audioEndMs <= sentMs;
         this.record.truncations.push({ itemId, audioEndMs, accepted });
-        if (accepted) send(this.ws, { type: 'conversation.item.truncated', event_id: this.eventId(), item_id: itemId, content_index: 0, audio_end_ms: audioEndMs });
-        else send(this.ws, { type: 'error', event_id: this.eventId(), error: { type: 'invalid_request_error', code: 'invalid_value', message: `audio_end_ms ${audioEndMs} is beyond the audio of item ${itemId} (${sentMs ?? 'unknown'} ms)` } });
+        if (accepted)
+          send(this.ws, {
+            type: 'conversation.item.truncated',
+            event_id: this.eventId(),
+            item_id: itemId,
+            content_index: 0,
+            audio_end_ms: audioEndMs,
+          });
+        else
+          send(this.ws, {
+            type: 'error',
+            event_id: this.eventId(),
+            error: {
+              type: 'invalid_request_error',
+              code: 'invalid_value',
+              message: `audio_end_ms ${audioEndMs} is beyond the audio of item ${itemId} (${sentMs ?? 'unknown'} ms)`,
+            },
+          });
         return;
       }
       default:
@@ -198,7 +268,12 @@ class RealtimeConnection {
         this.record.speechStarts += 1;
         // interrupt_response: the server cancels the response in progress itself.
         if (this.response) this.endResponse('cancelled');
-        send(this.ws, { type: 'input_audio_buffer.speech_started', event_id: this.eventId(), audio_start_ms: this.audioMs - SPEECH_START_FRAMES * 20, item_id: `item_in_${this.nextItem}` });
+        send(this.ws, {
+          type: 'input_audio_buffer.speech_started',
+          event_id: this.eventId(),
+          audio_start_ms: this.audioMs - SPEECH_START_FRAMES * 20,
+          item_id: `item_in_${this.nextItem}`,
+        });
       }
       return;
     }
@@ -208,19 +283,44 @@ class RealtimeConnection {
     if (this.silentFrames < SILENCE_END_FRAMES) return;
     this.inSpeech = false;
     const itemId = `item_in_${this.nextItem++}`;
-    send(this.ws, { type: 'input_audio_buffer.speech_stopped', event_id: this.eventId(), audio_end_ms: this.audioMs, item_id: itemId });
-    send(this.ws, { type: 'input_audio_buffer.committed', event_id: this.eventId(), item_id: itemId, previous_item_id: null });
+    send(this.ws, {
+      type: 'input_audio_buffer.speech_stopped',
+      event_id: this.eventId(),
+      audio_end_ms: this.audioMs,
+      item_id: itemId,
+    });
+    send(this.ws, {
+      type: 'input_audio_buffer.committed',
+      event_id: this.eventId(),
+      item_id: itemId,
+      previous_item_id: null,
+    });
     const transcripts = this.options.transcripts ?? ['hello'];
     const transcript = transcripts[this.transcriptIndex++ % transcripts.length]!;
     // Usage is required on this event; a duration (seconds of speech) is what whisper-style models report.
     const usage = { type: 'duration', seconds: (this.audioMs - SILENCE_END_FRAMES * 20 - this.speechStartMs) / 1000 };
-    send(this.ws, { type: 'conversation.item.input_audio_transcription.completed', event_id: this.eventId(), item_id: itemId, content_index: 0, transcript, usage });
+    send(this.ws, {
+      type: 'conversation.item.input_audio_transcription.completed',
+      event_id: this.eventId(),
+      item_id: itemId,
+      content_index: 0,
+      transcript,
+      usage,
+    });
     this.startResponse();
   }
 
   private startResponse(): void {
     if (this.response) {
-      send(this.ws, { type: 'error', event_id: this.eventId(), error: { type: 'invalid_request_error', code: 'conversation_already_has_active_response', message: 'Conversation already has an active response' } });
+      send(this.ws, {
+        type: 'error',
+        event_id: this.eventId(),
+        error: {
+          type: 'invalid_request_error',
+          code: 'conversation_already_has_active_response',
+          message: 'Conversation already has an active response',
+        },
+      });
       return;
     }
     const replies = this.options.replies ?? ['Hello, how can I help you today?'];
@@ -231,23 +331,60 @@ class RealtimeConnection {
     this.record.responses.push(record);
     const stream = new ToneStream(
       { encoding: 'mulaw', sampleRateHz: 8000 },
-      { chunkMs: 100, realTimeFactor: this.latencies.ttsRealTimeFactor, firstByteMs: this.latencies.llmFirstTokenMs + this.latencies.ttsFirstByteMs },
+      {
+        chunkMs: 100,
+        realTimeFactor: this.latencies.ttsRealTimeFactor,
+        firstByteMs: this.latencies.llmFirstTokenMs + this.latencies.ttsFirstByteMs,
+      },
     );
     this.response = { id, itemId, stream, record };
     this.itemAudioMs.set(itemId, 0);
     const beta = this.record.protocol === 'beta';
-    send(this.ws, { type: 'response.created', event_id: this.eventId(), response: { id, object: 'realtime.response', status: 'in_progress', output: [] } });
-    send(this.ws, { type: 'response.output_item.added', event_id: this.eventId(), response_id: id, output_index: 0, item: { id: itemId, type: 'message', role: 'assistant', content: [] } });
+    send(this.ws, {
+      type: 'response.created',
+      event_id: this.eventId(),
+      response: { id, object: 'realtime.response', status: 'in_progress', output: [] },
+    });
+    send(this.ws, {
+      type: 'response.output_item.added',
+      event_id: this.eventId(),
+      response_id: id,
+      output_index: 0,
+      item: { id: itemId, type: 'message', role: 'assistant', content: [] },
+    });
     stream.play(
       speechDurationMs(text),
       (audio, _startMs, endMs) => {
         record.audioSentMs = endMs;
         this.itemAudioMs.set(itemId, endMs);
-        send(this.ws, { type: beta ? 'response.audio.delta' : 'response.output_audio.delta', event_id: this.eventId(), response_id: id, item_id: itemId, output_index: 0, content_index: 0, delta: audio.toString('base64') });
+        send(this.ws, {
+          type: beta ? 'response.audio.delta' : 'response.output_audio.delta',
+          event_id: this.eventId(),
+          response_id: id,
+          item_id: itemId,
+          output_index: 0,
+          content_index: 0,
+          delta: audio.toString('base64'),
+        });
       },
       () => {
-        send(this.ws, { type: beta ? 'response.audio.done' : 'response.output_audio.done', event_id: this.eventId(), response_id: id, item_id: itemId, output_index: 0, content_index: 0 });
-        send(this.ws, { type: beta ? 'response.audio_transcript.done' : 'response.output_audio_transcript.done', event_id: this.eventId(), response_id: id, item_id: itemId, output_index: 0, content_index: 0, transcript: text });
+        send(this.ws, {
+          type: beta ? 'response.audio.done' : 'response.output_audio.done',
+          event_id: this.eventId(),
+          response_id: id,
+          item_id: itemId,
+          output_index: 0,
+          content_index: 0,
+        });
+        send(this.ws, {
+          type: beta ? 'response.audio_transcript.done' : 'response.output_audio_transcript.done',
+          event_id: this.eventId(),
+          response_id: id,
+          item_id: itemId,
+          output_index: 0,
+          content_index: 0,
+          transcript: text,
+        });
         this.endResponse('completed');
       },
     );
@@ -261,7 +398,11 @@ class RealtimeConnection {
     if (status === undefined) return;
     response.record.status = status;
     // No usage rather than `usage: null`: the field is optional but never null.
-    send(this.ws, { type: 'response.done', event_id: this.eventId(), response: { id: response.id, object: 'realtime.response', status, output: [] } });
+    send(this.ws, {
+      type: 'response.done',
+      event_id: this.eventId(),
+      response: { id: response.id, object: 'realtime.response', status, output: [] },
+    });
   }
 
   private eventId(): string {

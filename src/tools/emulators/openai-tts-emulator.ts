@@ -1,6 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { speechRequest } from '../../providers/tts/openai-tts/openai-tts-messages.js';
-import { ToneStream, bearer, describeIssues, pushBounded, readBody, recordedHeaders, speechDurationMs } from './emulator-kit.js';
+import {
+  ToneStream,
+  bearer,
+  describeIssues,
+  pushBounded,
+  readBody,
+  recordedHeaders,
+  speechDurationMs,
+} from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
@@ -126,7 +134,8 @@ export class OpenAiTtsEmulator implements VendorEmulator {
       sendError(res, status, message, type, extra);
     };
 
-    if (req.method !== 'POST') return answer(405, `Method ${req.method} not allowed; use POST.`, 'invalid_request_error');
+    if (req.method !== 'POST')
+      return answer(405, `Method ${req.method} not allowed; use POST.`, 'invalid_request_error');
     const raw = await readBody(req, MAX_BODY_BYTES);
     if (raw === undefined) return answer(413, 'The request body is too large.', 'invalid_request_error');
     try {
@@ -138,7 +147,11 @@ export class OpenAiTtsEmulator implements VendorEmulator {
     const reject = this.rejectNextRequest;
     if (reject !== undefined) {
       this.rejectNextRequest = undefined;
-      return answer(reject, `Emulated failure (HTTP ${reject}).`, reject === 429 ? 'rate_limit_exceeded' : reject >= 500 ? 'server_error' : 'invalid_request_error');
+      return answer(
+        reject,
+        `Emulated failure (HTTP ${reject}).`,
+        reject === 429 ? 'rate_limit_exceeded' : reject >= 500 ? 'server_error' : 'invalid_request_error',
+      );
     }
     if (this.errorNext) {
       this.errorNext = false;
@@ -150,7 +163,11 @@ export class OpenAiTtsEmulator implements VendorEmulator {
     }
     const key = bearer(req);
     if (key === undefined) {
-      return answer(401, "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).", 'invalid_request_error');
+      return answer(
+        401,
+        "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY).",
+        'invalid_request_error',
+      );
     }
     if (this.expectedKey !== undefined && key !== this.expectedKey) {
       return answer(401, 'Incorrect API key provided.', 'invalid_request_error', { code: 'invalid_api_key' });
@@ -163,15 +180,28 @@ export class OpenAiTtsEmulator implements VendorEmulator {
     const request = parsed.data;
     const format = request.response_format ?? 'mp3';
     if (format !== 'pcm' && format !== 'wav') {
-      return answer(400, `The emulator produces response_format pcm and wav only, not ${format}.`, 'invalid_request_error', { param: 'response_format' });
+      return answer(
+        400,
+        `The emulator produces response_format pcm and wav only, not ${format}.`,
+        'invalid_request_error',
+        { param: 'response_format' },
+      );
     }
     if (request.stream_format === 'sse') {
-      return answer(400, 'The emulator streams raw audio only; stream_format "sse" is not emulated.', 'invalid_request_error', { param: 'stream_format' });
+      return answer(
+        400,
+        'The emulator streams raw audio only; stream_format "sse" is not emulated.',
+        'invalid_request_error',
+        { param: 'stream_format' },
+      );
     }
 
     const durationMs = speechDurationMs(request.input);
     record.status = 200;
-    res.writeHead(200, { 'content-type': format === 'pcm' ? 'audio/pcm' : 'audio/wav', 'transfer-encoding': 'chunked' });
+    res.writeHead(200, {
+      'content-type': format === 'pcm' ? 'audio/pcm' : 'audio/wav',
+      'transfer-encoding': 'chunked',
+    });
     res.flushHeaders();
     if (format === 'wav') res.write(wavHeader(Math.round((durationMs * SAMPLE_RATE_HZ) / 1000) * 2));
     const drop = this.dropSocketAfterMs;
@@ -180,7 +210,11 @@ export class OpenAiTtsEmulator implements VendorEmulator {
 
     const stream = new ToneStream(
       { encoding: 's16le', sampleRateHz: SAMPLE_RATE_HZ },
-      { firstByteMs: this.latencies.ttsFirstByteMs, realTimeFactor: this.latencies.ttsRealTimeFactor, chunkMs: this.chunkMs },
+      {
+        firstByteMs: this.latencies.ttsFirstByteMs,
+        realTimeFactor: this.latencies.ttsRealTimeFactor,
+        chunkMs: this.chunkMs,
+      },
     );
     state.stream = stream;
     stream.play(
@@ -215,12 +249,17 @@ export class OpenAiTtsEmulator implements VendorEmulator {
   }
 }
 
-function sendError(res: ServerResponse, status: number, message: string, type: string, extra: { param?: string; code?: string } = {}): void {
+function sendError(
+  res: ServerResponse,
+  status: number,
+  message: string,
+  type: string,
+  extra: { param?: string; code?: string } = {},
+): void {
   if (res.destroyed || res.headersSent) return;
   res.writeHead(status, { 'content-type': 'application/json' });
   res.end(JSON.stringify({ error: { message, type, param: extra.param ?? null, code: extra.code ?? null } }));
 }
-
 
 /** A 44-byte PCM WAV header for 24 kHz 16-bit mono audio of `dataBytes`. */
 function wavHeader(dataBytes: number): Buffer {

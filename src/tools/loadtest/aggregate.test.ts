@@ -4,7 +4,19 @@ import { aggregate, distribution, percentile } from './aggregate.js';
 import { summarizeCall } from './call-summary.js';
 
 /** A CallReport with only what the summary reads, the rest neutral. */
-function report(over: { outcome?: CallReport['outcome']; close?: CallReport['close']; reply?: number[]; bargeIn?: number[]; late?: number[]; resumedAfter?: Array<number | null>; underruns?: number; longest?: number; violations?: number; first?: number | null; lagMs?: number }): CallReport {
+function report(over: {
+  outcome?: CallReport['outcome'];
+  close?: CallReport['close'];
+  reply?: number[];
+  bargeIn?: number[];
+  late?: number[];
+  resumedAfter?: Array<number | null>;
+  underruns?: number;
+  longest?: number;
+  violations?: number;
+  first?: number | null;
+  lagMs?: number;
+}): CallReport {
   return {
     callSid: 'CA1',
     streamSid: 'MZ1',
@@ -28,9 +40,23 @@ function report(over: { outcome?: CallReport['outcome']; close?: CallReport['clo
       utterances: [],
       replyLatenciesMs: over.reply ?? [],
       bargeInLatenciesMs: over.bargeIn ?? [],
-      clears: (over.late ?? []).map((lateAudioMs, i) => ({ atMs: 1, droppedAudioMs: 0, lateAudioMs, lastLateAudioAfterMs: null, resumedAfterMs: over.resumedAfter?.[i] ?? null })),
+      clears: (over.late ?? []).map((lateAudioMs, i) => ({
+        atMs: 1,
+        droppedAudioMs: 0,
+        lateAudioMs,
+        lastLateAudioAfterMs: null,
+        resumedAfterMs: over.resumedAfter?.[i] ?? null,
+      })),
       clearWindowMs: 500,
-      bot: { segments: 1, receivedAudioMs: 800, playedAudioMs: 800, underruns: over.underruns ?? 0, underrunTotalMs: 0, longestUnderrunMs: over.longest ?? 0, shortFrames: 0 },
+      bot: {
+        segments: 1,
+        receivedAudioMs: 800,
+        playedAudioMs: 800,
+        underruns: over.underruns ?? 0,
+        underrunTotalMs: 0,
+        longestUnderrunMs: over.longest ?? 0,
+        shortFrames: 0,
+      },
       marks: { received: 1, echoed: 1 },
       caller: { framesSent: 500, dtmfSent: 0 },
       violations: { total: over.violations ?? 0, byKind: {}, samples: [] },
@@ -58,14 +84,23 @@ describe('aggregate', () => {
       summarizeCall(report({ reply: [800, 900], bargeIn: [230], late: [0] }), 0, 0),
       summarizeCall(report({ reply: [1000], bargeIn: [250], late: [40], underruns: 2, longest: 60 }), 1, 100),
       summarizeCall(report({ outcome: 'connect-failed', close: null, first: null }), 2, 200),
-      summarizeCall(report({ outcome: 'server-closed', close: { code: 4429, reason: 'too many messages', by: 'server' } }), 3, 300),
+      summarizeCall(
+        report({ outcome: 'server-closed', close: { code: 4429, reason: 'too many messages', by: 'server' } }),
+        3,
+        300,
+      ),
       summarizeCall(report({ violations: 3 }), 4, 400),
     ];
     expect(calls.map((c) => c.ok)).toEqual([true, true, false, false, false]);
     expect(calls[0]!.timeline.map((e) => e.kind)).toEqual(['bot-audio-start', 'bot-audio-end']);
 
     const a = aggregate(calls);
-    expect(a.calls).toEqual({ total: 5, ok: 2, failed: 3, byOutcome: { completed: 3, 'connect-failed': 1, 'server-closed': 1 } });
+    expect(a.calls).toEqual({
+      total: 5,
+      ok: 2,
+      failed: 3,
+      byOutcome: { completed: 3, 'connect-failed': 1, 'server-closed': 1 },
+    });
     expect(a.replyLatencyMs).toEqual({ count: 3, p50: 900, p95: 1000, p99: 1000, max: 1000 });
     expect(a.bargeInLatencyMs.p50).toBe(230);
     expect(a.lateAudioMs).toEqual({ count: 2, p50: 0, p95: 40, p99: 40, max: 40 });
@@ -77,7 +112,10 @@ describe('aggregate', () => {
   });
 
   it('counts stops the bot resumed from apart from stops that cut a reply off, and late audio only after the latter', () => {
-    const calls = [summarizeCall(report({ late: [180, 0, 60], resumedAfter: [150, null, null] }), 0, 0), summarizeCall(report({ late: [200], resumedAfter: [120] }), 1, 0)];
+    const calls = [
+      summarizeCall(report({ late: [180, 0, 60], resumedAfter: [150, null, null] }), 0, 0),
+      summarizeCall(report({ late: [200], resumedAfter: [120] }), 1, 0),
+    ];
     const a = aggregate(calls);
     expect(a.stops).toEqual({ resumed: 2, cut: 2 });
     expect(a.lateAudioMs).toEqual({ count: 2, p50: 0, p95: 60, p99: 60, max: 60 });

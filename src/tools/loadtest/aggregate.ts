@@ -20,7 +20,13 @@ export function percentile(sorted: readonly number[], p: number): number | null 
 
 export function distribution(values: readonly number[]): Distribution {
   const sorted = values.slice().sort((a, b) => a - b);
-  return { count: sorted.length, p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted.at(-1) ?? null };
+  return {
+    count: sorted.length,
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+    p99: percentile(sorted, 99),
+    max: sorted.at(-1) ?? null,
+  };
 }
 
 export interface LoadAggregate {
@@ -62,7 +68,10 @@ export function aggregate(calls: readonly LoadCallSummary[]): LoadAggregate {
     replyLatencyMs: distribution(calls.flatMap((c) => c.replyLatenciesMs)),
     bargeInLatencyMs: distribution(calls.flatMap((c) => c.bargeInLatenciesMs)),
     lateAudioMs: distribution(calls.flatMap((c) => c.lateAudioMs)),
-    stops: { resumed: calls.reduce((n, c) => n + c.resumedReplies, 0), cut: calls.reduce((n, c) => n + c.cutReplies, 0) },
+    stops: {
+      resumed: calls.reduce((n, c) => n + c.resumedReplies, 0),
+      cut: calls.reduce((n, c) => n + c.cutReplies, 0),
+    },
     underruns: {
       total: calls.reduce((n, c) => n + c.underruns, 0),
       callsWithAny: calls.filter((c) => c.underruns > 0).length,

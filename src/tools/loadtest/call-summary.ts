@@ -48,7 +48,8 @@ const NORMAL_CLOSE_CODES = new Set([1000, 1001, 1005]);
 
 export function summarizeCall(report: CallReport, index: number, startedAtMs: number): LoadCallSummary {
   const m = report.metrics;
-  const closedBadly = report.close !== null && report.close.by === 'server' && !NORMAL_CLOSE_CODES.has(report.close.code);
+  const closedBadly =
+    report.close !== null && report.close.by === 'server' && !NORMAL_CLOSE_CODES.has(report.close.code);
   return {
     index,
     callSid: report.callSid,

@@ -43,7 +43,15 @@ function reportOf(calls: LoadCallSummary[]): LoadTestReport {
   return {
     startedAt: '2026-01-01T00:00:00.000Z',
     elapsedMs: 9000,
-    config: { target: 'ws://example.test/ws/twilio/<script>', scenarioFile: 'scenarios/default.json', scenario: { steps: [] }, concurrency: 3, calls: 3, rampUpMs: 1000, workers: 1 },
+    config: {
+      target: 'ws://example.test/ws/twilio/<script>',
+      scenarioFile: 'scenarios/default.json',
+      scenario: { steps: [] },
+      concurrency: 3,
+      calls: 3,
+      rampUpMs: 1000,
+      workers: 1,
+    },
     stoppedEarly: false,
     generatorErrors: [],
     aggregate: aggregate(calls),
@@ -53,7 +61,16 @@ function reportOf(calls: LoadCallSummary[]): LoadTestReport {
 
 describe('the HTML report', () => {
   it('is one self-contained page: inline SVG histograms and a timeline row per call, text escaped', () => {
-    const calls = [call(0), call(1), call(2, { ok: false, outcome: 'server-closed', endReason: 'server closed the socket (1011 boom)', timeline: [{ atMs: 300, kind: 'socket-closed', detail: 'by server: 1011 boom' }] })];
+    const calls = [
+      call(0),
+      call(1),
+      call(2, {
+        ok: false,
+        outcome: 'server-closed',
+        endReason: 'server closed the socket (1011 boom)',
+        timeline: [{ atMs: 300, kind: 'socket-closed', detail: 'by server: 1011 boom' }],
+      }),
+    ];
     const html = renderHtmlReport(reportOf(calls));
     expect(html).not.toMatch(/<script|<link|<img|src=|href=|@import|url\(/i);
     // Three histograms, the axis, and one row per call.
@@ -66,7 +83,9 @@ describe('the HTML report', () => {
   });
 
   it('says when the generator was overloaded and when there were no samples', () => {
-    const html = renderHtmlReport(reportOf([call(0, { clockMaxLagMs: 200, replyLatenciesMs: [], bargeInLatenciesMs: [] })]));
+    const html = renderHtmlReport(
+      reportOf([call(0, { clockMaxLagMs: 200, replyLatenciesMs: [], bargeInLatenciesMs: [] })]),
+    );
     expect(html).toContain('The load generator was overloaded');
     expect(html).toContain('no samples');
   });

@@ -60,13 +60,16 @@ port.on('message', (message: ToWorker) => {
     return;
   }
   calls.set(index, { call, hangUp });
-  call.run().then(
-    (report) => post({ type: 'ended', index, summary: summarizeCall(report, index, startedAtMs) }),
-    (err: unknown) => post({ type: 'crashed', index, error: err instanceof Error ? err.message : String(err) }),
-  ).finally(() => {
-    calls.delete(index);
-    postedCounts.delete(index);
-  });
+  call
+    .run()
+    .then(
+      (report) => post({ type: 'ended', index, summary: summarizeCall(report, index, startedAtMs) }),
+      (err: unknown) => post({ type: 'crashed', index, error: err instanceof Error ? err.message : String(err) }),
+    )
+    .finally(() => {
+      calls.delete(index);
+      postedCounts.delete(index);
+    });
 });
 
 post({ type: 'ready' });

@@ -89,7 +89,10 @@ async function whenReady(workers: readonly Worker[]): Promise<void> {
     workers.map(
       (worker) =>
         new Promise<void>((resolve, reject) => {
-          const timer = setTimeout(() => fail(new Error(`not ready after ${WORKER_START_TIMEOUT_MS / 1000} s`)), WORKER_START_TIMEOUT_MS);
+          const timer = setTimeout(
+            () => fail(new Error(`not ready after ${WORKER_START_TIMEOUT_MS / 1000} s`)),
+            WORKER_START_TIMEOUT_MS,
+          );
           const onMessage = (message: FromWorker) => {
             if (message.type !== 'ready') return;
             cleanup();
@@ -118,7 +121,13 @@ async function whenReady(workers: readonly Worker[]): Promise<void> {
 export async function runLoadTest(options: LoadTestOptions): Promise<LoadTestResult> {
   const total = options.durationMs === undefined ? (options.calls ?? options.concurrency) : Number.POSITIVE_INFINITY;
   const workerCount = Math.max(1, options.workers ?? defaultWorkerCount(options.concurrency));
-  const init: WorkerInit = { target: options.target, scenario: options.scenario, clips: options.clips, authToken: options.authToken, liveIntervalMs: PROGRESS_INTERVAL_MS };
+  const init: WorkerInit = {
+    target: options.target,
+    scenario: options.scenario,
+    clips: options.clips,
+    authToken: options.authToken,
+    liveIntervalMs: PROGRESS_INTERVAL_MS,
+  };
   const workers = Array.from({ length: workerCount }, () => startWorker(init));
   try {
     await whenReady(workers);
@@ -145,8 +154,14 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadTestRes
   const progress = (): LoadProgress => {
     const done = aggregate(calls);
     const liveCalls = [...live.values()];
-    const reply = distribution([...calls.flatMap((c) => c.replyLatenciesMs), ...liveCalls.flatMap((c) => c.replyLatenciesMs)]);
-    const bargeIn = distribution([...calls.flatMap((c) => c.bargeInLatenciesMs), ...liveCalls.flatMap((c) => c.bargeInLatenciesMs)]);
+    const reply = distribution([
+      ...calls.flatMap((c) => c.replyLatenciesMs),
+      ...liveCalls.flatMap((c) => c.replyLatenciesMs),
+    ]);
+    const bargeIn = distribution([
+      ...calls.flatMap((c) => c.bargeInLatenciesMs),
+      ...liveCalls.flatMap((c) => c.bargeInLatenciesMs),
+    ]);
     return {
       elapsedMs: Math.round(elapsed()),
       active: runningOn.size,
@@ -191,7 +206,8 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadTestRes
         stoppedEarly = early;
         for (const worker of load.keys()) worker.postMessage({ type: 'stop' } satisfies ToWorker);
         const grace = setTimeout(() => {
-          for (const index of [...runningOn.keys()]) ended(index, failedCall(index, 'did not end after hanging up', elapsed()));
+          for (const index of [...runningOn.keys()])
+            ended(index, failedCall(index, 'did not end after hanging up', elapsed()));
           resolve();
         }, STOP_GRACE_MS);
         timers.push(grace);
@@ -205,7 +221,12 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadTestRes
             return;
           }
           if (message.type === 'ready') return;
-          ended(message.index, message.type === 'ended' ? message.summary : failedCall(message.index, `the generator failed: ${message.error}`, elapsed()));
+          ended(
+            message.index,
+            message.type === 'ended'
+              ? message.summary
+              : failedCall(message.index, `the generator failed: ${message.error}`, elapsed()),
+          );
           startOne();
           finishIfDone();
         });

@@ -69,9 +69,14 @@ export class BotAudioTracker {
         this.openSegment = { startMs: nowMs, endMs: null };
         this.segments.push(this.openSegment);
         const clear = this.lastClear;
-        const resumed = clear !== null && clear.resumedAfterMs === null && nowMs - clear.atMs <= this.options.clearWindowMs;
+        const resumed =
+          clear !== null && clear.resumedAfterMs === null && nowMs - clear.atMs <= this.options.clearWindowMs;
         if (resumed) clear.resumedAfterMs = nowMs - clear.atMs;
-        this.options.onEvent(nowMs, 'bot-audio-start', resumed ? `resumed ${Math.round(nowMs - clear.atMs)} ms after the clear` : undefined);
+        this.options.onEvent(
+          nowMs,
+          'bot-audio-start',
+          resumed ? `resumed ${Math.round(nowMs - clear.atMs)} ms after the clear` : undefined,
+        );
       }
     }
     const clear = this.lastClear;
@@ -88,10 +93,20 @@ export class BotAudioTracker {
 
   clear(nowMs: number): void {
     const droppedBytes = this.playout.unplayedBytes;
-    this.options.onEvent(nowMs, 'clear-received', droppedBytes > 0 ? `dropped ${Math.round(droppedBytes / MULAW_BYTES_PER_MS)} ms` : 'nothing queued');
+    this.options.onEvent(
+      nowMs,
+      'clear-received',
+      droppedBytes > 0 ? `dropped ${Math.round(droppedBytes / MULAW_BYTES_PER_MS)} ms` : 'nothing queued',
+    );
     // Echoes every pending mark, through onMarkPlayed, before returning.
     this.playout.clear();
-    const record: ClearRecord = { atMs: nowMs, droppedBytes, lateBytes: 0, lastLateAfterMs: null, resumedAfterMs: null };
+    const record: ClearRecord = {
+      atMs: nowMs,
+      droppedBytes,
+      lateBytes: 0,
+      lastLateAfterMs: null,
+      resumedAfterMs: null,
+    };
     this.clears.push(record);
     this.lastClear = record;
     if (this.openSegment) this.closeSegment(nowMs);

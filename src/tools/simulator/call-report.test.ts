@@ -38,7 +38,9 @@ describe('utteranceMetrics', () => {
 describe('parseScenario', () => {
   it('accepts the documented step kinds and rejects unknown fields', () => {
     const scenario = parseScenario({
-      clips: { hello: { file: 'fixtures/audio/A06_birch_canoe.ulaw', durationMs: 1500, voiced: { startMs: 0, endMs: 1500 } } },
+      clips: {
+        hello: { file: 'fixtures/audio/A06_birch_canoe.ulaw', durationMs: 1500, voiced: { startMs: 0, endMs: 1500 } },
+      },
       steps: [
         { do: 'wait-bot-silence', ms: 800 },
         { do: 'play', clip: 'hello' },

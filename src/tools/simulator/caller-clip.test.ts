@@ -42,6 +42,9 @@ describe('caller clips', () => {
     expect(prepared.lastVoicedFrame).toBe(19);
     expect(prepareClip(clip)).toBe(prepared);
     expect(prepareClip({ mulaw: clip.mulaw, voiced: null }).firstVoicedFrame).toBe(-1);
-    expect(prepareClip({ mulaw: clip.mulaw, voiced: { startMs: 40, endMs: 61 } })).toMatchObject({ firstVoicedFrame: 2, lastVoicedFrame: 3 });
+    expect(prepareClip({ mulaw: clip.mulaw, voiced: { startMs: 40, endMs: 61 } })).toMatchObject({
+      firstVoicedFrame: 2,
+      lastVoicedFrame: 3,
+    });
   });
 });

@@ -70,7 +70,8 @@ export class CallerScript {
         return nowMs >= step.atMs ? 'done' : 'waiting';
       case 'wait-bot-audio': {
         const bot = host.bot;
-        if (this.botAudioRefMs === null && bot.activations > this.activationsAtBegin) this.botAudioRefMs = bot.lastActivationMs;
+        if (this.botAudioRefMs === null && bot.activations > this.activationsAtBegin)
+          this.botAudioRefMs = bot.lastActivationMs;
         if (this.botAudioRefMs !== null && nowMs >= this.botAudioRefMs + (step.thenMs ?? 0)) return 'done';
         return this.timedOut(step, elapsedMs, nowMs, host) ? 'done' : 'waiting';
       }
@@ -92,7 +93,12 @@ export class CallerScript {
     }
   }
 
-  private timedOut(step: { do: string; timeoutMs?: number }, elapsedMs: number, nowMs: number, host: ScriptHost): boolean {
+  private timedOut(
+    step: { do: string; timeoutMs?: number },
+    elapsedMs: number,
+    nowMs: number,
+    host: ScriptHost,
+  ): boolean {
     const limitMs = step.timeoutMs ?? this.waitTimeoutMs;
     if (elapsedMs < limitMs) return false;
     host.event(nowMs, 'wait-timeout', `${step.do} step ${this.index + 1} gave up after ${Math.round(elapsedMs)} ms`);

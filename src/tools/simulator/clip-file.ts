@@ -17,7 +17,10 @@ export async function readMulawFile(path: string): Promise<Uint8Array> {
 /** Cuts [startMs, startMs + durationMs) out of 8 kHz mu-law audio (a view, no copy). */
 export function sliceMulaw(mulaw: Uint8Array, startMs = 0, durationMs?: number): Uint8Array {
   const start = Math.min(mulaw.length, Math.round(startMs * MULAW_BYTES_PER_MS));
-  const end = durationMs === undefined ? mulaw.length : Math.min(mulaw.length, start + Math.round(durationMs * MULAW_BYTES_PER_MS));
+  const end =
+    durationMs === undefined
+      ? mulaw.length
+      : Math.min(mulaw.length, start + Math.round(durationMs * MULAW_BYTES_PER_MS));
   return mulaw.subarray(start, end);
 }
 
@@ -29,8 +32,12 @@ export async function loadCallerClip(source: ClipSource, baseDir = process.cwd()
 }
 
 /** Loads every clip a scenario names in `clips`. */
-export async function loadScenarioClips(scenario: Scenario, baseDir = process.cwd()): Promise<Record<string, CallerClip>> {
+export async function loadScenarioClips(
+  scenario: Scenario,
+  baseDir = process.cwd(),
+): Promise<Record<string, CallerClip>> {
   const clips: Record<string, CallerClip> = {};
-  for (const [name, source] of Object.entries(scenario.clips ?? {})) clips[name] = await loadCallerClip(source, baseDir);
+  for (const [name, source] of Object.entries(scenario.clips ?? {}))
+    clips[name] = await loadCallerClip(source, baseDir);
   return clips;
 }

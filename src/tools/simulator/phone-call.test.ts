@@ -97,7 +97,9 @@ class FakeLeg {
   markEcho(name: string): Promise<number> {
     return new Promise((resolve) => {
       const check = () => {
-        const hit = this.received.find((r) => r.json.event === 'mark' && (r.json.mark as { name: string }).name === name);
+        const hit = this.received.find(
+          (r) => r.json.event === 'mark' && (r.json.mark as { name: string }).name === name,
+        );
         if (hit) resolve(hit.atMs);
         else setTimeout(check, 2);
       };
@@ -117,11 +119,16 @@ afterEach(async () => {
   while (cleanups.length) await cleanups.pop()!();
 });
 
-async function startFakeBot(onLeg: (leg: FakeLeg) => void, verifyClient?: (headers: Record<string, unknown>) => boolean): Promise<FakeBot> {
+async function startFakeBot(
+  onLeg: (leg: FakeLeg) => void,
+  verifyClient?: (headers: Record<string, unknown>) => boolean,
+): Promise<FakeBot> {
   const wss = new WebSocketServer({
     host: '127.0.0.1',
     port: 0,
-    verifyClient: verifyClient ? (info: { req: { headers: Record<string, unknown> } }) => verifyClient(info.req.headers) : undefined,
+    verifyClient: verifyClient
+      ? (info: { req: { headers: Record<string, unknown> } }) => verifyClient(info.req.headers)
+      : undefined,
   });
   await new Promise<void>((resolve) => wss.once('listening', () => resolve()));
   const legs: FakeLeg[] = [];
@@ -181,7 +188,11 @@ describe('PhoneCall against a fake bot', () => {
     const closed = await leg.closed;
 
     const [connected, start, ...rest] = leg.received;
-    expect(connectedMessage.strict().parse(connected!.json)).toEqual({ event: 'connected', protocol: 'Call', version: '1.0.0' });
+    expect(connectedMessage.strict().parse(connected!.json)).toEqual({
+      event: 'connected',
+      protocol: 'Call',
+      version: '1.0.0',
+    });
     const s = startMessage.parse(start!.json);
     expect(s).toMatchObject({
       sequenceNumber: '1',
@@ -204,7 +215,12 @@ describe('PhoneCall against a fake bot', () => {
     media.forEach((r, i) => {
       const m = mediaMessage.parse(r.json);
       expect(m.sequenceNumber).toBe(String(i + 2));
-      expect(m.media).toEqual({ track: 'inbound', chunk: String(i + 1), timestamp: String(i * 20), payload: SILENCE_PAYLOAD });
+      expect(m.media).toEqual({
+        track: 'inbound',
+        chunk: String(i + 1),
+        timestamp: String(i * 20),
+        payload: SILENCE_PAYLOAD,
+      });
       expect(m.streamSid).toBe(call.streamSid);
     });
     expect(stopMessage.parse(stop.json)).toEqual({
@@ -221,10 +237,21 @@ describe('PhoneCall against a fake bot', () => {
     expect(spanMs).toBeGreaterThan((media.length - 1) * 20 - 40);
 
     expect(closed.code).toBe(1000);
-    expect(report).toMatchObject({ outcome: 'completed', endReason: 'end of script', close: { code: 1000, by: 'caller' } });
+    expect(report).toMatchObject({
+      outcome: 'completed',
+      endReason: 'end of script',
+      close: { code: 1000, by: 'caller' },
+    });
     expect(report.metrics.caller.framesSent).toBe(media.length);
     expect(report.metrics.violations.total).toBe(0);
-    expect(report.timeline.map((e) => e.kind)).toEqual(['ws-open', 'connected-sent', 'start-sent', 'hangup', 'stop-sent', 'socket-closed']);
+    expect(report.timeline.map((e) => e.kind)).toEqual([
+      'ws-open',
+      'connected-sent',
+      'start-sent',
+      'hangup',
+      'stop-sent',
+      'socket-closed',
+    ]);
   });
 
   it('echoes a mark only after the audio before it has played, and at once when idle', async () => {
@@ -246,7 +273,8 @@ describe('PhoneCall against a fake bot', () => {
     const playedEcho = await leg.markEcho('after-300');
     // Idle: echoed before the tone sent after it starts playing. Queued: not before the tone played.
     // (How soon is the benchmark's business: bench/latency.ts.)
-    const at = (kind: string, detail?: string) => report.timeline.find((e) => e.kind === kind && (detail === undefined || e.detail === detail))!.atMs;
+    const at = (kind: string, detail?: string) =>
+      report.timeline.find((e) => e.kind === kind && (detail === undefined || e.detail === detail))!.atMs;
     expect(at('mark-echoed', 'idle')).toBeLessThanOrEqual(at('bot-audio-start'));
     expect(at('mark-echoed', 'after-300')).toBeGreaterThanOrEqual(at('bot-audio-end'));
     expect(playedEcho - sentAt).toBeGreaterThanOrEqual(290);
@@ -299,7 +327,9 @@ describe('PhoneCall against a fake bot', () => {
     expect(report.timeline.some((e) => e.kind === 'clear-received')).toBe(true);
     // Audio again soon after a clear shows on the timeline as the bot resuming.
     expect(clear!.resumedAfterMs).toBeGreaterThanOrEqual(90);
-    expect(report.timeline.filter((e) => e.kind === 'bot-audio-start').at(-1)!.detail).toMatch(/^resumed \d+ ms after the clear$/);
+    expect(report.timeline.filter((e) => e.kind === 'bot-audio-start').at(-1)!.detail).toMatch(
+      /^resumed \d+ ms after the clear$/,
+    );
 
     // The recording holds only what played: the dropped audio never reaches the WAV.
     expect(loudMs(decodeMulaw(call.recording!.botMulaw()))).toBe(report.metrics.bot.playedAudioMs);
@@ -321,7 +351,11 @@ describe('PhoneCall against a fake bot', () => {
     const report = await runPhoneCall({
       target: { wssUrl: bot.url },
       scenario: {
-        steps: [{ do: 'wait-bot-audio', thenMs: 400 }, { do: 'play', clip: 'interrupt' }, { do: 'wait-bot-silence', ms: 200 }],
+        steps: [
+          { do: 'wait-bot-audio', thenMs: 400 },
+          { do: 'play', clip: 'interrupt' },
+          { do: 'wait-bot-silence', ms: 200 },
+        ],
       },
       clips: { interrupt: toneClip(400) },
     });
@@ -351,7 +385,13 @@ describe('PhoneCall against a fake bot', () => {
     });
     const report = await runPhoneCall({
       target: { wssUrl: bot.url },
-      scenario: { steps: [{ do: 'wait-bot-silence', ms: 300 }, { do: 'dtmf', digits: '1#' }, { do: 'wait', ms: 60 }] },
+      scenario: {
+        steps: [
+          { do: 'wait-bot-silence', ms: 300 },
+          { do: 'dtmf', digits: '1#' },
+          { do: 'wait', ms: 60 },
+        ],
+      },
     });
     const leg = bot.legs[0]!;
     const dtmf = leg.events('dtmf').map((r) => dtmfMessage.strict().parse(r.json));
@@ -397,7 +437,14 @@ describe('PhoneCall against a fake bot', () => {
         leg.ws.send(`{"event":"hangup","streamSid":"${leg.streamSid}"}`);
         leg.ws.send('not json');
         leg.ws.send(JSON.stringify({ event: 'media', streamSid: 'MZwrong', media: { payload: SILENCE_PAYLOAD } }));
-        leg.ws.send(JSON.stringify({ event: 'media', streamSid: leg.streamSid, media: { payload: SILENCE_PAYLOAD }, track: 'outbound' }));
+        leg.ws.send(
+          JSON.stringify({
+            event: 'media',
+            streamSid: leg.streamSid,
+            media: { payload: SILENCE_PAYLOAD },
+            track: 'outbound',
+          }),
+        );
         leg.ws.send(JSON.stringify({ event: 'mark', streamSid: leg.streamSid }));
         leg.ws.send(JSON.stringify({ event: 'media', streamSid: leg.streamSid, media: { payload: '@@@@' } }));
       });
@@ -447,21 +494,31 @@ describe('PhoneCall against a fake bot', () => {
     const bot = await startFakeBot(() => {});
     const abort = new AbortController();
     setTimeout(() => abort.abort(), 200);
-    const report = await runPhoneCall({ target: { wssUrl: bot.url }, scenario: { steps: [], endOfScript: 'stay' }, signal: abort.signal });
+    const report = await runPhoneCall({
+      target: { wssUrl: bot.url },
+      scenario: { steps: [], endOfScript: 'stay' },
+      signal: abort.signal,
+    });
     expect(report.outcome).toBe('aborted');
     expect(bot.legs[0]!.events('stop')).toHaveLength(1);
   });
 });
 
 describe('PhoneCall through a TwiML webhook', () => {
-  async function startWebhook(handler: (form: URLSearchParams, signature: string | undefined, url: string) => { status: number; body: string }): Promise<string> {
+  async function startWebhook(
+    handler: (form: URLSearchParams, signature: string | undefined, url: string) => { status: number; body: string },
+  ): Promise<string> {
     const server: Server = createServer((req, res) => {
       let body = '';
       req.on('data', (chunk: Buffer) => (body += chunk.toString()));
       req.on('end', () => {
         const port = (server.address() as AddressInfo).port;
         const signature = req.headers['x-twilio-signature'];
-        const answer = handler(new URLSearchParams(body), typeof signature === 'string' ? signature : undefined, `http://127.0.0.1:${port}${req.url}`);
+        const answer = handler(
+          new URLSearchParams(body),
+          typeof signature === 'string' ? signature : undefined,
+          `http://127.0.0.1:${port}${req.url}`,
+        );
         res.writeHead(answer.status, { 'content-type': 'text/xml' }).end(answer.body);
       });
     });
@@ -477,7 +534,12 @@ describe('PhoneCall through a TwiML webhook', () => {
       () => {},
       (headers) => {
         const signature = headers['x-twilio-signature'];
-        upgradeSigned = isValidTwilioSignature(token, typeof signature === 'string' ? signature : undefined, bot.url, {});
+        upgradeSigned = isValidTwilioSignature(
+          token,
+          typeof signature === 'string' ? signature : undefined,
+          bot.url,
+          {},
+        );
         return true;
       },
     );
@@ -486,7 +548,10 @@ describe('PhoneCall through a TwiML webhook', () => {
     const webhookUrl = await startWebhook((posted, signature, url) => {
       form = posted;
       webhookSigned = isValidTwilioSignature(token, signature, url, Object.fromEntries(posted));
-      const twiml = buildStreamTwiml({ streamUrl: bot.url, parameters: { bot_id: 'cfg_test', from: posted.get('From') ?? '', note: 'a&b' } });
+      const twiml = buildStreamTwiml({
+        streamUrl: bot.url,
+        parameters: { bot_id: 'cfg_test', from: posted.get('From') ?? '', note: 'a&b' },
+      });
       return { status: 200, body: twiml };
     });
     const call = new PhoneCall({
@@ -510,7 +575,12 @@ describe('PhoneCall through a TwiML webhook', () => {
     expect(webhookSigned).toBe(true);
     expect(upgradeSigned).toBe(true);
     const start = startMessage.parse(bot.legs[0]!.events('start')[0]!.json);
-    expect(start.start.customParameters).toEqual({ bot_id: 'cfg_test', from: '+15550001111', note: 'overridden', extra: 'yes' });
+    expect(start.start.customParameters).toEqual({
+      bot_id: 'cfg_test',
+      from: '+15550001111',
+      note: 'overridden',
+      extra: 'yes',
+    });
     expect(report.wssUrl).toBe(bot.url);
     expect(report.setup.webhookMs).not.toBeNull();
     expect(report.timeline[0]).toMatchObject({ kind: 'webhook-answered' });
@@ -558,7 +628,23 @@ describe('switchboard call (CLI)', () => {
     const out = join(dir, 'bot.wav');
     const json = join(dir, 'report.json');
     const code = await runCall(
-      ['--wss', bot.url, '--wait-greeting', '--reply-silence-ms', '300', '--play', wavPath, '--dtmf', '5', '--out', out, '--json', json, '--param', 'k=v'],
+      [
+        '--wss',
+        bot.url,
+        '--wait-greeting',
+        '--reply-silence-ms',
+        '300',
+        '--play',
+        wavPath,
+        '--dtmf',
+        '5',
+        '--out',
+        out,
+        '--json',
+        json,
+        '--param',
+        'k=v',
+      ],
       io,
     );
     expect(stderr).toBe('');
@@ -599,7 +685,11 @@ describe('switchboard call (CLI)', () => {
       { do: 'dtmf', digits: '9' },
       { do: 'wait-bot-silence', ms: 800 },
     ]);
-    expect(scenario.clips).toEqual({ q: { file: 'a/q.wav' }, 'q#2': { file: 'b/q.ulaw' }, stop: { file: 'stop.ulaw' } });
+    expect(scenario.clips).toEqual({
+      q: { file: 'a/q.wav' },
+      'q#2': { file: 'b/q.ulaw' },
+      stop: { file: 'stop.ulaw' },
+    });
     expect(scenario.endOfScript).toBe('hangup');
   });
 
@@ -612,7 +702,19 @@ describe('switchboard call (CLI)', () => {
     expect(await runCall(['--wss', 'ws://x', '--barge-in-ms', 'soon', '--play', 'a.wav'], io)).toBe(2);
     expect(await runCall(['--bogus'], io)).toBe(2);
     expect(await runCall(['--help'], io)).toBe(0);
-    for (const flag of ['--url', '--wss', '--play', '--barge-in-ms', '--dtmf', '--hangup-after-ms', '--wait-greeting', '--out', '--json', '--from', '--to']) {
+    for (const flag of [
+      '--url',
+      '--wss',
+      '--play',
+      '--barge-in-ms',
+      '--dtmf',
+      '--hangup-after-ms',
+      '--wait-greeting',
+      '--out',
+      '--json',
+      '--from',
+      '--to',
+    ]) {
       expect(stdout).toContain(flag);
     }
   });

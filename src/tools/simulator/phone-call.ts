@@ -152,7 +152,11 @@ export class PhoneCall {
       if (!clip) throw new Error(`scenario plays clip "${name}" but no audio was given for it`);
       this.clips.set(name, prepareClip(clip));
     }
-    this.messages = new CarrierMessages({ accountSid: this.accountSid, callSid: this.callSid, streamSid: this.streamSid });
+    this.messages = new CarrierMessages({
+      accountSid: this.accountSid,
+      callSid: this.callSid,
+      streamSid: this.streamSid,
+    });
     this.script = new CallerScript(options.scenario);
     this.maxDurationMs = options.scenario.maxDurationMs ?? DEFAULT_MAX_DURATION_MS;
     this.maxTimelineEvents = options.maxTimelineEvents ?? DEFAULT_MAX_TIMELINE_EVENTS;
@@ -204,7 +208,9 @@ export class PhoneCall {
    */
   latenciesSoFar(): { replyLatenciesMs: number[]; bargeInLatenciesMs: number[] } {
     // All utterances bound each other's reply window; the unfinished one is left out afterwards.
-    const utterances = utteranceMetrics(this.utterances, this.bot.segments, this.bot.clears).filter((_, i) => this.utterances[i]!.endMs !== null);
+    const utterances = utteranceMetrics(this.utterances, this.bot.segments, this.bot.clears).filter(
+      (_, i) => this.utterances[i]!.endMs !== null,
+    );
     return {
       replyLatenciesMs: utterances.flatMap((u) => (u.replyLatencyMs === null ? [] : [u.replyLatencyMs])),
       bargeInLatenciesMs: utterances.flatMap((u) => (u.bargeInLatencyMs === null ? [] : [u.bargeInLatencyMs])),
@@ -231,7 +237,11 @@ export class PhoneCall {
           signal: this.options.signal,
         });
         this.webhookMs = performance.now() - this.originAt;
-        this.event(this.webhookMs, 'webhook-answered', `${stream.bidirectional ? 'Connect' : 'Start'} Stream ${stream.url}`);
+        this.event(
+          this.webhookMs,
+          'webhook-answered',
+          `${stream.bidirectional ? 'Connect' : 'Start'} Stream ${stream.url}`,
+        );
         this.wssUrl = stream.url;
         parameters = stream.parameters;
       } catch (err) {
@@ -381,7 +391,13 @@ export class PhoneCall {
 
   private startClip(name: string, nowMs: number): void {
     const clip = this.clips.get(name)!;
-    const utterance: UtteranceRecord = { clip: name, startMs: nowMs, endMs: null, firstVoicedMs: null, lastVoicedMs: null };
+    const utterance: UtteranceRecord = {
+      clip: name,
+      startMs: nowMs,
+      endMs: null,
+      firstVoicedMs: null,
+      lastVoicedMs: null,
+    };
     this.utterances.push(utterance);
     if (clip.frameCount === 0) utterance.endMs = nowMs;
     else this.playing = { name, clip, nextFrame: 0, utterance };
@@ -419,7 +435,8 @@ export class PhoneCall {
     switch (message.event) {
       case 'media': {
         const result = this.bot.media(message.media.payload, nowMs);
-        if (result === 'invalid-base64') this.violation(nowMs, 'invalid-base64', `${message.media.payload.length} characters`);
+        if (result === 'invalid-base64')
+          this.violation(nowMs, 'invalid-base64', `${message.media.payload.length} characters`);
         else if (result === 'overflow' && !this.overflowReported) {
           // Twilio warns once per stream and discards the excess.
           this.overflowReported = true;
@@ -441,7 +458,8 @@ export class PhoneCall {
   private violation(atMs: number, kind: ViolationKind, detail: string): void {
     this.violationTotal += 1;
     this.violationCounts[kind] = (this.violationCounts[kind] ?? 0) + 1;
-    if (this.violationSamples.length < MAX_VIOLATION_SAMPLES) this.violationSamples.push({ atMs: round(atMs), kind, detail });
+    if (this.violationSamples.length < MAX_VIOLATION_SAMPLES)
+      this.violationSamples.push({ atMs: round(atMs), kind, detail });
     this.event(atMs, 'violation', `${kind}: ${detail}`);
   }
 
@@ -450,7 +468,8 @@ export class PhoneCall {
       this.timelineDropped += 1;
       return;
     }
-    const event: TimelineEvent = detail === undefined ? { atMs: round(atMs), kind } : { atMs: round(atMs), kind, detail };
+    const event: TimelineEvent =
+      detail === undefined ? { atMs: round(atMs), kind } : { atMs: round(atMs), kind, detail };
     this.timeline.push(event);
     if (this.streamStartAt !== null) this.options.onEvent?.(event);
   }
@@ -500,11 +519,16 @@ export class PhoneCall {
     if (!this.ending) {
       this.closeInfo = { code, reason, by: 'server' };
       this.event(this.elapsedMs, 'socket-closed', `by server: ${code}${reason ? ` ${reason}` : ''}`);
-      this.end(this.streamStartAt === null ? 'connect-failed' : 'server-closed', `server closed the socket (${code}${reason ? ` ${reason}` : ''})`);
+      this.end(
+        this.streamStartAt === null ? 'connect-failed' : 'server-closed',
+        `server closed the socket (${code}${reason ? ` ${reason}` : ''})`,
+      );
       return;
     }
-    if (this.closeInfo?.by === 'caller') this.closeInfo = { code, reason: reason || this.closeInfo.reason, by: 'caller' };
-    if (this.streamStartAt !== null) this.event(this.elapsedMs, 'socket-closed', `${code}${reason ? ` ${reason}` : ''}`);
+    if (this.closeInfo?.by === 'caller')
+      this.closeInfo = { code, reason: reason || this.closeInfo.reason, by: 'caller' };
+    if (this.streamStartAt !== null)
+      this.event(this.elapsedMs, 'socket-closed', `${code}${reason ? ` ${reason}` : ''}`);
     this.finish();
   }
 

@@ -28,9 +28,16 @@ function calleeClips(log: Logger): Promise<Record<string, CallerClip>> {
 
 /** Listen to the bot, answer after it finishes, twice, then say goodbye by hanging up. */
 function calleeScenario(clips: Record<string, CallerClip>): Scenario {
-  const steps: CallerStep[] = [{ do: 'wait-bot-audio', timeoutMs: 8000 }, { do: 'wait-bot-silence', ms: 700, timeoutMs: 20_000 }];
+  const steps: CallerStep[] = [
+    { do: 'wait-bot-audio', timeoutMs: 8000 },
+    { do: 'wait-bot-silence', ms: 700, timeoutMs: 20_000 },
+  ];
   for (const clip of Object.keys(clips)) {
-    steps.push({ do: 'play', clip }, { do: 'wait-bot-audio', timeoutMs: 10_000 }, { do: 'wait-bot-silence', ms: 700, timeoutMs: 20_000 });
+    steps.push(
+      { do: 'play', clip },
+      { do: 'wait-bot-audio', timeoutMs: 10_000 },
+      { do: 'wait-bot-silence', ms: 700, timeoutMs: 20_000 },
+    );
   }
   return { steps, endOfScript: 'hangup', maxDurationMs: MAX_CALLEE_MS };
 }

@@ -64,10 +64,14 @@ const durationMs = z.number().finite().min(0).max(86_400_000);
 const callerStepSchema = z.discriminatedUnion('do', [
   z.object({ do: z.literal('wait'), ms: durationMs }).strict(),
   z.object({ do: z.literal('wait-until'), atMs: durationMs }).strict(),
-  z.object({ do: z.literal('wait-bot-audio'), thenMs: durationMs.optional(), timeoutMs: durationMs.optional() }).strict(),
+  z
+    .object({ do: z.literal('wait-bot-audio'), thenMs: durationMs.optional(), timeoutMs: durationMs.optional() })
+    .strict(),
   z.object({ do: z.literal('wait-bot-silence'), ms: durationMs, timeoutMs: durationMs.optional() }).strict(),
   z.object({ do: z.literal('play'), clip: z.string().min(1).max(200) }).strict(),
-  z.object({ do: z.literal('dtmf'), digits: z.string().regex(/^[0-9*#A-D]{1,32}$/, 'digits are 0-9, *, #, A-D') }).strict(),
+  z
+    .object({ do: z.literal('dtmf'), digits: z.string().regex(/^[0-9*#A-D]{1,32}$/, 'digits are 0-9, *, #, A-D') })
+    .strict(),
   z.object({ do: z.literal('hangup') }).strict(),
 ]);
 

@@ -2,7 +2,9 @@ import type { RawData } from 'ws';
 import { type OutboundMessage, outboundMessage } from '../../telephony/twilio-messages.js';
 import type { ViolationKind } from './call-report.js';
 
-export type CheckedMessage = { ok: true; message: OutboundMessage } | { ok: false; kind: ViolationKind; detail: string };
+export type CheckedMessage =
+  | { ok: true; message: OutboundMessage }
+  | { ok: false; kind: ViolationKind; detail: string };
 
 /** How much of a bad message the report quotes. */
 const QUOTE_CHARS = 120;
@@ -23,7 +25,11 @@ export function checkServerMessage(data: RawData, isBinary: boolean, streamSid: 
   }
   const eventName = (json as { event?: unknown } | null)?.event;
   if (eventName !== 'media' && eventName !== 'mark' && eventName !== 'clear') {
-    return { ok: false, kind: 'unknown-event', detail: typeof eventName === 'string' ? eventName.slice(0, 60) : 'no event field' };
+    return {
+      ok: false,
+      kind: 'unknown-event',
+      detail: typeof eventName === 'string' ? eventName.slice(0, 60) : 'no event field',
+    };
   }
   const parsed = outboundMessage.safeParse(json);
   if (!parsed.success) {

@@ -40,7 +40,8 @@ const ENTITIES: Record<string, string> = { amp: '&', lt: '<', gt: '>', quot: '"'
 function decodeEntities(text: string): string {
   return text.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, entity: string) => {
     if (entity[0] === '#') {
-      const code = entity[1] === 'x' || entity[1] === 'X' ? parseInt(entity.slice(2), 16) : parseInt(entity.slice(1), 10);
+      const code =
+        entity[1] === 'x' || entity[1] === 'X' ? parseInt(entity.slice(2), 16) : parseInt(entity.slice(1), 10);
       return Number.isFinite(code) ? String.fromCodePoint(code) : whole;
     }
     return ENTITIES[entity.toLowerCase()] ?? whole;
@@ -106,7 +107,8 @@ export async function fetchStreamInstruction(request: WebhookRequest): Promise<S
     accept: 'text/xml, application/xml',
     'user-agent': 'TwilioProxy/1.1 (switchboard phone simulator)',
   };
-  if (request.authToken) headers['x-twilio-signature'] = await signatureFor(request.authToken, request.webhookUrl, request.form);
+  if (request.authToken)
+    headers['x-twilio-signature'] = await signatureFor(request.authToken, request.webhookUrl, request.form);
   const timeout = AbortSignal.timeout(request.timeoutMs);
   const signal = request.signal ? AbortSignal.any([request.signal, timeout]) : timeout;
   let response: Response;
@@ -126,7 +128,11 @@ export async function fetchStreamInstruction(request: WebhookRequest): Promise<S
   if (!instruction) {
     const said = spokenText(body);
     const what = response.ok ? 'TwiML has no <Stream url>' : `HTTP ${response.status}`;
-    throw new WebhookError(`webhook answered ${what}${said ? ` (says "${said}")` : ''}`, response.status, body.slice(0, 2000));
+    throw new WebhookError(
+      `webhook answered ${what}${said ? ` (says "${said}")` : ''}`,
+      response.status,
+      body.slice(0, 2000),
+    );
   }
   return instruction;
 }

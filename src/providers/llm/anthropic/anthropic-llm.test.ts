@@ -5,7 +5,12 @@ import type { ProviderSettings } from '../../registry.js';
 import type { LlmDelta, LlmProvider, LlmRequest } from '../../types.js';
 import { CALL_START_TURN } from '../llm-http.js';
 import { createAnthropicLlm, toAnthropicMessages } from './index.js';
-import { context, providerFailure as failure, textOf as text, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import {
+  context,
+  providerFailure as failure,
+  textOf as text,
+  EMULATOR_ENV,
+} from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'sk-ant-test-0123456789';
 const FAST = { llmFirstTokenMs: 1, llmTokensPerSec: 2000 };
@@ -26,7 +31,12 @@ function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
   return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV, ...over };
 }
 
-const hello: LlmRequest = { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What time do you open?' }] };
+const hello: LlmRequest = {
+  messages: [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'What time do you open?' },
+  ],
+};
 
 async function collect(llm: LlmProvider, request: LlmRequest = hello, ctx = context()): Promise<LlmDelta[]> {
   const out: LlmDelta[] = [];
@@ -37,7 +47,10 @@ async function collect(llm: LlmProvider, request: LlmRequest = hello, ctx = cont
 describe('Anthropic LLM against the emulator', () => {
   it('sends the exact request: path, headers, system on top, merged turns, user first, image block', async () => {
     const llm = createAnthropicLlm(
-      settings({ options: { model: 'claude-sonnet-4-0', temperature: 0.4, max_tokens: 300 }, serviceOptions: { base_url: server.url, timeout_ms: 5000, top_k: 5 } }),
+      settings({
+        options: { model: 'claude-sonnet-4-0', temperature: 0.4, max_tokens: 300 },
+        serviceOptions: { base_url: server.url, timeout_ms: 5000, top_k: 5 },
+      }),
     );
     const request: LlmRequest = {
       messages: [
@@ -83,14 +96,23 @@ describe('Anthropic LLM against the emulator', () => {
 
   it('uses the default model and max_tokens, and clamps temperature to 1', async () => {
     await collect(createAnthropicLlm(settings({ options: { temperature: 1.7 } })));
-    expect(emulator.requests[0]!.body).toMatchObject({ model: 'claude-3-5-haiku-latest', max_tokens: 1024, temperature: 1 });
+    expect(emulator.requests[0]!.body).toMatchObject({
+      model: 'claude-3-5-haiku-latest',
+      max_tokens: 1024,
+      temperature: 1,
+    });
   });
 
   it('a system-only conversation (the bot greets first) gets a user turn', async () => {
     await start({ replies: ['Hello! Thanks for calling.'] });
-    const deltas = await collect(createAnthropicLlm(settings()), { messages: [{ role: 'system', content: 'Greet the caller.' }] });
+    const deltas = await collect(createAnthropicLlm(settings()), {
+      messages: [{ role: 'system', content: 'Greet the caller.' }],
+    });
     expect(text(deltas)).toBe('Hello! Thanks for calling.');
-    expect(emulator.requests[0]!.body).toMatchObject({ system: 'Greet the caller.', messages: [{ role: 'user', content: CALL_START_TURN }] });
+    expect(emulator.requests[0]!.body).toMatchObject({
+      system: 'Greet the caller.',
+      messages: [{ role: 'user', content: CALL_START_TURN }],
+    });
   });
 
   it('merges consecutive text-only turns into one string', () => {
@@ -100,7 +122,13 @@ describe('Anthropic LLM against the emulator', () => {
       { role: 'assistant', content: 'three' },
       { role: 'assistant', content: '   ' },
     ]);
-    expect(mapped).toEqual({ system: undefined, messages: [{ role: 'user', content: 'one\ntwo' }, { role: 'assistant', content: 'three' }] });
+    expect(mapped).toEqual({
+      system: undefined,
+      messages: [
+        { role: 'user', content: 'one\ntwo' },
+        { role: 'assistant', content: 'three' },
+      ],
+    });
   });
 
   it('streams the text deltas in order', async () => {
@@ -111,25 +139,48 @@ describe('Anthropic LLM against the emulator', () => {
   });
 
   it('converts OpenAI-shaped tools and assembles tool_use blocks', async () => {
-    await start({ replies: [{ text: 'Checking.', toolCalls: [{ name: 'get_hours', argumentsJson: '{"day":"monday","detail":"full"}' }] }] });
+    await start({
+      replies: [
+        { text: 'Checking.', toolCalls: [{ name: 'get_hours', argumentsJson: '{"day":"monday","detail":"full"}' }] },
+      ],
+    });
     const tools = [
-      { type: 'function', function: { name: 'get_hours', description: 'Opening hours', parameters: { type: 'object', properties: { day: { type: 'string' } } } } },
+      {
+        type: 'function',
+        function: {
+          name: 'get_hours',
+          description: 'Opening hours',
+          parameters: { type: 'object', properties: { day: { type: 'string' } } },
+        },
+      },
       { name: 'hang_up', description: 'End the call', input_schema: { type: 'object', properties: {} } },
     ];
     const deltas = await collect(createAnthropicLlm(settings()), { ...hello, tools });
     expect((emulator.requests[0]!.body as { tools: unknown }).tools).toEqual([
-      { name: 'get_hours', description: 'Opening hours', input_schema: { type: 'object', properties: { day: { type: 'string' } } } },
+      {
+        name: 'get_hours',
+        description: 'Opening hours',
+        input_schema: { type: 'object', properties: { day: { type: 'string' } } },
+      },
       { name: 'hang_up', description: 'End the call', input_schema: { type: 'object', properties: {} } },
     ]);
     expect(deltas).toEqual([
       ...deltas.filter((d) => d.type === 'text'),
-      { type: 'tool-call', id: expect.stringMatching(/^toolu_/), name: 'get_hours', argumentsJson: '{"day":"monday","detail":"full"}' },
+      {
+        type: 'tool-call',
+        id: expect.stringMatching(/^toolu_/),
+        name: 'get_hours',
+        argumentsJson: '{"day":"monday","detail":"full"}',
+      },
     ]);
     expect(text(deltas)).toBe('Checking.');
   });
 
   it('stops on abort mid-stream: nothing yielded after, and the server sees the disconnect', async () => {
-    await start({ latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 20 }, replies: ['one two three four five six seven eight nine ten eleven twelve'] });
+    await start({
+      latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 20 },
+      replies: ['one two three four five six seven eight nine ten eleven twelve'],
+    });
     const abort = new AbortController();
     const seen: LlmDelta[] = [];
     for await (const delta of createAnthropicLlm(settings()).complete(hello, context(abort.signal))) {
@@ -157,7 +208,9 @@ describe('Anthropic LLM against the emulator', () => {
 
   it('a server that never answers times out with a retryable error', async () => {
     emulator.hangNext = true;
-    const err = await failure(collect(createAnthropicLlm(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }))));
+    const err = await failure(
+      collect(createAnthropicLlm(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }))),
+    );
     expect(err.retryable).toBe(true);
     expect(err.message).toMatch(/no response within 150 ms/);
   });
@@ -193,26 +246,52 @@ describe('Anthropic LLM against the emulator', () => {
   });
 
   it('reads SWITCHBOARD_ANTHROPIC_URL', async () => {
-    await collect(createAnthropicLlm({ options: {}, apiKey: KEY, serviceOptions: {}, env: { SWITCHBOARD_ANTHROPIC_URL: server.url } }));
+    await collect(
+      createAnthropicLlm({
+        options: {},
+        apiKey: KEY,
+        serviceOptions: {},
+        env: { SWITCHBOARD_ANTHROPIC_URL: server.url },
+      }),
+    );
     expect(emulator.requests[0]!.status).toBe(200);
   });
 });
 
 describe('Anthropic emulator', () => {
-  async function post(body: unknown, headers: Record<string, string> = { 'x-api-key': KEY, 'anthropic-version': '2023-06-01' }): Promise<Response> {
-    return fetch(`${server.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  async function post(
+    body: unknown,
+    headers: Record<string, string> = { 'x-api-key': KEY, 'anthropic-version': '2023-06-01' },
+  ): Promise<Response> {
+    return fetch(`${server.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
   }
 
   it('refuses a bad body with 400 in the Anthropic error shape', async () => {
     const res = await post({ model: 'm', messages: [{ role: 'user', content: 'hi' }] });
     expect(res.status).toBe(400);
-    expect(await res.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') } });
+    expect(await res.json()).toMatchObject({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: expect.stringContaining('max_tokens') },
+    });
   });
 
   it('holds requests to alternation and a first user message', async () => {
     const first = await post({ model: 'm', max_tokens: 10, messages: [{ role: 'assistant', content: 'hi' }] });
-    expect(((await first.json()) as { error: { message: string } }).error.message).toMatch(/first message must use the "user" role/);
-    const twice = await post({ model: 'm', max_tokens: 10, messages: [{ role: 'user', content: 'a' }, { role: 'user', content: 'b' }] });
+    expect(((await first.json()) as { error: { message: string } }).error.message).toMatch(
+      /first message must use the "user" role/,
+    );
+    const twice = await post({
+      model: 'm',
+      max_tokens: 10,
+      messages: [
+        { role: 'user', content: 'a' },
+        { role: 'user', content: 'b' },
+      ],
+    });
     expect(((await twice.json()) as { error: { message: string } }).error.message).toMatch(/alternate/);
   });
 
@@ -224,7 +303,12 @@ describe('Anthropic emulator', () => {
 
   it('streams event/data pairs from message_start to message_stop, with no [DONE]', async () => {
     await start({ replies: ['Hi there.'] });
-    const res = await post({ model: 'claude-x', max_tokens: 10, stream: true, messages: [{ role: 'user', content: 'hi' }] });
+    const res = await post({
+      model: 'claude-x',
+      max_tokens: 10,
+      stream: true,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     const raw = await res.text();
     expect(raw).not.toContain('[DONE]');
     const events = raw
@@ -251,6 +335,11 @@ describe('Anthropic emulator', () => {
 
   it('answers a non-streaming request with one message', async () => {
     const res = await post({ model: 'claude-x', max_tokens: 10, messages: [{ role: 'user', content: 'hi' }] });
-    expect(await res.json()).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'text', text: 'You said: hi' }], stop_reason: 'end_turn' });
+    expect(await res.json()).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      content: [{ type: 'text', text: 'You said: hi' }],
+      stop_reason: 'end_turn',
+    });
   });
 });

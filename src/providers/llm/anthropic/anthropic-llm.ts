@@ -2,7 +2,15 @@ import type { z } from 'zod';
 import type { EndpointGuard } from '../../endpoint.js';
 import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } from '../../types.js';
 import { ProviderError } from '../../types.js';
-import { CALL_START_TURN, isRetryableErrorType, openAiToolFunction, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
+import {
+  CALL_START_TURN,
+  isRetryableErrorType,
+  openAiToolFunction,
+  nonEmptyReply,
+  parseEventData,
+  splitImage,
+  streamSse,
+} from '../llm-http.js';
 import {
   ANTHROPIC_VERSION,
   type ContentBlock,
@@ -108,7 +116,10 @@ export class AnthropicLlm implements LlmProvider {
           break;
         }
         case 'message_delta':
-          ctx.log.debug({ provider: this.name, stopReason: this.shape(messageDelta, base, ctx)?.delta.stop_reason }, 'llm finished');
+          ctx.log.debug(
+            { provider: this.name, stopReason: this.shape(messageDelta, base, ctx)?.delta.stop_reason },
+            'llm finished',
+          );
           break;
         case 'message_stop':
           return;
@@ -133,7 +144,10 @@ export class AnthropicLlm implements LlmProvider {
   private shape<S extends z.ZodType>(schema: S, value: unknown, ctx: ProviderContext): z.infer<S> | undefined {
     const parsed = schema.safeParse(value);
     if (parsed.success) return parsed.data;
-    ctx.log.debug({ provider: this.name, issues: parsed.error.issues.map((issue) => issue.path.join('.')) }, 'skipped a stream event of unexpected shape');
+    ctx.log.debug(
+      { provider: this.name, issues: parsed.error.issues.map((issue) => issue.path.join('.')) },
+      'skipped a stream event of unexpected shape',
+    );
     return undefined;
   }
 
@@ -174,7 +188,10 @@ function toAnthropicTool(tool: Record<string, unknown>): Record<string, unknown>
  * alternate); a user turn first (CALL_START_TURN) when the bot spoke first or nobody has spoken;
  * images as base64 image blocks before their text; empty turns dropped (empty text is refused).
  */
-export function toAnthropicMessages(messages: LlmMessage[], ctx?: ProviderContext): { system: string | undefined; messages: Message[] } {
+export function toAnthropicMessages(
+  messages: LlmMessage[],
+  ctx?: ProviderContext,
+): { system: string | undefined; messages: Message[] } {
   const systemParts: string[] = [];
   const turns: Array<{ role: 'user' | 'assistant'; blocks: ContentBlock[] }> = [];
   for (const message of messages) {

@@ -10,7 +10,10 @@ export const ANTHROPIC_VERSION = '2023-06-01';
 
 // ---- request ----
 
-export const textBlock = z.looseObject({ type: z.literal('text'), text: z.string().min(1, 'text content blocks must be non-empty') });
+export const textBlock = z.looseObject({
+  type: z.literal('text'),
+  text: z.string().min(1, 'text content blocks must be non-empty'),
+});
 export const imageBlock = z.looseObject({
   type: z.literal('image'),
   source: z.looseObject({
@@ -91,7 +94,10 @@ export const contentBlockDelta = z.looseObject({
   ]),
 });
 
-export const contentBlockStop = z.looseObject({ type: z.literal('content_block_stop'), index: z.number().int().min(0) });
+export const contentBlockStop = z.looseObject({
+  type: z.literal('content_block_stop'),
+  index: z.number().int().min(0),
+});
 
 export const messageDelta = z.looseObject({
   type: z.literal('message_delta'),

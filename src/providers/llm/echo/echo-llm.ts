@@ -16,7 +16,8 @@ export class EchoLlm implements LlmProvider {
     const words = reply.split(/(?<= )/);
     for (const word of words) {
       if (ctx.signal.aborted) return;
-      if (this.tokenDelayMs > 0) await sleep(this.tokenDelayMs, undefined, { signal: ctx.signal }).catch(() => undefined);
+      if (this.tokenDelayMs > 0)
+        await sleep(this.tokenDelayMs, undefined, { signal: ctx.signal }).catch(() => undefined);
       yield { type: 'text', text: word };
     }
   }

@@ -7,7 +7,12 @@ import type { ProviderSettings } from '../../registry.js';
 import type { LlmDelta, LlmProvider, LlmRequest } from '../../types.js';
 import { CALL_START_TURN } from '../llm-http.js';
 import { createGeminiLlm, toGeminiContents } from './index.js';
-import { context, providerFailure as failure, textOf as text, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import {
+  context,
+  providerFailure as failure,
+  textOf as text,
+  EMULATOR_ENV,
+} from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'AIza-test-0123456789';
 const FAST = { llmFirstTokenMs: 1, llmTokensPerSec: 2000 };
@@ -28,7 +33,12 @@ function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
   return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV, ...over };
 }
 
-const hello: LlmRequest = { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What time do you open?' }] };
+const hello: LlmRequest = {
+  messages: [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'What time do you open?' },
+  ],
+};
 
 async function collect(llm: LlmProvider, request: LlmRequest = hello, ctx = context()): Promise<LlmDelta[]> {
   const out: LlmDelta[] = [];
@@ -66,7 +76,14 @@ describe('Gemini LLM against the emulator', () => {
       contents: [
         { role: 'user', parts: [{ text: CALL_START_TURN }] },
         { role: 'model', parts: [{ text: 'Hello, thanks for calling.' }, { text: 'How can I help?' }] },
-        { role: 'user', parts: [{ inlineData: { mimeType: 'image/jpeg', data: '/9j/4AAQSkZJRg' } }, { text: 'What is this?' }, { text: 'Hello?' }] },
+        {
+          role: 'user',
+          parts: [
+            { inlineData: { mimeType: 'image/jpeg', data: '/9j/4AAQSkZJRg' } },
+            { text: 'What is this?' },
+            { text: 'Hello?' },
+          ],
+        },
       ],
     });
   });
@@ -92,14 +109,39 @@ describe('Gemini LLM against the emulator', () => {
   });
 
   it('converts OpenAI-shaped tools to functionDeclarations and yields function calls', async () => {
-    await start({ replies: [{ text: 'Checking.', toolCalls: [{ name: 'get_hours', argumentsJson: '{"day":"monday"}' }, { name: 'hang_up', argumentsJson: '{}' }] }] });
+    await start({
+      replies: [
+        {
+          text: 'Checking.',
+          toolCalls: [
+            { name: 'get_hours', argumentsJson: '{"day":"monday"}' },
+            { name: 'hang_up', argumentsJson: '{}' },
+          ],
+        },
+      ],
+    });
     const tools = [
-      { type: 'function', function: { name: 'get_hours', description: 'Opening hours', parameters: { type: 'object', properties: { day: { type: 'string' } } } } },
+      {
+        type: 'function',
+        function: {
+          name: 'get_hours',
+          description: 'Opening hours',
+          parameters: { type: 'object', properties: { day: { type: 'string' } } },
+        },
+      },
       { googleSearch: {} },
     ];
     const deltas = await collect(createGeminiLlm(settings()), { ...hello, tools });
     expect((emulator.requests[0]!.body as { tools: unknown }).tools).toEqual([
-      { functionDeclarations: [{ name: 'get_hours', description: 'Opening hours', parameters: { type: 'object', properties: { day: { type: 'string' } } } }] },
+      {
+        functionDeclarations: [
+          {
+            name: 'get_hours',
+            description: 'Opening hours',
+            parameters: { type: 'object', properties: { day: { type: 'string' } } },
+          },
+        ],
+      },
       { googleSearch: {} },
     ]);
     expect(text(deltas)).toBe('Checking.');
@@ -110,7 +152,10 @@ describe('Gemini LLM against the emulator', () => {
   });
 
   it('stops on abort mid-stream: nothing yielded after, and the server sees the disconnect', async () => {
-    await start({ latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 20 }, replies: ['one two three four five six seven eight nine ten eleven twelve'] });
+    await start({
+      latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 20 },
+      replies: ['one two three four five six seven eight nine ten eleven twelve'],
+    });
     const abort = new AbortController();
     const seen: LlmDelta[] = [];
     for await (const delta of createGeminiLlm(settings()).complete(hello, context(abort.signal))) {
@@ -145,7 +190,9 @@ describe('Gemini LLM against the emulator', () => {
 
   it('a server that never answers times out with a retryable error', async () => {
     emulator.hangNext = true;
-    const err = await failure(collect(createGeminiLlm(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }))));
+    const err = await failure(
+      collect(createGeminiLlm(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }))),
+    );
     expect(err.retryable).toBe(true);
     expect(err.message).toMatch(/no response within 150 ms/);
   });
@@ -184,7 +231,9 @@ describe('Gemini LLM against the emulator', () => {
     await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = raw.address() as AddressInfo;
-      const err = await failure(collect(createGeminiLlm(settings({ serviceOptions: { base_url: `http://127.0.0.1:${port}` } }))));
+      const err = await failure(
+        collect(createGeminiLlm(settings({ serviceOptions: { base_url: `http://127.0.0.1:${port}` } }))),
+      );
       expect(err.message).toBe('gemini: the reply was blocked: SAFETY');
       expect(err.retryable).toBe(false);
     } finally {
@@ -197,15 +246,30 @@ describe('Gemini LLM against the emulator', () => {
   });
 
   it('reads SWITCHBOARD_GEMINI_URL and tolerates a base ending in /v1beta', async () => {
-    await collect(createGeminiLlm({ options: {}, apiKey: KEY, serviceOptions: {}, env: { SWITCHBOARD_GEMINI_URL: `${server.url}/v1beta` } }));
+    await collect(
+      createGeminiLlm({
+        options: {},
+        apiKey: KEY,
+        serviceOptions: {},
+        env: { SWITCHBOARD_GEMINI_URL: `${server.url}/v1beta` },
+      }),
+    );
     expect(emulator.requests[0]!.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse');
   });
 });
 
 describe('Gemini emulator', () => {
   const url = () => `${server.url}/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse`;
-  async function post(body: unknown, headers: Record<string, string> = { 'x-goog-api-key': KEY }, target = url()): Promise<Response> {
-    return fetch(target, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  async function post(
+    body: unknown,
+    headers: Record<string, string> = { 'x-goog-api-key': KEY },
+    target = url(),
+  ): Promise<Response> {
+    return fetch(target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
   }
   const ok = { contents: [{ role: 'user', parts: [{ text: 'hi' }] }] };
 
@@ -213,7 +277,12 @@ describe('Gemini emulator', () => {
     const res = await post({ contents: [] });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: { code: 400, status: 'INVALID_ARGUMENT' } });
-    const twice = await post({ contents: [{ role: 'user', parts: [{ text: 'a' }] }, { role: 'user', parts: [{ text: 'b' }] }] });
+    const twice = await post({
+      contents: [
+        { role: 'user', parts: [{ text: 'a' }] },
+        { role: 'user', parts: [{ text: 'b' }] },
+      ],
+    });
     expect(((await twice.json()) as { error: { message: string } }).error.message).toMatch(/alternate/);
   });
 
@@ -222,7 +291,9 @@ describe('Gemini emulator', () => {
     const res = await post(ok, {}, `${url()}&key=${KEY}`);
     expect(res.status).toBe(200);
     await res.text();
-    expect(emulator.requests.at(-1)!.path).toBe('/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse&key=[redacted]');
+    expect(emulator.requests.at(-1)!.path).toBe(
+      '/v1beta/models/gemini-2.0-flash:streamGenerateContent?alt=sse&key=[redacted]',
+    );
   });
 
   it('streams data-only events, the last with finishReason and usage', async () => {
@@ -231,7 +302,13 @@ describe('Gemini emulator', () => {
     const events = raw
       .split('\r\n\r\n')
       .filter(Boolean)
-      .map((block) => JSON.parse(block.replace(/^data: /, '')) as { candidates: Array<{ content: { parts: Array<{ text: string }> }; finishReason?: string }>; usageMetadata: Record<string, number> });
+      .map(
+        (block) =>
+          JSON.parse(block.replace(/^data: /, '')) as {
+            candidates: Array<{ content: { parts: Array<{ text: string }> }; finishReason?: string }>;
+            usageMetadata: Record<string, number>;
+          },
+      );
     expect(events.map((e) => e.candidates[0]!.content.parts[0]!.text)).toEqual(['Hi ', 'there.']);
     expect(events[0]!.candidates[0]!.finishReason).toBeUndefined();
     expect(events[1]!.candidates[0]!.finishReason).toBe('STOP');
@@ -240,7 +317,9 @@ describe('Gemini emulator', () => {
 
   it('answers generateContent and non-SSE streaming with JSON', async () => {
     const unary = await post(ok, undefined, `${server.url}/v1beta/models/gemini-2.0-flash:generateContent`);
-    expect(await unary.json()).toMatchObject({ candidates: [{ content: { parts: [{ text: 'You said: hi' }], role: 'model' }, finishReason: 'STOP' }] });
+    expect(await unary.json()).toMatchObject({
+      candidates: [{ content: { parts: [{ text: 'You said: hi' }], role: 'model' }, finishReason: 'STOP' }],
+    });
     const array = await post(ok, undefined, `${server.url}/v1beta/models/gemini-2.0-flash:streamGenerateContent`);
     const chunks = (await array.json()) as unknown[];
     expect(Array.isArray(chunks)).toBe(true);

@@ -2,11 +2,27 @@ import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, ProviderContext } f
 import type { EndpointGuard } from '../../endpoint.js';
 import { ProviderError } from '../../types.js';
 import { isRetryableStatus } from '../../vendor-errors.js';
-import { CALL_START_TURN, endpointUrl, isRetryableErrorType, openAiToolFunction, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
+import {
+  CALL_START_TURN,
+  endpointUrl,
+  isRetryableErrorType,
+  openAiToolFunction,
+  nonEmptyReply,
+  parseEventData,
+  splitImage,
+  streamSse,
+} from '../llm-http.js';
 import { type Content, type Part, functionCallPart, generateContentResponse, textPart } from './gemini-messages.js';
 
 /** Finish reasons that mean the model's answer was withheld, not merely ended. */
-const BLOCKING_FINISH_REASONS = new Set(['SAFETY', 'RECITATION', 'BLOCKLIST', 'PROHIBITED_CONTENT', 'SPII', 'IMAGE_SAFETY']);
+const BLOCKING_FINISH_REASONS = new Set([
+  'SAFETY',
+  'RECITATION',
+  'BLOCKLIST',
+  'PROHIBITED_CONTENT',
+  'SPII',
+  'IMAGE_SAFETY',
+]);
 
 export interface GeminiLlmConfig {
   /** The origin (plus any path prefix) before /v1beta. */
@@ -35,7 +51,10 @@ export class GeminiLlm implements LlmProvider {
   /** The streaming URL for the configured model (`models/x` and `x` both work). */
   get url(): string {
     const model = this.config.model.replace(/^models\//, '');
-    return endpointUrl(this.config.baseUrl, `/v1beta/models/${encodeURIComponent(model)}:streamGenerateContent?alt=sse`);
+    return endpointUrl(
+      this.config.baseUrl,
+      `/v1beta/models/${encodeURIComponent(model)}:streamGenerateContent?alt=sse`,
+    );
   }
 
   complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta> {
@@ -64,7 +83,11 @@ export class GeminiLlm implements LlmProvider {
       if (response.error) {
         const { code, status, message } = response.error;
         const retryable = (code !== undefined && isRetryableStatus(code)) || isRetryableErrorType(status);
-        throw new ProviderError(this.name, `error in stream: ${[status, message].filter(Boolean).join(': ')}`, retryable);
+        throw new ProviderError(
+          this.name,
+          `error in stream: ${[status, message].filter(Boolean).join(': ')}`,
+          retryable,
+        );
       }
       const blockReason = response.promptFeedback?.blockReason;
       if (blockReason) throw new ProviderError(this.name, `the prompt was blocked: ${blockReason}`);
@@ -75,7 +98,12 @@ export class GeminiLlm implements LlmProvider {
         if (call.success) {
           const fn = call.data.functionCall;
           yielded = true;
-          yield { type: 'tool-call', id: fn.id ?? `call_${callCount}`, name: fn.name, argumentsJson: JSON.stringify(fn.args ?? {}) };
+          yield {
+            type: 'tool-call',
+            id: fn.id ?? `call_${callCount}`,
+            name: fn.name,
+            argumentsJson: JSON.stringify(fn.args ?? {}),
+          };
           callCount += 1;
           continue;
         }
@@ -92,7 +120,8 @@ export class GeminiLlm implements LlmProvider {
       if (finishReason) {
         ctx.log.debug({ provider: this.name, finishReason }, 'llm finished');
         // A reply withheld by Google's filters would otherwise be silence on the line.
-        if (!yielded && BLOCKING_FINISH_REASONS.has(finishReason)) throw new ProviderError(this.name, `the reply was blocked: ${finishReason}`);
+        if (!yielded && BLOCKING_FINISH_REASONS.has(finishReason))
+          throw new ProviderError(this.name, `the reply was blocked: ${finishReason}`);
       }
     }
   }
@@ -121,7 +150,12 @@ function toGeminiTools(tools: Array<Record<string, unknown>>): Array<Record<stri
   const native: Array<Record<string, unknown>> = [];
   for (const tool of tools) {
     const fn = openAiToolFunction(tool);
-    if (fn) declarations.push({ name: fn.name, ...(fn.description ? { description: fn.description } : {}), ...(fn.parameters ? { parameters: fn.parameters } : {}) });
+    if (fn)
+      declarations.push({
+        name: fn.name,
+        ...(fn.description ? { description: fn.description } : {}),
+        ...(fn.parameters ? { parameters: fn.parameters } : {}),
+      });
     else native.push(tool);
   }
   return [...(declarations.length > 0 ? [{ functionDeclarations: declarations }] : []), ...native];
@@ -133,7 +167,10 @@ function toGeminiTools(tools: Array<Record<string, unknown>>): Array<Record<stri
  * and model to alternate); a user turn first (CALL_START_TURN) when the bot spoke first or nobody
  * has; images as `inlineData` parts before their text; empty turns dropped.
  */
-export function toGeminiContents(messages: LlmMessage[], ctx?: ProviderContext): { systemInstruction: Content | undefined; contents: Content[] } {
+export function toGeminiContents(
+  messages: LlmMessage[],
+  ctx?: ProviderContext,
+): { systemInstruction: Content | undefined; contents: Content[] } {
   const systemParts: string[] = [];
   const contents: Content[] = [];
   for (const message of messages) {

@@ -13,12 +13,22 @@ import { z } from 'zod';
 // ---- request ----
 
 export const textPart = z.looseObject({ text: z.string(), thought: z.boolean().optional() });
-export const inlineDataPart = z.looseObject({ inlineData: z.looseObject({ mimeType: z.string().min(1), data: z.string().min(1) }) });
+export const inlineDataPart = z.looseObject({
+  inlineData: z.looseObject({ mimeType: z.string().min(1), data: z.string().min(1) }),
+});
 export const functionCallPart = z.looseObject({
-  functionCall: z.looseObject({ name: z.string().min(1), args: z.record(z.string(), z.unknown()).optional(), id: z.string().optional() }),
+  functionCall: z.looseObject({
+    name: z.string().min(1),
+    args: z.record(z.string(), z.unknown()).optional(),
+    id: z.string().optional(),
+  }),
 });
 export const functionResponsePart = z.looseObject({
-  functionResponse: z.looseObject({ name: z.string().min(1), response: z.record(z.string(), z.unknown()), id: z.string().optional() }),
+  functionResponse: z.looseObject({
+    name: z.string().min(1),
+    response: z.record(z.string(), z.unknown()),
+    id: z.string().optional(),
+  }),
 });
 export const part = z.union([textPart, inlineDataPart, functionCallPart, functionResponsePart]);
 export type Part = z.infer<typeof part>;
@@ -39,7 +49,9 @@ export const generationConfig = z.looseObject({
 });
 
 export const functionDeclaration = z.looseObject({
-  name: z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$/, 'must start with a letter or _, then up to 63 letters, digits, _ . or -'),
+  name: z
+    .string()
+    .regex(/^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$/, 'must start with a letter or _, then up to 63 letters, digits, _ . or -'),
   description: z.string().optional(),
   parameters: z.record(z.string(), z.unknown()).optional(),
 });
@@ -67,7 +79,9 @@ export const generateContentResponse = z.looseObject({
   candidates: z
     .array(
       z.looseObject({
-        content: z.looseObject({ role: z.string().optional(), parts: z.array(z.looseObject({})).optional() }).optional(),
+        content: z
+          .looseObject({ role: z.string().optional(), parts: z.array(z.looseObject({})).optional() })
+          .optional(),
         finishReason: z.string().optional(),
         index: z.number().int().optional(),
       }),

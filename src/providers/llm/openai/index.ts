@@ -24,10 +24,31 @@ interface CompatibleVendor {
 
 /** Every name that speaks Chat Completions, with its defaults. One adapter serves them all. */
 export const OPENAI_COMPATIBLE = {
-  openai: { baseUrl: 'https://api.openai.com', model: 'gpt-4o-mini', keyRequired: true, maxTokensField: 'max_completion_tokens' },
-  groq: { baseUrl: 'https://api.groq.com/openai', model: 'llama-3.3-70b-versatile', keyRequired: true, maxTokensField: 'max_tokens' },
-  together: { baseUrl: 'https://api.together.xyz', model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo', keyRequired: true, maxTokensField: 'max_tokens' },
-  grok: { baseUrl: 'https://api.x.ai', model: 'grok-3-mini', keyRequired: true, fallbackKeyEnv: 'XAI_API_KEY', maxTokensField: 'max_tokens' },
+  openai: {
+    baseUrl: 'https://api.openai.com',
+    model: 'gpt-4o-mini',
+    keyRequired: true,
+    maxTokensField: 'max_completion_tokens',
+  },
+  groq: {
+    baseUrl: 'https://api.groq.com/openai',
+    model: 'llama-3.3-70b-versatile',
+    keyRequired: true,
+    maxTokensField: 'max_tokens',
+  },
+  together: {
+    baseUrl: 'https://api.together.xyz',
+    model: 'meta-llama/Llama-3.3-70B-Instruct-Turbo',
+    keyRequired: true,
+    maxTokensField: 'max_tokens',
+  },
+  grok: {
+    baseUrl: 'https://api.x.ai',
+    model: 'grok-3-mini',
+    keyRequired: true,
+    fallbackKeyEnv: 'XAI_API_KEY',
+    maxTokensField: 'max_tokens',
+  },
   // A local Ollama; the key is ignored by Ollama but sent when configured (a proxy may want it).
   ollama: { baseUrl: 'http://127.0.0.1:11434', model: 'llama3.2', keyRequired: false, maxTokensField: 'max_tokens' },
   // Any other compatible server (vLLM, llama.cpp, LiteLLM, ...): the bot names where and which model.
@@ -82,7 +103,10 @@ function resolveEndpoint(name: string, vendor: CompatibleVendor, settings: Provi
   const envName = `SWITCHBOARD_${name.toUpperCase()}_URL`;
   const hasOverride = (typeof perBot === 'string' && perBot.length > 0) || (settings.env[envName] ?? '').length > 0;
   if (!hasOverride) {
-    throw new ProviderError(name, `no endpoint: set service_options.${name}.base_url in the bot configuration or ${envName} on the server (for example http://127.0.0.1:8000)`);
+    throw new ProviderError(
+      name,
+      `no endpoint: set service_options.${name}.base_url in the bot configuration or ${envName} on the server (for example http://127.0.0.1:8000)`,
+    );
   }
   // The default is never used: an override exists.
   return vendorEndpoint(settings, name, 'http://127.0.0.1');

@@ -6,7 +6,12 @@ import { OpenAiEmulator, type OpenAiEmulatorOptions } from '../../../tools/emula
 import type { ProviderSettings } from '../../registry.js';
 import { type LlmDelta, type LlmProvider, type LlmRequest, ProviderError } from '../../types.js';
 import { OPENAI_COMPATIBLE, OPENAI_COMPATIBLE_NAMES, createOpenAiCompatibleLlm } from './index.js';
-import { context, providerFailure as failure, textOf as text, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import {
+  context,
+  providerFailure as failure,
+  textOf as text,
+  EMULATOR_ENV,
+} from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'sk-test-0123456789';
 const FAST = { llmFirstTokenMs: 1, llmTokensPerSec: 2000 };
@@ -27,7 +32,12 @@ function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
   return { options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV, ...over };
 }
 
-const hello: LlmRequest = { messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'What time do you open?' }] };
+const hello: LlmRequest = {
+  messages: [
+    { role: 'system', content: 'Be brief.' },
+    { role: 'user', content: 'What time do you open?' },
+  ],
+};
 
 async function collect(llm: LlmProvider, request: LlmRequest = hello, ctx = context()): Promise<LlmDelta[]> {
   const out: LlmDelta[] = [];
@@ -39,7 +49,10 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   it('sends the exact request: path, headers, body, messages with system and image', async () => {
     const llm = createOpenAiCompatibleLlm(
       'openai',
-      settings({ options: { model: 'gpt-4o', temperature: 0.3, max_tokens: 200 }, serviceOptions: { base_url: server.url, timeout_ms: 5000, seed: 7, user: 'bot-1' } }),
+      settings({
+        options: { model: 'gpt-4o', temperature: 0.3, max_tokens: 200 },
+        serviceOptions: { base_url: server.url, timeout_ms: 5000, seed: 7, user: 'bot-1' },
+      }),
     );
     const request: LlmRequest = {
       messages: [
@@ -94,20 +107,44 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   });
 
   it('answers from the last user message by default', async () => {
-    expect(text(await collect(createOpenAiCompatibleLlm('openai', settings())))).toBe('You said: What time do you open?');
+    expect(text(await collect(createOpenAiCompatibleLlm('openai', settings())))).toBe(
+      'You said: What time do you open?',
+    );
   });
 
   it('passes tools through and assembles streamed tool calls', async () => {
     await start({
-      replies: [{ text: 'Let me check.', toolCalls: [{ name: 'get_hours', argumentsJson: '{"day":"monday","detail":"full"}' }, { name: 'hang_up', argumentsJson: '{}' }] }],
+      replies: [
+        {
+          text: 'Let me check.',
+          toolCalls: [
+            { name: 'get_hours', argumentsJson: '{"day":"monday","detail":"full"}' },
+            { name: 'hang_up', argumentsJson: '{}' },
+          ],
+        },
+      ],
     });
-    const tools = [{ type: 'function', function: { name: 'get_hours', description: 'Opening hours', parameters: { type: 'object', properties: { day: { type: 'string' } } } } }];
+    const tools = [
+      {
+        type: 'function',
+        function: {
+          name: 'get_hours',
+          description: 'Opening hours',
+          parameters: { type: 'object', properties: { day: { type: 'string' } } },
+        },
+      },
+    ];
     const deltas = await collect(createOpenAiCompatibleLlm('openai', settings()), { ...hello, tools });
     expect((emulator.requests[0]!.body as { tools: unknown }).tools).toEqual(tools);
     expect(text(deltas)).toBe('Let me check.');
     const calls = deltas.filter((d) => d.type === 'tool-call');
     expect(calls).toEqual([
-      { type: 'tool-call', id: expect.stringMatching(/^call_/), name: 'get_hours', argumentsJson: '{"day":"monday","detail":"full"}' },
+      {
+        type: 'tool-call',
+        id: expect.stringMatching(/^call_/),
+        name: 'get_hours',
+        argumentsJson: '{"day":"monday","detail":"full"}',
+      },
       { type: 'tool-call', id: expect.stringMatching(/^call_/), name: 'hang_up', argumentsJson: '{}' },
     ]);
     // Tool calls come once complete, after the text.
@@ -115,7 +152,10 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   });
 
   it('stops on abort mid-stream: nothing yielded after, and the server sees the disconnect', async () => {
-    await start({ latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 20 }, replies: ['one two three four five six seven eight nine ten eleven twelve'] });
+    await start({
+      latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 20 },
+      replies: ['one two three four five six seven eight nine ten eleven twelve'],
+    });
     const llm = createOpenAiCompatibleLlm('openai', settings());
     const abort = new AbortController();
     const seen: LlmDelta[] = [];
@@ -129,7 +169,10 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   });
 
   it('leaving the loop early closes the connection', async () => {
-    await start({ latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 20 }, replies: ['one two three four five six seven eight'] });
+    await start({
+      latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 20 },
+      replies: ['one two three four five six seven eight'],
+    });
     for await (const delta of createOpenAiCompatibleLlm('openai', settings()).complete(hello, context())) {
       expect(delta.type).toBe('text');
       break;
@@ -174,7 +217,10 @@ describe('OpenAI-compatible LLM against the emulator', () => {
 
   it('a server that never answers times out with a retryable error', async () => {
     emulator.hangNext = true;
-    const llm = createOpenAiCompatibleLlm('openai', settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
+    const llm = createOpenAiCompatibleLlm(
+      'openai',
+      settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }),
+    );
     // The server never answers, so only the 150 ms timeout can end the request.
     const err = await failure(collect(llm));
     expect(err.retryable).toBe(true);
@@ -192,7 +238,10 @@ describe('OpenAI-compatible LLM against the emulator', () => {
 
   it('headers without any event time out too', async () => {
     emulator.stallAfterTokens = 0;
-    const llm = createOpenAiCompatibleLlm('openai', settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
+    const llm = createOpenAiCompatibleLlm(
+      'openai',
+      settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }),
+    );
     const err = await failure(collect(llm));
     expect(err.retryable).toBe(true);
     expect(err.message).toMatch(/no events within 150 ms/);
@@ -200,7 +249,10 @@ describe('OpenAI-compatible LLM against the emulator', () => {
 
   it('a stream that stalls mid-way times out after yielding what came', async () => {
     emulator.stallAfterTokens = 2;
-    const llm = createOpenAiCompatibleLlm('openai', settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
+    const llm = createOpenAiCompatibleLlm(
+      'openai',
+      settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }),
+    );
     const seen: LlmDelta[] = [];
     const err = await failure(
       (async () => {
@@ -221,7 +273,9 @@ describe('OpenAI-compatible LLM against the emulator', () => {
 
   it('skips a malformed chunk and keeps going', async () => {
     emulator.malformedEventAfterTokens = 1;
-    expect(text(await collect(createOpenAiCompatibleLlm('openai', settings())))).toBe('You said: What time do you open?');
+    expect(text(await collect(createOpenAiCompatibleLlm('openai', settings())))).toBe(
+      'You said: What time do you open?',
+    );
   });
 
   it('a refused connection is a retryable network error', async () => {
@@ -232,7 +286,9 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   });
 
   it('a missing key fails in the factory, naming where to set it', () => {
-    expect(() => createOpenAiCompatibleLlm('openai', settings({ apiKey: undefined }))).toThrow(/api_keys\.openai.*OPENAI_API_KEY/);
+    expect(() => createOpenAiCompatibleLlm('openai', settings({ apiKey: undefined }))).toThrow(
+      /api_keys\.openai.*OPENAI_API_KEY/,
+    );
     expect(() => createOpenAiCompatibleLlm('groq', settings({ apiKey: '' }))).toThrow(ProviderError);
   });
 
@@ -243,7 +299,11 @@ describe('OpenAI-compatible LLM against the emulator', () => {
 });
 
 /** A one-off server that answers every request with the given status, content type and raw body. */
-async function rawServer(status: number, contentType: string, body: string): Promise<{ url: string; close: () => Promise<void> }> {
+async function rawServer(
+  status: number,
+  contentType: string,
+  body: string,
+): Promise<{ url: string; close: () => Promise<void> }> {
   const raw: Server = createServer((_req, res) => {
     res.writeHead(status, { 'content-type': contentType });
     res.end(body);
@@ -257,12 +317,24 @@ describe('OpenAI-compatible servers that differ', () => {
   it('tolerate no role chunk, a whole tool call in one chunk, no id, unknown fields and no [DONE]', async () => {
     const chunks = [
       { choices: [{ delta: { content: 'Sure.' }, x_vendor: 1 }] },
-      { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { name: 'hang_up', arguments: '{"why":"done"}' } }] } }] },
+      {
+        choices: [
+          {
+            index: 0,
+            delta: { tool_calls: [{ index: 0, function: { name: 'hang_up', arguments: '{"why":"done"}' } }] },
+          },
+        ],
+      },
       { choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }], x_groq: { id: 'q' } },
     ];
     const raw = await rawServer(200, 'text/event-stream', chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join(''));
     try {
-      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: EMULATOR_ENV });
+      const llm = createOpenAiCompatibleLlm('ollama', {
+        options: {},
+        apiKey: undefined,
+        serviceOptions: { base_url: raw.url },
+        env: EMULATOR_ENV,
+      });
       expect(await collect(llm)).toEqual([
         { type: 'text', text: 'Sure.' },
         { type: 'tool-call', id: 'call_0', name: 'hang_up', argumentsJson: '{"why":"done"}' },
@@ -273,9 +345,18 @@ describe('OpenAI-compatible servers that differ', () => {
   });
 
   it('a bare-string error in the stream is a ProviderError', async () => {
-    const raw = await rawServer(200, 'text/event-stream', 'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\ndata: {"error":"model crashed"}\n\n');
+    const raw = await rawServer(
+      200,
+      'text/event-stream',
+      'data: {"choices":[{"delta":{"content":"Hi"}}]}\n\ndata: {"error":"model crashed"}\n\n',
+    );
     try {
-      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: EMULATOR_ENV });
+      const llm = createOpenAiCompatibleLlm('ollama', {
+        options: {},
+        apiKey: undefined,
+        serviceOptions: { base_url: raw.url },
+        env: EMULATOR_ENV,
+      });
       expect((await failure(collect(llm))).message).toBe('ollama: error in stream: model crashed');
     } finally {
       await raw.close();
@@ -283,9 +364,18 @@ describe('OpenAI-compatible servers that differ', () => {
   });
 
   it('a whole JSON completion instead of a stream fails without quoting the completion', async () => {
-    const raw = await rawServer(200, 'application/json', JSON.stringify({ choices: [{ message: { content: 'secret words' } }] }));
+    const raw = await rawServer(
+      200,
+      'application/json',
+      JSON.stringify({ choices: [{ message: { content: 'secret words' } }] }),
+    );
     try {
-      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: EMULATOR_ENV });
+      const llm = createOpenAiCompatibleLlm('ollama', {
+        options: {},
+        apiKey: undefined,
+        serviceOptions: { base_url: raw.url },
+        env: EMULATOR_ENV,
+      });
       const err = await failure(collect(llm));
       expect(err.message).toMatch(/expected an event stream/);
       expect(err.message).not.toContain('secret words');
@@ -297,7 +387,12 @@ describe('OpenAI-compatible servers that differ', () => {
   it('a proxy error page becomes one line of text, retryable for 502', async () => {
     const raw = await rawServer(502, 'text/html', '<html>\n<body>Bad   Gateway</body>\n</html>');
     try {
-      const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: raw.url }, env: EMULATOR_ENV });
+      const llm = createOpenAiCompatibleLlm('ollama', {
+        options: {},
+        apiKey: undefined,
+        serviceOptions: { base_url: raw.url },
+        env: EMULATOR_ENV,
+      });
       const err = await failure(collect(llm));
       expect(err.retryable).toBe(true);
       expect(err.message).toBe('ollama: HTTP 502: <html> <body>Bad Gateway</body> </html>');
@@ -342,12 +437,19 @@ describe('OpenAI-compatible names', () => {
     const env = { SWITCHBOARD_GROK_URL: server.url, XAI_API_KEY: KEY };
     await collect(createOpenAiCompatibleLlm('grok', { options: {}, apiKey: undefined, serviceOptions: {}, env }));
     expect(emulator.requests[0]!.status).toBe(200);
-    expect(() => createOpenAiCompatibleLlm('grok', { options: {}, apiKey: undefined, serviceOptions: {}, env: EMULATOR_ENV })).toThrow(/GROK_API_KEY/);
+    expect(() =>
+      createOpenAiCompatibleLlm('grok', { options: {}, apiKey: undefined, serviceOptions: {}, env: EMULATOR_ENV }),
+    ).toThrow(/GROK_API_KEY/);
   });
 
   it('ollama without a key sends no Authorization header', async () => {
     await start({ requireKey: false, apiKey: undefined });
-    const llm = createOpenAiCompatibleLlm('ollama', { options: {}, apiKey: undefined, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV });
+    const llm = createOpenAiCompatibleLlm('ollama', {
+      options: {},
+      apiKey: undefined,
+      serviceOptions: { base_url: server.url },
+      env: EMULATOR_ENV,
+    });
     expect(text(await collect(llm))).toBe('You said: What time do you open?');
     expect(emulator.requests[0]!.headers.authorization).toBeUndefined();
   });
@@ -366,21 +468,36 @@ describe('OpenAI-compatible names', () => {
   });
 
   it('custom_llm without a base_url fails clearly', () => {
-    expect(() => createOpenAiCompatibleLlm('custom_llm', { options: { model: 'm' }, apiKey: undefined, serviceOptions: {}, env: EMULATOR_ENV })).toThrow(
-      /custom_llm: no endpoint: set service_options\.custom_llm\.base_url .* SWITCHBOARD_CUSTOM_LLM_URL/,
-    );
-    expect(() => createOpenAiCompatibleLlm('custom_llm', { options: {}, apiKey: undefined, serviceOptions: { base_url: 'http://x' }, env: EMULATOR_ENV })).toThrow(
-      /no model/,
-    );
+    expect(() =>
+      createOpenAiCompatibleLlm('custom_llm', {
+        options: { model: 'm' },
+        apiKey: undefined,
+        serviceOptions: {},
+        env: EMULATOR_ENV,
+      }),
+    ).toThrow(/custom_llm: no endpoint: set service_options\.custom_llm\.base_url .* SWITCHBOARD_CUSTOM_LLM_URL/);
+    expect(() =>
+      createOpenAiCompatibleLlm('custom_llm', {
+        options: {},
+        apiKey: undefined,
+        serviceOptions: { base_url: 'http://x' },
+        env: EMULATOR_ENV,
+      }),
+    ).toThrow(/no model/);
   });
 
   it('rejects options of the wrong type clearly', () => {
-    expect(() => createOpenAiCompatibleLlm('openai', settings({ options: { temperature: 'hot' } }))).toThrow(/invalid llm options: temperature/);
+    expect(() => createOpenAiCompatibleLlm('openai', settings({ options: { temperature: 'hot' } }))).toThrow(
+      /invalid llm options: temperature/,
+    );
   });
 });
 
 describe('OpenAI emulator', () => {
-  async function post(body: unknown, headers: Record<string, string> = { authorization: `Bearer ${KEY}` }): Promise<Response> {
+  async function post(
+    body: unknown,
+    headers: Record<string, string> = { authorization: `Bearer ${KEY}` },
+  ): Promise<Response> {
     return fetch(`${server.url}/v1/chat/completions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', ...headers },
@@ -405,14 +522,23 @@ describe('OpenAI emulator', () => {
 
   it('streams data-only lines ending in [DONE], with the usage chunk when asked', async () => {
     await start({ replies: ['Hi there.'] });
-    const res = await post({ model: 'gpt-4o-mini', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }] });
+    const res = await post({
+      model: 'gpt-4o-mini',
+      stream: true,
+      stream_options: { include_usage: true },
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const raw = await res.text();
     expect(raw).not.toMatch(/^event:/m);
     const lines = raw.split('\n\n').filter(Boolean);
     expect(lines.at(-1)).toBe('data: [DONE]');
     const chunks = lines.slice(0, -1).map((line) => JSON.parse(line.replace(/^data: /, '')) as Record<string, unknown>);
-    expect(chunks[0]).toMatchObject({ object: 'chat.completion.chunk', model: 'gpt-4o-mini', choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }] });
+    expect(chunks[0]).toMatchObject({
+      object: 'chat.completion.chunk',
+      model: 'gpt-4o-mini',
+      choices: [{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }],
+    });
     expect(chunks.at(-2)).toMatchObject({ choices: [{ delta: {}, finish_reason: 'stop' }] });
     expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { completion_tokens: 2 } });
   });
@@ -440,8 +566,11 @@ describe('OpenAI emulator', () => {
 
   it('keeps a bounded request log and counts everything', async () => {
     await start({ maxRecordedRequests: 2 });
-    for (const content of ['a', 'b', 'c']) await (await post({ model: 'm', messages: [{ role: 'user', content }] })).text();
-    expect(emulator.requests.map((r) => (r.body as { messages: Array<{ content: string }> }).messages[0]!.content)).toEqual(['b', 'c']);
+    for (const content of ['a', 'b', 'c'])
+      await (await post({ model: 'm', messages: [{ role: 'user', content }] })).text();
+    expect(
+      emulator.requests.map((r) => (r.body as { messages: Array<{ content: string }> }).messages[0]!.content),
+    ).toEqual(['b', 'c']);
     expect(emulator.stats).toMatchObject({ requests: 3, completed: 3, abortedByClient: 0, active: 0 });
   });
 

@@ -91,13 +91,22 @@ export class OpenAiLlm implements LlmProvider {
     return body;
   }
 
-  private *deltas(payload: StreamPayload, toolCalls: Map<number, PendingToolCall>, ctx: ProviderContext): Iterable<LlmDelta> {
+  private *deltas(
+    payload: StreamPayload,
+    toolCalls: Map<number, PendingToolCall>,
+    ctx: ProviderContext,
+  ): Iterable<LlmDelta> {
     if (payload.error) {
-      if (typeof payload.error === 'string') throw new ProviderError(this.config.name, `error in stream: ${payload.error}`);
+      if (typeof payload.error === 'string')
+        throw new ProviderError(this.config.name, `error in stream: ${payload.error}`);
       const { message, type, code } = payload.error;
       const kind = type ?? (typeof code === 'string' ? code : undefined);
       const retryable = isRetryableErrorType(kind) || (typeof code === 'number' && isRetryableStatus(code));
-      throw new ProviderError(this.config.name, `error in stream: ${[kind, message].filter(Boolean).join(': ')}`, retryable);
+      throw new ProviderError(
+        this.config.name,
+        `error in stream: ${[kind, message].filter(Boolean).join(': ')}`,
+        retryable,
+      );
     }
     // n is always 1 here, so the first choice is the answer.
     const choice = payload.choices?.find((c) => (c.index ?? 0) === 0);
@@ -122,7 +131,11 @@ export class OpenAiLlm implements LlmProvider {
   }
 }
 
-function* drainToolCalls(toolCalls: Map<number, PendingToolCall>, ctx: ProviderContext, provider: string): Iterable<LlmDelta> {
+function* drainToolCalls(
+  toolCalls: Map<number, PendingToolCall>,
+  ctx: ProviderContext,
+  provider: string,
+): Iterable<LlmDelta> {
   const indexes = [...toolCalls.keys()].sort((a, b) => a - b);
   for (const index of indexes) {
     const call = toolCalls.get(index)!;
@@ -131,7 +144,12 @@ function* drainToolCalls(toolCalls: Map<number, PendingToolCall>, ctx: ProviderC
       ctx.log.debug({ provider, index }, 'skipped a tool call without a name');
       continue;
     }
-    yield { type: 'tool-call', id: call.id ?? `call_${index}`, name: call.name, argumentsJson: call.argumentsJson || '{}' };
+    yield {
+      type: 'tool-call',
+      id: call.id ?? `call_${index}`,
+      name: call.name,
+      argumentsJson: call.argumentsJson || '{}',
+    };
   }
 }
 
@@ -145,10 +163,14 @@ export function toChatMessages(messages: LlmMessage[], ctx: ProviderContext, pro
   for (const message of messages) {
     const hasText = message.content.trim().length > 0;
     const image = message.imageBase64 && message.role === 'user' ? splitImage(message.imageBase64) : undefined;
-    if (message.imageBase64 && !image) ctx.log.debug({ provider, role: message.role }, 'dropped an image on a non-user message');
+    if (message.imageBase64 && !image)
+      ctx.log.debug({ provider, role: message.role }, 'dropped an image on a non-user message');
     if (!hasText && !image) continue;
     if (image) {
-      const imagePart = { type: 'image_url' as const, image_url: { url: `data:${image.mediaType};base64,${image.data}` } };
+      const imagePart = {
+        type: 'image_url' as const,
+        image_url: { url: `data:${image.mediaType};base64,${image.data}` },
+      };
       out.push({ role: 'user', content: hasText ? [{ type: 'text', text: message.content }, imagePart] : [imagePart] });
     } else {
       out.push({ role: message.role, content: message.content });

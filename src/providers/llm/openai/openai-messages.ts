@@ -12,7 +12,11 @@ export const imageUrlPart = z.looseObject({
   type: z.literal('image_url'),
   image_url: z.looseObject({ url: z.string().min(1), detail: z.enum(['auto', 'low', 'high']).optional() }),
 });
-const userPart = z.discriminatedUnion('type', [textPart, imageUrlPart, z.looseObject({ type: z.literal('input_audio'), input_audio: z.unknown() })]);
+const userPart = z.discriminatedUnion('type', [
+  textPart,
+  imageUrlPart,
+  z.looseObject({ type: z.literal('input_audio'), input_audio: z.unknown() }),
+]);
 
 export const toolCall = z.looseObject({
   id: z.string().min(1),
@@ -28,7 +32,11 @@ export const chatMessage = z.discriminatedUnion('role', [
     content: z.union([z.string(), z.array(textPart), z.null()]).optional(),
     tool_calls: z.array(toolCall).optional(),
   }),
-  z.looseObject({ role: z.literal('tool'), tool_call_id: z.string().min(1), content: z.union([z.string(), z.array(textPart)]) }),
+  z.looseObject({
+    role: z.literal('tool'),
+    tool_call_id: z.string().min(1),
+    content: z.union([z.string(), z.array(textPart)]),
+  }),
 ]);
 export type ChatMessage = z.infer<typeof chatMessage>;
 

@@ -7,7 +7,14 @@ export const serverMessage = z.looseObject({
     .looseObject({
       modelTurn: z
         .looseObject({
-          parts: z.array(z.looseObject({ inlineData: z.looseObject({ mimeType: z.string(), data: z.string() }).optional(), text: z.string().optional() })).optional(),
+          parts: z
+            .array(
+              z.looseObject({
+                inlineData: z.looseObject({ mimeType: z.string(), data: z.string() }).optional(),
+                text: z.string().optional(),
+              }),
+            )
+            .optional(),
         })
         .optional(),
       outputTranscription: z.looseObject({ text: z.string().optional() }).optional(),

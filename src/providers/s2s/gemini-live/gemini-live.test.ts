@@ -4,7 +4,14 @@ import { GeminiLiveEmulator, type GeminiLiveEmulatorOptions } from '../../../too
 import type { ProviderSettings } from '../../registry.js';
 import type { S2sSession } from '../types.js';
 import { createGeminiLive } from './index.js';
-import { EMULATOR_ENV, context, providerFailure, startSilentServer, startStallingRefusal, until } from '../../../../test/helpers/provider-kit.js';
+import {
+  EMULATOR_ENV,
+  context,
+  providerFailure,
+  startSilentServer,
+  startStallingRefusal,
+  until,
+} from '../../../../test/helpers/provider-kit.js';
 import { RecordedS2sEvents, silenceFrames, speechFrames } from '../../../../test/helpers/s2s-kit.js';
 
 const KEY = 'gemini-live-test-0123456789';
@@ -36,7 +43,9 @@ function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
   return { options: {}, apiKey: KEY, serviceOptions: { base_url: baseUrl }, env: EMULATOR_ENV, ...over };
 }
 
-async function open(options: { greet?: boolean; settings?: ProviderSettings } = {}): Promise<{ session: S2sSession; events: RecordedS2sEvents }> {
+async function open(
+  options: { greet?: boolean; settings?: ProviderSettings } = {},
+): Promise<{ session: S2sSession; events: RecordedS2sEvents }> {
   const events = new RecordedS2sEvents();
   const provider = createGeminiLive(options.settings ?? settings());
   const history = [{ role: 'system' as const, content: 'You are a receptionist.' }];
@@ -57,10 +66,20 @@ describe('Gemini Live against the emulator', () => {
     const connection = emulator.connections[0]!;
     expect(connection.setup).toMatchObject({
       model: 'models/gemini-2.5-flash-native-audio-preview-12-2025',
-      generationConfig: { responseModalities: ['AUDIO'], speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Puck' } } } },
+      generationConfig: {
+        responseModalities: ['AUDIO'],
+        speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: 'Puck' } } },
+      },
       systemInstruction: { parts: [{ text: 'You are a receptionist.' }] },
     });
-    expect(connection.messages).toEqual([{ clientContent: { turns: [{ role: 'user', parts: [{ text: 'The caller has just connected. Greet them.' }] }], turnComplete: true } }]);
+    expect(connection.messages).toEqual([
+      {
+        clientContent: {
+          turns: [{ role: 'user', parts: [{ text: 'The caller has just connected. Greet them.' }] }],
+          turnComplete: true,
+        },
+      },
+    ]);
 
     expect(events.itemsDone).toEqual(['turn-1']);
     // 24 kHz PCM resampled to 8 kHz: the reply's 60 ms per character, give or take the resampler's edge.
@@ -87,7 +106,10 @@ describe('Gemini Live against the emulator', () => {
   });
 
   it('reports the vendor interrupting itself, and gives the next model turn a new id', async () => {
-    await start({ replies: ['A long answer that the caller will not let the bot finish.', REPLY], latencies: { ...FAST, ttsRealTimeFactor: 1 } });
+    await start({
+      replies: ['A long answer that the caller will not let the bot finish.', REPLY],
+      latencies: { ...FAST, ttsRealTimeFactor: 1 },
+    });
     const { session, events } = await open({ greet: true });
     await events.until(() => events.audio.has('turn-1'));
 
@@ -107,14 +129,18 @@ describe('Gemini Live against the emulator', () => {
     const { session, events } = await open();
     session.sendText('The caller pressed 1.');
     await events.until(() => events.itemsDone.length === 1);
-    expect(emulator.connections[0]!.messages).toEqual([{ clientContent: { turns: [{ role: 'user', parts: [{ text: 'The caller pressed 1.' }] }], turnComplete: true } }]);
+    expect(emulator.connections[0]!.messages).toEqual([
+      { clientContent: { turns: [{ role: 'user', parts: [{ text: 'The caller pressed 1.' }] }], turnComplete: true } },
+    ]);
   });
 
   it('refuses a wrong key with a non-retryable error that does not show the key', async () => {
     const wrong = 'gemini-wrong-key-999999';
     const err = await providerFailure(open({ settings: settings({ apiKey: wrong }) }));
     expect(err.retryable).toBe(false);
-    expect(err.message).toBe('gemini_live: handshake refused: HTTP 401: UNAUTHENTICATED: API key not valid. Please pass a valid API key.');
+    expect(err.message).toBe(
+      'gemini_live: handshake refused: HTTP 401: UNAUTHENTICATED: API key not valid. Please pass a valid API key.',
+    );
     expect(err.message).not.toContain(wrong);
   });
 
@@ -131,7 +157,9 @@ describe('Gemini Live against the emulator', () => {
   it('gives up on a vendor that never completes the setup, retryably', async () => {
     const silent = await startSilentServer();
     try {
-      const err = await providerFailure(open({ settings: settings({ serviceOptions: { base_url: silent.url, timeout_ms: 200 } }) }));
+      const err = await providerFailure(
+        open({ settings: settings({ serviceOptions: { base_url: silent.url, timeout_ms: 200 } }) }),
+      );
       expect(err.message).toMatch(/^gemini_live: (no setupComplete|no answer to the handshake) within 200 ms$/);
       expect(err.retryable).toBe(true);
     } finally {

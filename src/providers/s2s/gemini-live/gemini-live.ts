@@ -52,15 +52,27 @@ class LiveSession extends S2sSocketSession implements S2sSession {
     super(ws, PROVIDER, ctx, events);
   }
 
-  static async connect(config: GeminiLiveConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<LiveSession> {
-    const ws = openVendorSocket(`${config.url}?key=${encodeURIComponent(config.apiKey)}`, { timeoutMs: config.handshakeTimeoutMs, lookup: config.guard?.lookup });
+  static async connect(
+    config: GeminiLiveConfig,
+    ctx: ProviderContext,
+    options: S2sOptions,
+    events: S2sEvents,
+  ): Promise<LiveSession> {
+    const ws = openVendorSocket(`${config.url}?key=${encodeURIComponent(config.apiKey)}`, {
+      timeoutMs: config.handshakeTimeoutMs,
+      lookup: config.guard?.lookup,
+    });
     const fail = (error: ProviderError, reject: (e: ProviderError) => void) => {
       ws.removeAllListeners('message');
       ws.terminate();
       reject(error);
     };
     await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => fail(new ProviderError(PROVIDER, `no setupComplete within ${config.handshakeTimeoutMs} ms`, true), reject), config.handshakeTimeoutMs);
+      const timer = setTimeout(
+        () =>
+          fail(new ProviderError(PROVIDER, `no setupComplete within ${config.handshakeTimeoutMs} ms`, true), reject),
+        config.handshakeTimeoutMs,
+      );
       ws.once('open', () => ws.send(JSON.stringify(setupMessage(config, options))));
       ws.on('message', (data) => {
         if (!frameText(data).includes('setupComplete')) return;
@@ -75,7 +87,13 @@ class LiveSession extends S2sSocketSession implements S2sSession {
       ws.once('close', (code, reason) => {
         clearTimeout(timer);
         // Gemini refuses a bad setup (model, key) by closing with a reason.
-        reject(new ProviderError(PROVIDER, `closed during setup (code ${code}${reason.length > 0 ? `: ${oneLine(redact(reason.toString(), config.apiKey))}` : ''})`, isRetryableCloseCode(code)));
+        reject(
+          new ProviderError(
+            PROVIDER,
+            `closed during setup (code ${code}${reason.length > 0 ? `: ${oneLine(redact(reason.toString(), config.apiKey))}` : ''})`,
+            isRetryableCloseCode(code),
+          ),
+        );
       });
       ws.once('error', (err) => {
         clearTimeout(timer);
@@ -92,7 +110,14 @@ class LiveSession extends S2sSocketSession implements S2sSession {
 
   sendAudio(mulaw: Uint8Array): void {
     const pcm = this.input.convert(mulaw);
-    this.send({ realtimeInput: { audio: { mimeType: `audio/pcm;rate=${INPUT_RATE_HZ}`, data: Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64') } } });
+    this.send({
+      realtimeInput: {
+        audio: {
+          mimeType: `audio/pcm;rate=${INPUT_RATE_HZ}`,
+          data: Buffer.from(pcm.buffer, pcm.byteOffset, pcm.byteLength).toString('base64'),
+        },
+      },
+    });
   }
 
   sendText(text: string): void {
@@ -109,7 +134,8 @@ class LiveSession extends S2sSocketSession implements S2sSession {
       .filter((m) => m.role !== 'system')
       .map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: [{ text: m.content }] }));
     if (options.greet) {
-      if (turns.length === 0) turns.push({ role: 'user', parts: [{ text: 'The caller has just connected. Greet them.' }] });
+      if (turns.length === 0)
+        turns.push({ role: 'user', parts: [{ text: 'The caller has just connected. Greet them.' }] });
       this.send({ clientContent: { turns, turnComplete: true } });
     } else if (turns.length > 0) {
       this.send({ clientContent: { turns, turnComplete: false } });
@@ -128,7 +154,11 @@ class LiveSession extends S2sSocketSession implements S2sSession {
     const parsed = serverMessage.safeParse(json);
     if (!parsed.success) return;
     const content = parsed.data.serverContent;
-    if (parsed.data.goAway) this.ctx.log.warn({ provider: PROVIDER, timeLeft: parsed.data.goAway.timeLeft }, 'gemini live will close the session soon');
+    if (parsed.data.goAway)
+      this.ctx.log.warn(
+        { provider: PROVIDER, timeLeft: parsed.data.goAway.timeLeft },
+        'gemini live will close the session soon',
+      );
     if (!content) return;
     if (content.interrupted) {
       this.events.onSpeechStarted();
@@ -138,14 +168,16 @@ class LiveSession extends S2sSocketSession implements S2sSession {
       const inline = part.inlineData;
       if (!inline?.mimeType.startsWith('audio/pcm')) continue;
       const rateHz = pcmRateHz(inline.mimeType);
-      if (!this.output || this.output.from.sampleRateHz !== rateHz) this.output = new AudioConverter({ encoding: 'linear16', sampleRateHz: rateHz }, TELEPHONY);
+      if (!this.output || this.output.from.sampleRateHz !== rateHz)
+        this.output = new AudioConverter({ encoding: 'linear16', sampleRateHz: rateHz }, TELEPHONY);
       const mulaw = this.output.convert(Buffer.from(inline.data, 'base64'));
       if (mulaw.length === 0) continue;
       this.turnHasAudio = true;
       this.events.onAudio(this.turnId(), mulaw);
     }
     if (content.outputTranscription?.text) this.events.onBotTranscript(this.turnId(), content.outputTranscription.text);
-    if (content.inputTranscription?.text && content.inputTranscription.finished !== false) this.events.onUserTranscript(content.inputTranscription.text);
+    if (content.inputTranscription?.text && content.inputTranscription.finished !== false)
+      this.events.onUserTranscript(content.inputTranscription.text);
     // turnComplete may wait for playback; generationComplete says the audio is all here.
     if (content.generationComplete || content.turnComplete) {
       if (this.turnHasAudio) {
@@ -166,20 +198,28 @@ class LiveSession extends S2sSocketSession implements S2sSession {
   private turnId(): string {
     return `turn-${this.turn}`;
   }
-
 }
 
 function setupMessage(config: GeminiLiveConfig, options: S2sOptions): Record<string, unknown> {
-  const instructions = options.history.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
+  const instructions = options.history
+    .filter((m) => m.role === 'system')
+    .map((m) => m.content)
+    .join('\n\n');
   return {
     setup: {
       model: config.model.startsWith('models/') ? config.model : `models/${config.model}`,
       generationConfig: {
         responseModalities: ['AUDIO'],
-        speechConfig: { voiceConfig: { prebuiltVoiceConfig: { voiceName: config.voice } }, ...(config.language ? { languageCode: config.language } : {}) },
+        speechConfig: {
+          voiceConfig: { prebuiltVoiceConfig: { voiceName: config.voice } },
+          ...(config.language ? { languageCode: config.language } : {}),
+        },
       },
       ...(instructions ? { systemInstruction: { parts: [{ text: instructions }] } } : {}),
-      realtimeInputConfig: { automaticActivityDetection: { disabled: false }, activityHandling: 'START_OF_ACTIVITY_INTERRUPTS' },
+      realtimeInputConfig: {
+        automaticActivityDetection: { disabled: false },
+        activityHandling: 'START_OF_ACTIVITY_INTERRUPTS',
+      },
       inputAudioTranscription: {},
       outputAudioTranscription: {},
     },

@@ -24,7 +24,8 @@ const serviceOptionsSchema = z.looseObject({
 export function createGeminiLive(settings: ProviderSettings): GeminiLive {
   const service = parseOptions('gemini_live', 'invalid service options', serviceOptionsSchema, settings.serviceOptions);
   const { baseUrl: base, guard } = vendorEndpoint(settings, 'gemini', GEMINI_ORIGIN);
-  const option = (name: string) => (typeof settings.options[name] === 'string' ? (settings.options[name] as string) : undefined);
+  const option = (name: string) =>
+    typeof settings.options[name] === 'string' ? (settings.options[name] as string) : undefined;
   return new GeminiLive({
     guard,
     url: `${toWebSocketUrl(base)}${LIVE_PATH}`,

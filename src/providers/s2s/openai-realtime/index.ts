@@ -26,7 +26,12 @@ const serviceOptionsSchema = z.looseObject({
  * key: api_keys.<name>, api_keys.openai, or OPENAI_API_KEY. `config` llm options: model, voice.
  */
 export function createOpenAiRealtime(settings: ProviderSettings): OpenAiRealtime {
-  const service = parseOptions('openai_realtime', 'invalid service options', serviceOptionsSchema, settings.serviceOptions);
+  const service = parseOptions(
+    'openai_realtime',
+    'invalid service options',
+    serviceOptionsSchema,
+    settings.serviceOptions,
+  );
   const protocol = service.protocol ?? 'ga';
   const model = typeof settings.options.model === 'string' ? settings.options.model : DEFAULT_REALTIME_MODEL[protocol];
   const voice = typeof settings.options.voice === 'string' ? settings.options.voice : DEFAULT_REALTIME_VOICE[protocol];

@@ -7,8 +7,14 @@ import { z } from 'zod';
  */
 export type RealtimeProtocol = 'ga' | 'beta';
 
-export const AUDIO_DELTA: Record<RealtimeProtocol, string> = { ga: 'response.output_audio.delta', beta: 'response.audio.delta' };
-export const AUDIO_DONE: Record<RealtimeProtocol, string> = { ga: 'response.output_audio.done', beta: 'response.audio.done' };
+export const AUDIO_DELTA: Record<RealtimeProtocol, string> = {
+  ga: 'response.output_audio.delta',
+  beta: 'response.audio.delta',
+};
+export const AUDIO_DONE: Record<RealtimeProtocol, string> = {
+  ga: 'response.output_audio.done',
+  beta: 'response.audio.done',
+};
 export const TRANSCRIPT_DONE: Record<RealtimeProtocol, string> = {
   ga: 'response.output_audio_transcript.done',
   beta: 'response.audio_transcript.done',
@@ -25,4 +31,7 @@ export const errorEvent = z.looseObject({
 });
 
 /** Errors that only say a cancel or a response request raced the server; nothing is wrong. */
-export const HARMLESS_ERROR_CODES: ReadonlySet<string> = new Set(['response_cancel_not_active', 'conversation_already_has_active_response']);
+export const HARMLESS_ERROR_CODES: ReadonlySet<string> = new Set([
+  'response_cancel_not_active',
+  'conversation_already_has_active_response',
+]);

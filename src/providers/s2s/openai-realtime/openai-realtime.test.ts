@@ -1,10 +1,20 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
-import { OpenAiRealtimeEmulator, type OpenAiRealtimeEmulatorOptions } from '../../../tools/emulators/openai-realtime-emulator.js';
+import {
+  OpenAiRealtimeEmulator,
+  type OpenAiRealtimeEmulatorOptions,
+} from '../../../tools/emulators/openai-realtime-emulator.js';
 import type { ProviderSettings } from '../../registry.js';
 import type { S2sSession } from '../types.js';
 import { createOpenAiRealtime } from './index.js';
-import { EMULATOR_ENV, context, providerFailure, startSilentServer, startStallingRefusal, until } from '../../../../test/helpers/provider-kit.js';
+import {
+  EMULATOR_ENV,
+  context,
+  providerFailure,
+  startSilentServer,
+  startStallingRefusal,
+  until,
+} from '../../../../test/helpers/provider-kit.js';
 import { RecordedS2sEvents, silenceFrames, speechFrames } from '../../../../test/helpers/s2s-kit.js';
 
 const KEY = 'sk-realtime-test-0123456789';
@@ -36,7 +46,9 @@ function settings(over: Partial<ProviderSettings> = {}): ProviderSettings {
   return { options: {}, apiKey: KEY, serviceOptions: { base_url: baseUrl }, env: EMULATOR_ENV, ...over };
 }
 
-async function open(options: { greet?: boolean; settings?: ProviderSettings } = {}): Promise<{ session: S2sSession; events: RecordedS2sEvents }> {
+async function open(
+  options: { greet?: boolean; settings?: ProviderSettings } = {},
+): Promise<{ session: S2sSession; events: RecordedS2sEvents }> {
   const events = new RecordedS2sEvents();
   const provider = createOpenAiRealtime(options.settings ?? settings());
   const history = [
@@ -67,11 +79,20 @@ describe('OpenAI Realtime against the emulator', () => {
       session: {
         type: 'realtime',
         instructions: 'You are a receptionist.',
-        audio: { input: { format: { type: 'audio/pcmu' } }, output: { format: { type: 'audio/pcmu' }, voice: 'marin' } },
+        audio: {
+          input: { format: { type: 'audio/pcmu' } },
+          output: { format: { type: 'audio/pcmu' }, voice: 'marin' },
+        },
       },
     });
-    expect(rest.map((e) => e.type)).toEqual(['conversation.item.create', 'conversation.item.create', 'response.create']);
-    expect(rest[1]).toMatchObject({ item: { role: 'assistant', content: [{ type: 'output_text', text: 'Earlier answer.' }] } });
+    expect(rest.map((e) => e.type)).toEqual([
+      'conversation.item.create',
+      'conversation.item.create',
+      'response.create',
+    ]);
+    expect(rest[1]).toMatchObject({
+      item: { role: 'assistant', content: [{ type: 'output_text', text: 'Earlier answer.' }] },
+    });
 
     const itemId = events.itemsDone[0]!;
     expect(events.audio.get(itemId)).toBe(REPLY.length * BYTES_PER_CHAR);
@@ -80,13 +101,18 @@ describe('OpenAI Realtime against the emulator', () => {
   });
 
   it('speaks the beta protocol when asked: its header, g711_ulaw and its event names', async () => {
-    const { events } = await open({ greet: true, settings: settings({ serviceOptions: { base_url: baseUrl, protocol: 'beta' } }) });
+    const { events } = await open({
+      greet: true,
+      settings: settings({ serviceOptions: { base_url: baseUrl, protocol: 'beta' } }),
+    });
     await events.until(() => events.itemsDone.length === 1 && events.botTranscripts.length === 1);
 
     const connection = emulator.connections[0]!;
     expect(connection.protocol).toBe('beta');
     expect(connection.model).toBe('gpt-4o-realtime-preview-2024-10-01');
-    expect(connection.events[0]).toMatchObject({ session: { input_audio_format: 'g711_ulaw', output_audio_format: 'g711_ulaw', voice: 'alloy' } });
+    expect(connection.events[0]).toMatchObject({
+      session: { input_audio_format: 'g711_ulaw', output_audio_format: 'g711_ulaw', voice: 'alloy' },
+    });
     expect(events.audio.get(events.itemsDone[0]!)).toBe(REPLY.length * BYTES_PER_CHAR);
   });
 
@@ -103,7 +129,10 @@ describe('OpenAI Realtime against the emulator', () => {
   });
 
   it('on interrupt, cancels the response and truncates the item to what the caller heard', async () => {
-    await start({ replies: ['A long answer that the caller will not let the bot finish.'], latencies: { ...FAST, ttsRealTimeFactor: 1 } });
+    await start({
+      replies: ['A long answer that the caller will not let the bot finish.'],
+      latencies: { ...FAST, ttsRealTimeFactor: 1 },
+    });
     const { session, events } = await open({ greet: true });
     await events.until(() => events.audio.size === 1);
     const itemId = [...events.audio.keys()][0]!;
@@ -123,7 +152,10 @@ describe('OpenAI Realtime against the emulator', () => {
     session.sendText('The caller pressed 1.');
     await events.until(() => events.itemsDone.length === 1);
     expect(emulator.connections[0]!.events.slice(-2)).toEqual([
-      { type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'The caller pressed 1.' }] } },
+      {
+        type: 'conversation.item.create',
+        item: { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'The caller pressed 1.' }] },
+      },
       { type: 'response.create' },
     ]);
   });
@@ -132,7 +164,9 @@ describe('OpenAI Realtime against the emulator', () => {
     const wrong = 'sk-wrong-key-999999';
     const err = await providerFailure(open({ settings: settings({ apiKey: wrong }) }));
     expect(err.retryable).toBe(false);
-    expect(err.message).toBe('openai_realtime: handshake refused: HTTP 401: invalid_request_error: Incorrect API key provided.');
+    expect(err.message).toBe(
+      'openai_realtime: handshake refused: HTTP 401: invalid_request_error: Incorrect API key provided.',
+    );
     expect(err.message).not.toContain(wrong);
   });
 
@@ -150,7 +184,9 @@ describe('OpenAI Realtime against the emulator', () => {
   it('gives up on a vendor that never answers the handshake, retryably', async () => {
     const silent = await startSilentServer();
     try {
-      const err = await providerFailure(open({ settings: settings({ serviceOptions: { base_url: silent.url, timeout_ms: 200 } }) }));
+      const err = await providerFailure(
+        open({ settings: settings({ serviceOptions: { base_url: silent.url, timeout_ms: 200 } }) }),
+      );
       expect(err.message).toBe('openai_realtime: no answer to the handshake within 200 ms');
       expect(err.retryable).toBe(true);
     } finally {
@@ -167,6 +203,8 @@ describe('OpenAI Realtime against the emulator', () => {
   });
 
   it('refuses service options of the wrong type when the provider is built', () => {
-    expect(() => createOpenAiRealtime(settings({ serviceOptions: { protocol: 'v2' } }))).toThrow(/openai_realtime: invalid service options: protocol/);
+    expect(() => createOpenAiRealtime(settings({ serviceOptions: { protocol: 'v2' } }))).toThrow(
+      /openai_realtime: invalid service options: protocol/,
+    );
   });
 });

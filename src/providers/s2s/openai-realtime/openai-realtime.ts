@@ -63,7 +63,12 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
     super(ws, PROVIDER, ctx, events);
   }
 
-  static async connect(config: OpenAiRealtimeConfig, ctx: ProviderContext, options: S2sOptions, events: S2sEvents): Promise<RealtimeSession> {
+  static async connect(
+    config: OpenAiRealtimeConfig,
+    ctx: ProviderContext,
+    options: S2sOptions,
+    events: S2sEvents,
+  ): Promise<RealtimeSession> {
     const headers: Record<string, string> = { Authorization: `Bearer ${config.apiKey}` };
     if (config.protocol === 'beta') headers['OpenAI-Beta'] = 'realtime=v1';
     const ws = openVendorSocket(`${config.url}?model=${encodeURIComponent(config.model)}`, {
@@ -92,24 +97,45 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
   }
 
   sendAudio(mulaw: Uint8Array): void {
-    this.send({ type: 'input_audio_buffer.append', audio: Buffer.from(mulaw.buffer, mulaw.byteOffset, mulaw.byteLength).toString('base64') });
+    this.send({
+      type: 'input_audio_buffer.append',
+      audio: Buffer.from(mulaw.buffer, mulaw.byteOffset, mulaw.byteLength).toString('base64'),
+    });
   }
 
   sendText(text: string): void {
-    this.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] } });
+    this.send({
+      type: 'conversation.item.create',
+      item: { type: 'message', role: 'user', content: [{ type: 'input_text', text }] },
+    });
     this.send({ type: 'response.create' });
   }
 
   interrupt(itemId: string, heardMs: number): void {
     // The server's VAD has usually cancelled already; a second cancel only earns a harmless error.
     this.send({ type: 'response.cancel' });
-    this.send({ type: 'conversation.item.truncate', item_id: itemId, content_index: 0, audio_end_ms: Math.max(0, Math.round(heardMs)) });
+    this.send({
+      type: 'conversation.item.truncate',
+      item_id: itemId,
+      content_index: 0,
+      audio_end_ms: Math.max(0, Math.round(heardMs)),
+    });
   }
 
   private configure(options: S2sOptions): void {
     const { protocol, voice, model } = this.config;
-    const instructions = options.history.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n');
-    const turnDetection = { type: 'server_vad', threshold: 0.5, prefix_padding_ms: 300, silence_duration_ms: 500, create_response: true, interrupt_response: true };
+    const instructions = options.history
+      .filter((m) => m.role === 'system')
+      .map((m) => m.content)
+      .join('\n\n');
+    const turnDetection = {
+      type: 'server_vad',
+      threshold: 0.5,
+      prefix_padding_ms: 300,
+      silence_duration_ms: 500,
+      create_response: true,
+      interrupt_response: true,
+    };
     const session =
       protocol === 'ga'
         ? {
@@ -118,7 +144,11 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
             output_modalities: ['audio'],
             instructions,
             audio: {
-              input: { format: { type: 'audio/pcmu' }, turn_detection: turnDetection, transcription: { model: 'gpt-4o-mini-transcribe' } },
+              input: {
+                format: { type: 'audio/pcmu' },
+                turn_detection: turnDetection,
+                transcription: { model: 'gpt-4o-mini-transcribe' },
+              },
               output: { format: { type: 'audio/pcmu' }, voice },
             },
           }
@@ -136,7 +166,10 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
     for (const message of options.history) {
       if (message.role === 'system') continue;
       const contentType = message.role === 'user' ? 'input_text' : assistantContentType;
-      this.send({ type: 'conversation.item.create', item: { type: 'message', role: message.role, content: [{ type: contentType, text: message.content }] } });
+      this.send({
+        type: 'conversation.item.create',
+        item: { type: 'message', role: message.role, content: [{ type: contentType, text: message.content }] },
+      });
     }
     if (options.greet) this.send({ type: 'response.create' });
   }
@@ -172,9 +205,9 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
       const event = errorEvent.safeParse(json);
       const code = event.success ? (event.data.error.code ?? undefined) : undefined;
       const message = event.success ? event.data.error.message : undefined;
-      if (code && HARMLESS_ERROR_CODES.has(code)) this.ctx.log.debug({ provider: PROVIDER, code }, 'realtime race reported');
+      if (code && HARMLESS_ERROR_CODES.has(code))
+        this.ctx.log.debug({ provider: PROVIDER, code }, 'realtime race reported');
       else this.ctx.log.warn({ provider: PROVIDER, code, message }, 'realtime error event');
     }
   }
-
 }

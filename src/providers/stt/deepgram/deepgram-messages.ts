@@ -9,10 +9,17 @@ import { z } from 'zod';
 // ---- client → server (JSON text frames; audio goes in binary frames) ----
 
 export const keepAliveMessage = z.looseObject({ type: z.literal('KeepAlive') });
-export const finalizeMessage = z.looseObject({ type: z.literal('Finalize'), channel: z.number().int().min(0).optional() });
+export const finalizeMessage = z.looseObject({
+  type: z.literal('Finalize'),
+  channel: z.number().int().min(0).optional(),
+});
 export const closeStreamMessage = z.looseObject({ type: z.literal('CloseStream') });
 
-export const listenClientMessage = z.discriminatedUnion('type', [keepAliveMessage, finalizeMessage, closeStreamMessage]);
+export const listenClientMessage = z.discriminatedUnion('type', [
+  keepAliveMessage,
+  finalizeMessage,
+  closeStreamMessage,
+]);
 export type ListenClientMessage = z.infer<typeof listenClientMessage>;
 
 /** Control frames the adapter sends, serialised once: they go out every few seconds per call. */
@@ -55,7 +62,9 @@ export const resultsMessage = z.looseObject({
     .looseObject({
       request_id: z.string().optional(),
       model_uuid: z.string().optional(),
-      model_info: z.looseObject({ name: z.string().optional(), version: z.string().optional(), arch: z.string().optional() }).optional(),
+      model_info: z
+        .looseObject({ name: z.string().optional(), version: z.string().optional(), arch: z.string().optional() })
+        .optional(),
     })
     .optional(),
 });
@@ -97,7 +106,12 @@ export const listenServerMessage = z.discriminatedUnion('type', [
 ]);
 export type ListenServerMessage = z.infer<typeof listenServerMessage>;
 
-export const LISTEN_SERVER_MESSAGE_TYPES: ReadonlySet<string> = new Set(['Results', 'SpeechStarted', 'UtteranceEnd', 'Metadata']);
+export const LISTEN_SERVER_MESSAGE_TYPES: ReadonlySet<string> = new Set([
+  'Results',
+  'SpeechStarted',
+  'UtteranceEnd',
+  'Metadata',
+]);
 
 /** Just the discriminator, to tell an unknown message type from a malformed known one. */
 export const messageEnvelope = z.looseObject({ type: z.string() });

@@ -21,7 +21,12 @@ let emulator: DeepgramEmulator;
 
 async function start(options: DeepgramEmulatorOptions = {}): Promise<void> {
   await server?.close();
-  emulator = new DeepgramEmulator({ latencies: FAST, apiKey: KEY, transcripts: [SENTENCE, 'second utterance'], ...options });
+  emulator = new DeepgramEmulator({
+    latencies: FAST,
+    apiKey: KEY,
+    transcripts: [SENTENCE, 'second utterance'],
+    ...options,
+  });
   server = await startEmulatorServer([emulator]);
 }
 
@@ -104,7 +109,11 @@ describe('Deepgram STT against the emulator', () => {
       '/v1/listen?model=nova-3&language=en-US&encoding=mulaw&sample_rate=8000&channels=1&interim_results=true' +
         '&endpointing=300&utterance_end_ms=1000&vad_events=true&smart_format=true',
     );
-    expect(emulator.log[0]).toMatchObject({ path: 'listen', auth: 'token', query: { model: 'nova-3', encoding: 'mulaw' } });
+    expect(emulator.log[0]).toMatchObject({
+      path: 'listen',
+      auth: 'token',
+      query: { model: 'nova-3', encoding: 'mulaw' },
+    });
     await stream.close();
   });
 
@@ -142,7 +151,9 @@ describe('Deepgram STT against the emulator', () => {
     // final is the answer to Finalize.
     const final = await events.waitFor((e) => e.type === 'final');
     expect(final).toMatchObject({ type: 'final', text: SENTENCE });
-    expect(emulator.log[0]!.finals).toEqual([{ transcript: SENTENCE, fromFinalize: true, speechFinal: expect.any(Boolean) }]);
+    expect(emulator.log[0]!.finals).toEqual([
+      { transcript: SENTENCE, fromFinalize: true, speechFinal: expect.any(Boolean) },
+    ]);
     expect(emulator.log[0]!.finalizes).toBe(1);
     expect(emulator.log[0]!.messages).toContainEqual({ type: 'Finalize' });
     await stream.close();
@@ -177,19 +188,27 @@ describe('Deepgram STT against the emulator', () => {
     expect(config.timeoutMs).toBe(2500);
 
     const stream = await new DeepgramStt(config).open(context(), () => undefined);
-    expect(emulator.log[0]!.query).toMatchObject({ model: 'nova-2-phonecall', language: 'multi', keyterm: ['Switchboard', 'PIN'] });
+    expect(emulator.log[0]!.query).toMatchObject({
+      model: 'nova-2-phonecall',
+      language: 'multi',
+      keyterm: ['Switchboard', 'PIN'],
+    });
     await stream.close();
 
     // endpointing can be turned off; the fixed audio parameters cannot be overridden.
     const off = deepgramSttConfig(settings({ serviceOptions: { base_url: server.url, endpointing: false } }));
     expect(new URL(off.url).searchParams.get('endpointing')).toBe('false');
-    expect(() => deepgramSttConfig(settings({ serviceOptions: { encoding: 'linear16' } }))).toThrow(/encoding cannot be set/);
+    expect(() => deepgramSttConfig(settings({ serviceOptions: { encoding: 'linear16' } }))).toThrow(
+      /encoding cannot be set/,
+    );
     expect(() => deepgramSttConfig(settings({ options: { model: 5 } }))).toThrow(ProviderError);
     expect(() => deepgramSttConfig(settings({ serviceOptions: { endpointing: 'soon' } }))).toThrow(/endpointing/);
   });
 
   it('takes the endpoint from SWITCHBOARD_DEEPGRAM_URL when the bot sets no base_url', () => {
-    const config = deepgramSttConfig(settings({ serviceOptions: {}, env: { SWITCHBOARD_DEEPGRAM_URL: 'https://dg.example.test/proxy/' } }));
+    const config = deepgramSttConfig(
+      settings({ serviceOptions: {}, env: { SWITCHBOARD_DEEPGRAM_URL: 'https://dg.example.test/proxy/' } }),
+    );
     expect(config.url.startsWith('wss://dg.example.test/proxy/v1/listen?model=nova-3&')).toBe(true);
     const publicOrigin = deepgramSttConfig(settings({ serviceOptions: {} }));
     expect(publicOrigin.url.startsWith('wss://api.deepgram.com/v1/listen?')).toBe(true);
@@ -345,7 +364,9 @@ describe('Deepgram STT against the emulator', () => {
   it('throws the missing-key error from the factory', () => {
     const attempt = () => createDeepgramStt(settings({ apiKey: undefined }));
     expect(attempt).toThrow(ProviderError);
-    expect(attempt).toThrow('deepgram: no API key: set api_keys.deepgram in the bot configuration or DEEPGRAM_API_KEY on the server');
+    expect(attempt).toThrow(
+      'deepgram: no API key: set api_keys.deepgram in the bot configuration or DEEPGRAM_API_KEY on the server',
+    );
   });
 
   it('sends KeepAlive while no audio flows, which keeps an idle socket open', async () => {
@@ -396,7 +417,11 @@ describe('Deepgram STT against the emulator', () => {
 });
 
 describe('Deepgram emulator (listen)', () => {
-  function connect(query: string, headers: Record<string, string> = { Authorization: `Token ${KEY}` }, protocols?: string[]): WebSocket {
+  function connect(
+    query: string,
+    headers: Record<string, string> = { Authorization: `Token ${KEY}` },
+    protocols?: string[],
+  ): WebSocket {
     return new WebSocket(`${server.url.replace('http', 'ws')}/v1/listen?${query}`, protocols, { headers });
   }
 
@@ -422,7 +447,12 @@ describe('Deepgram emulator (listen)', () => {
     ws.send(silence(500));
     ws.send(JSON.stringify({ type: 'CloseStream' }));
     expect((await closed(ws)).code).toBe(1000);
-    expect(messages.at(-1)).toMatchObject({ type: 'Metadata', duration: 0.5, channels: 1, transaction_key: 'deprecated' });
+    expect(messages.at(-1)).toMatchObject({
+      type: 'Metadata',
+      duration: 0.5,
+      channels: 1,
+      transaction_key: 'deprecated',
+    });
   });
 
   it('accepts the key as subprotocols and refuses bad queries with 400 and dg-error', async () => {
@@ -434,7 +464,9 @@ describe('Deepgram emulator (listen)', () => {
 
     const refused = connect('encoding=wav&sample_rate=8000');
     refused.on('error', () => undefined);
-    const response = await new Promise<IncomingMessage>((resolve) => refused.once('unexpected-response', (_req, res) => resolve(res)));
+    const response = await new Promise<IncomingMessage>((resolve) =>
+      refused.once('unexpected-response', (_req, res) => resolve(res)),
+    );
     expect(response.statusCode).toBe(400);
     expect(response.headers['dg-error']).toMatch(/Invalid encoding/);
     expect(response.headers['dg-request-id']).toBe(emulator.log[1]!.requestId);
@@ -449,8 +481,17 @@ describe('Deepgram emulator (listen)', () => {
     ws.send(silence(400));
     ws.send(JSON.stringify({ type: 'Finalize' }));
     await until(() => messages.length === 1);
-    expect(messages[0]).toMatchObject({ type: 'Results', is_final: true, speech_final: false, from_finalize: true, start: 0, duration: 0.4 });
-    expect((messages[0]!.channel as { alternatives: Array<{ transcript: string }> }).alternatives[0]!.transcript).toBe('');
+    expect(messages[0]).toMatchObject({
+      type: 'Results',
+      is_final: true,
+      speech_final: false,
+      from_finalize: true,
+      start: 0,
+      duration: 0.4,
+    });
+    expect((messages[0]!.channel as { alternatives: Array<{ transcript: string }> }).alternatives[0]!.transcript).toBe(
+      '',
+    );
 
     ws.send(BIRCH);
     ws.send(silence(400));

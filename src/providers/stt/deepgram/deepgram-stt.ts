@@ -3,13 +3,7 @@ import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { type DeepgramSocket, connectDeepgram } from '../../deepgram-socket.js';
 import type { EndpointGuard } from '../../endpoint.js';
-import {
-  type ProviderContext,
-  ProviderError,
-  type SttEvent,
-  type SttProvider,
-  type SttStream,
-} from '../../types.js';
+import { type ProviderContext, ProviderError, type SttEvent, type SttProvider, type SttStream } from '../../types.js';
 import { type AudioFormat, MULAW_8K } from '../../../audio/audio-format.js';
 import {
   CLOSE_STREAM_FRAME,
@@ -133,7 +127,10 @@ class DeepgramSttStream implements SttStream {
     const ws = this.socket!.ws;
     if (ws.readyState !== WebSocket.OPEN) return;
     if (ws.bufferedAmount > MAX_BUFFERED_BYTES) {
-      this.log.warn({ provider: PROVIDER, bufferedBytes: ws.bufferedAmount }, 'speech-to-text connection stalled; reopening it');
+      this.log.warn(
+        { provider: PROVIDER, bufferedBytes: ws.bufferedAmount },
+        'speech-to-text connection stalled; reopening it',
+      );
       ws.terminate();
       return;
     }
@@ -252,14 +249,19 @@ class DeepgramSttStream implements SttStream {
     this.socketStartOffset = from;
     this.state = 'open';
     const ws = this.socket!.ws;
-    for (let at = 0; at < replay.length; at += REPLAY_FRAME_BYTES) ws.send(replay.subarray(at, at + REPLAY_FRAME_BYTES));
+    for (let at = 0; at < replay.length; at += REPLAY_FRAME_BYTES)
+      ws.send(replay.subarray(at, at + REPLAY_FRAME_BYTES));
     this.lastSendMs = performance.now();
     if (this.finalizePending) this.sendText(FINALIZE_FRAME);
-    this.log.info({ provider: PROVIDER, attempt, replayedMs: Math.round((replay.length * 1000) / BYTES_PER_SEC) }, 'speech-to-text reconnected');
+    this.log.info(
+      { provider: PROVIDER, attempt, replayedMs: Math.round((replay.length * 1000) / BYTES_PER_SEC) },
+      'speech-to-text reconnected',
+    );
   }
 
   private keepAlive(): void {
-    if (this.state === 'open' && performance.now() - this.lastSendMs >= this.config.keepAliveIntervalMs) this.sendText(KEEP_ALIVE_FRAME);
+    if (this.state === 'open' && performance.now() - this.lastSendMs >= this.config.keepAliveIntervalMs)
+      this.sendText(KEEP_ALIVE_FRAME);
   }
 
   private sendText(frame: string): void {
@@ -286,7 +288,11 @@ class DeepgramSttStream implements SttStream {
     const parsed = listenServerMessage.safeParse(json);
     if (!parsed.success) {
       this.log.debug(
-        { provider: PROVIDER, type: envelope.data.type, issues: parsed.error.issues.map((issue) => issue.path.join('.')) },
+        {
+          provider: PROVIDER,
+          type: envelope.data.type,
+          issues: parsed.error.issues.map((issue) => issue.path.join('.')),
+        },
         'skipped a malformed message',
       );
       return;
@@ -303,7 +309,10 @@ class DeepgramSttStream implements SttStream {
         this.emit({ type: 'utterance-end' });
         return;
       case 'Metadata':
-        this.log.debug({ provider: PROVIDER, requestId: message.request_id, durationSecs: message.duration }, 'speech-to-text metadata');
+        this.log.debug(
+          { provider: PROVIDER, requestId: message.request_id, durationSecs: message.duration },
+          'speech-to-text metadata',
+        );
         return;
     }
   }

@@ -48,7 +48,16 @@ const serviceOptionsSchema = baseServiceOptionsSchema.extend({
 });
 const ADAPTER_KEYS = new Set(Object.keys(serviceOptionsSchema.shape));
 /** The audio format and the events the adapter relies on; overriding them would break the stream. */
-const FIXED_PARAMS = new Set(['encoding', 'sample_rate', 'channels', 'multichannel', 'interim_results', 'vad_events', 'model', 'language']);
+const FIXED_PARAMS = new Set([
+  'encoding',
+  'sample_rate',
+  'channels',
+  'multichannel',
+  'interim_results',
+  'vad_events',
+  'model',
+  'language',
+]);
 
 /**
  * The adapter's settings from a bot's: the endpoint is service_options.deepgram.base_url, else
@@ -57,7 +66,12 @@ const FIXED_PARAMS = new Set(['encoding', 'sample_rate', 'channels', 'multichann
  */
 export function deepgramSttConfig(settings: ProviderSettings): DeepgramSttConfig {
   const options = parseOptions('deepgram', 'invalid stt options', deepgramSttOptionsSchema, settings.options);
-  const service = parseOptions('deepgram', 'invalid service_options.deepgram', serviceOptionsSchema, settings.serviceOptions);
+  const service = parseOptions(
+    'deepgram',
+    'invalid service_options.deepgram',
+    serviceOptionsSchema,
+    settings.serviceOptions,
+  );
   const apiKey = requireApiKey(settings, 'deepgram');
   const { baseUrl: base, guard } = vendorEndpoint(settings, 'deepgram', DEEPGRAM_ORIGIN);
 
@@ -76,11 +90,17 @@ export function deepgramSttConfig(settings: ProviderSettings): DeepgramSttConfig
   for (const [key, value] of Object.entries(settings.serviceOptions)) {
     if (ADAPTER_KEYS.has(key)) continue;
     if (FIXED_PARAMS.has(key)) {
-      throw new ProviderError('deepgram', `service_options.deepgram.${key} cannot be set: the adapter fixes it (use the stt config options for model and language)`);
+      throw new ProviderError(
+        'deepgram',
+        `service_options.deepgram.${key} cannot be set: the adapter fixes it (use the stt config options for model and language)`,
+      );
     }
     for (const item of Array.isArray(value) ? value : [value]) {
       if (typeof item !== 'string' && typeof item !== 'number' && typeof item !== 'boolean') {
-        throw new ProviderError('deepgram', `service_options.deepgram.${key} must be a string, number, boolean or an array of them`);
+        throw new ProviderError(
+          'deepgram',
+          `service_options.deepgram.${key} must be a string, number, boolean or an array of them`,
+        );
       }
       query.append(key, String(item));
     }

@@ -114,7 +114,14 @@ export type FlushDoneMessage = z.infer<typeof flushDoneMessage>;
 export type DoneMessage = z.infer<typeof doneMessage>;
 export type ErrorMessage = z.infer<typeof errorMessage>;
 
-export const SERVER_MESSAGE_TYPES: ReadonlySet<string> = new Set(['chunk', 'timestamps', 'phoneme_timestamps', 'flush_done', 'done', 'error']);
+export const SERVER_MESSAGE_TYPES: ReadonlySet<string> = new Set([
+  'chunk',
+  'timestamps',
+  'phoneme_timestamps',
+  'flush_done',
+  'done',
+  'error',
+]);
 
 /** Just enough to route a frame and tell unknown types from malformed known ones. */
 export const serverEnvelope = z.looseObject({ type: z.string(), context_id: z.string().optional() });

@@ -5,7 +5,17 @@ import type { ProviderSettings } from '../../registry.js';
 import type { TtsOutput } from '../../types.js';
 import { CARTESIA_VERSION } from './cartesia-messages.js';
 import { DEFAULT_CARTESIA_VOICE_ID, createCartesiaTts } from './index.js';
-import { audioBytes, startStallingRefusal, collectSpeech as collect, context, pieces, providerFailure as failure, spoken, TextFeed, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import {
+  audioBytes,
+  startStallingRefusal,
+  collectSpeech as collect,
+  context,
+  pieces,
+  providerFailure as failure,
+  spoken,
+  TextFeed,
+  EMULATOR_ENV,
+} from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'sk_car_test_0123456789';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
@@ -157,7 +167,9 @@ describe('Cartesia TTS against the emulator', () => {
   it('drops audio already received but not yet taken when aborted', async () => {
     const tts = createCartesiaTts(settings());
     const abort = new AbortController();
-    const outputs = tts.synthesize(pieces('A sentence with plenty of audio in it.'), context(abort.signal))[Symbol.asyncIterator]();
+    const outputs = tts
+      .synthesize(pieces('A sentence with plenty of audio in it.'), context(abort.signal))
+      [Symbol.asyncIterator]();
     expect((await outputs.next()).value).toMatchObject({ type: 'audio' });
     await vi.waitFor(() => expect(emulator.contexts[0]!.chunks).toBeGreaterThan(3));
     abort.abort();
@@ -263,7 +275,9 @@ describe('Cartesia TTS against the emulator', () => {
     await start({ latencies: { ttsFirstByteMs: 2, ttsRealTimeFactor: 1 } });
     emulator.dropSocketAfterMs = 100;
     const tts = createCartesiaTts(settings());
-    const err = await failure(collect(tts, pieces('A sentence long enough to still be playing when the socket drops.')));
+    const err = await failure(
+      collect(tts, pieces('A sentence long enough to still be playing when the socket drops.')),
+    );
     expect(err.retryable).toBe(true);
     expect(err.message).toContain('closed the connection (code 1006)');
   });
@@ -308,7 +322,11 @@ describe('Cartesia TTS against the emulator', () => {
   });
 
   it('rejects options of the wrong type', () => {
-    expect(() => createCartesiaTts(settings({ options: { voice: 7 } }))).toThrow(/cartesia: invalid tts options: voice/);
-    expect(() => createCartesiaTts(settings({ serviceOptions: { timeout_ms: 'soon' } }))).toThrow(/invalid service_options.cartesia: timeout_ms/);
+    expect(() => createCartesiaTts(settings({ options: { voice: 7 } }))).toThrow(
+      /cartesia: invalid tts options: voice/,
+    );
+    expect(() => createCartesiaTts(settings({ serviceOptions: { timeout_ms: 'soon' } }))).toThrow(
+      /invalid service_options.cartesia: timeout_ms/,
+    );
   });
 });

@@ -102,12 +102,16 @@ function parseCartesiaFrame(json: unknown, log: Logger): ParsedFrame<CartesiaSer
   }
   const parsed = serverMessage.safeParse(json);
   if (!parsed.success) {
-    log.debug({ provider: PROVIDER, type: envelope.data.type, issues: parsed.error.issues.map((i) => i.path.join('.')) }, 'skipped a malformed message');
+    log.debug(
+      { provider: PROVIDER, type: envelope.data.type, issues: parsed.error.issues.map((i) => i.path.join('.')) },
+      'skipped a malformed message',
+    );
     return undefined;
   }
   const message = parsed.data;
   // An error about no context in particular (a bad frame, the account) fails every reply on the socket.
-  const connectionError = message.type === 'error' && message.context_id === undefined ? cartesiaError(message) : undefined;
+  const connectionError =
+    message.type === 'error' && message.context_id === undefined ? cartesiaError(message) : undefined;
   return { contextId: message.context_id, message, connectionError };
 }
 
@@ -194,7 +198,10 @@ class CartesiaReply extends SocketReply<CartesiaServerMessage> {
    */
   private reportHeardWords(): void {
     const audioSec = this.audioBytes / MULAW_BYTES_PER_SEC;
-    while (this.heardWords < this.wordEndsSec.length && this.wordEndsSec[this.heardWords]! <= audioSec + TIMESTAMP_TOLERANCE_SEC) {
+    while (
+      this.heardWords < this.wordEndsSec.length &&
+      this.wordEndsSec[this.heardWords]! <= audioSec + TIMESTAMP_TOLERANCE_SEC
+    ) {
       this.heardWords += 1;
     }
     this.heard(this.heardWords);

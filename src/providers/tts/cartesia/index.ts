@@ -1,7 +1,12 @@
 import { z } from 'zod';
 import { requireApiKey, toWebSocketUrl, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
-import { DEFAULT_VENDOR_TIMEOUT_MS, baseServiceOptionsSchema, otherEntries, parseOptions } from '../../vendor-options.js';
+import {
+  DEFAULT_VENDOR_TIMEOUT_MS,
+  baseServiceOptionsSchema,
+  otherEntries,
+  parseOptions,
+} from '../../vendor-options.js';
 import { CARTESIA_VERSION } from './cartesia-messages.js';
 import { CartesiaTts } from './cartesia-tts.js';
 
@@ -45,7 +50,12 @@ const ADAPTER_KEYS = new Set(Object.keys(serviceOptionsSchema.shape));
  */
 export function createCartesiaTts(settings: ProviderSettings): CartesiaTts {
   const options = parseOptions('cartesia', 'invalid tts options', cartesiaOptionsSchema, settings.options);
-  const service = parseOptions('cartesia', 'invalid service_options.cartesia', serviceOptionsSchema, settings.serviceOptions);
+  const service = parseOptions(
+    'cartesia',
+    'invalid service_options.cartesia',
+    serviceOptionsSchema,
+    settings.serviceOptions,
+  );
   const apiKey = requireApiKey(settings, 'cartesia');
   const { baseUrl: base, guard } = vendorEndpoint(settings, 'cartesia', CARTESIA_ORIGIN);
 

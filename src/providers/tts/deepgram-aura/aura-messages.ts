@@ -28,7 +28,12 @@ export const clearMessage = z.looseObject({ type: z.literal('Clear') });
 /** Close the connection at once (status 1000). */
 export const closeMessage = z.looseObject({ type: z.literal('Close') });
 
-export const speakClientMessage = z.discriminatedUnion('type', [speakMessage, flushMessage, clearMessage, closeMessage]);
+export const speakClientMessage = z.discriminatedUnion('type', [
+  speakMessage,
+  flushMessage,
+  clearMessage,
+  closeMessage,
+]);
 export type SpeakClientMessage = z.infer<typeof speakClientMessage>;
 
 export const FLUSH_FRAME = JSON.stringify({ type: 'Flush' } satisfies SpeakClientMessage);
@@ -60,7 +65,12 @@ export const warningMessage = z.looseObject({
 });
 export type WarningMessage = z.infer<typeof warningMessage>;
 
-export const speakServerMessage = z.discriminatedUnion('type', [speakMetadataMessage, flushedMessage, clearedMessage, warningMessage]);
+export const speakServerMessage = z.discriminatedUnion('type', [
+  speakMetadataMessage,
+  flushedMessage,
+  clearedMessage,
+  warningMessage,
+]);
 export type SpeakServerMessage = z.infer<typeof speakServerMessage>;
 
 /** Just the discriminator, to tell an unknown message type from a malformed known one. */

@@ -6,7 +6,16 @@ import { type RunningEmulators, startEmulatorServer } from '../../../tools/emula
 import type { ProviderSettings } from '../../registry.js';
 import { ProviderError, type TtsOutput } from '../../types.js';
 import { DeepgramAuraTts, type DeepgramAuraConfig, createDeepgramAuraTts, deepgramAuraConfig } from './index.js';
-import { audioBytes, collectSpeech as collect, context, pieces, spoken, TextFeed, until, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import {
+  audioBytes,
+  collectSpeech as collect,
+  context,
+  pieces,
+  spoken,
+  TextFeed,
+  until,
+  EMULATOR_ENV,
+} from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'dg_test_key_0123456789abcdef';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
@@ -55,7 +64,11 @@ describe('Deepgram Aura TTS against the emulator', () => {
     expect(authorization).toBe(`Token ${KEY}`);
     expect(requestUrl).toBe('/v1/speak?model=aura-2-thalia-en&encoding=mulaw&sample_rate=8000');
     expect(emulator.log[0]).toMatchObject({ path: 'speak', auth: 'token' });
-    expect(emulator.log[0]!.messages).toEqual([{ type: 'Speak', text: 'Hello there.' }, { type: 'Flush' }, { type: 'Close' }]);
+    expect(emulator.log[0]!.messages).toEqual([
+      { type: 'Speak', text: 'Hello there.' },
+      { type: 'Flush' },
+      { type: 'Close' },
+    ]);
   });
 
   it('yields each piece as audio followed by its spoken mark, in order', async () => {
@@ -86,21 +99,36 @@ describe('Deepgram Aura TTS against the emulator', () => {
   });
 
   it('maps the voice, model and speed options to the query', () => {
-    const query = (over: Partial<ProviderSettings>) => Object.fromEntries(new URL(deepgramAuraConfig(settings(over)).url).searchParams);
-    expect(query({ options: { voice: 'aura-2-helena-en' } })).toEqual({ model: 'aura-2-helena-en', encoding: 'mulaw', sample_rate: '8000' });
+    const query = (over: Partial<ProviderSettings>) =>
+      Object.fromEntries(new URL(deepgramAuraConfig(settings(over)).url).searchParams);
+    expect(query({ options: { voice: 'aura-2-helena-en' } })).toEqual({
+      model: 'aura-2-helena-en',
+      encoding: 'mulaw',
+      sample_rate: '8000',
+    });
     expect(query({ options: { model: 'aura-asteria-en' } })).toMatchObject({ model: 'aura-asteria-en' });
-    expect(query({ options: { voice: 'aura-2-orion-en', model: 'aura-2-thalia-en', speed: 1.2, language: 'en' } })).toEqual({
+    expect(
+      query({ options: { voice: 'aura-2-orion-en', model: 'aura-2-thalia-en', speed: 1.2, language: 'en' } }),
+    ).toEqual({
       model: 'aura-2-orion-en',
       encoding: 'mulaw',
       sample_rate: '8000',
       speed: '1.2',
     });
-    expect(query({ serviceOptions: { base_url: server.url, mip_opt_out: true } })).toMatchObject({ mip_opt_out: 'true' });
-    expect(deepgramAuraConfig(settings({ serviceOptions: { base_url: server.url, timeout_ms: 1234 } })).timeoutMs).toBe(1234);
-    expect(() => deepgramAuraConfig(settings({ serviceOptions: { sample_rate: 24000 } }))).toThrow(/sample_rate cannot be set/);
+    expect(query({ serviceOptions: { base_url: server.url, mip_opt_out: true } })).toMatchObject({
+      mip_opt_out: 'true',
+    });
+    expect(deepgramAuraConfig(settings({ serviceOptions: { base_url: server.url, timeout_ms: 1234 } })).timeoutMs).toBe(
+      1234,
+    );
+    expect(() => deepgramAuraConfig(settings({ serviceOptions: { sample_rate: 24000 } }))).toThrow(
+      /sample_rate cannot be set/,
+    );
     expect(() => deepgramAuraConfig(settings({ options: { speed: -1 } }))).toThrow(ProviderError);
 
-    const fromEnv = deepgramAuraConfig(settings({ serviceOptions: {}, env: { SWITCHBOARD_DEEPGRAM_URL: 'http://127.0.0.1:9/dg' } }));
+    const fromEnv = deepgramAuraConfig(
+      settings({ serviceOptions: {}, env: { SWITCHBOARD_DEEPGRAM_URL: 'http://127.0.0.1:9/dg' } }),
+    );
     expect(fromEnv.url).toBe('ws://127.0.0.1:9/dg/v1/speak?model=aura-2-thalia-en&encoding=mulaw&sample_rate=8000');
   });
 
@@ -178,7 +206,9 @@ describe('Deepgram Aura TTS against the emulator', () => {
   it('fails with a retryable ProviderError when the socket drops mid-reply', async () => {
     await start({ latencies: { ttsFirstByteMs: 2, ttsRealTimeFactor: 1 } });
     emulator.dropNextConnectionAfter(100, { path: 'speak' });
-    const err = (await failure(collect(createDeepgramAuraTts(settings()), pieces('A sentence long enough to be cut off.')))) as ProviderError;
+    const err = (await failure(
+      collect(createDeepgramAuraTts(settings()), pieces('A sentence long enough to be cut off.')),
+    )) as ProviderError;
     expect(err).toBeInstanceOf(ProviderError);
     expect(err.retryable).toBe(true);
     expect(err.message).toMatch(/closed before the reply was spoken \(code 1006\)/);
@@ -235,7 +265,9 @@ describe('Deepgram Aura TTS against the emulator', () => {
   it('throws the missing-key error from the factory', () => {
     const attempt = () => createDeepgramAuraTts(settings({ apiKey: undefined }));
     expect(attempt).toThrow(ProviderError);
-    expect(attempt).toThrow('deepgram_tts: no API key: set api_keys.deepgram_tts in the bot configuration or DEEPGRAM_API_KEY on the server');
+    expect(attempt).toThrow(
+      'deepgram_tts: no API key: set api_keys.deepgram_tts in the bot configuration or DEEPGRAM_API_KEY on the server',
+    );
   });
 
   it('returns at once when the signal is already aborted', async () => {
@@ -248,7 +280,9 @@ describe('Deepgram Aura TTS against the emulator', () => {
 
 describe('Deepgram emulator (speak)', () => {
   function connect(query: string): WebSocket {
-    return new WebSocket(`${server.url.replace('http', 'ws')}/v1/speak?${query}`, { headers: { Authorization: `token ${KEY}` } });
+    return new WebSocket(`${server.url.replace('http', 'ws')}/v1/speak?${query}`, {
+      headers: { Authorization: `token ${KEY}` },
+    });
   }
 
   it('warns after 20 flushes in a minute and ignores the rest', async () => {
@@ -262,7 +296,9 @@ describe('Deepgram emulator (speak)', () => {
       ws.send(JSON.stringify({ type: 'Speak', text: 'a' }));
       ws.send(JSON.stringify({ type: 'Flush' }));
     }
-    await until(() => messages.filter((m) => m.type === 'Flushed').length === 20 && messages.some((m) => m.type === 'Warning'));
+    await until(
+      () => messages.filter((m) => m.type === 'Flushed').length === 20 && messages.some((m) => m.type === 'Warning'),
+    );
     expect(messages[0]).toMatchObject({ type: 'Metadata', model_name: 'aura-2-thalia-en' });
     expect(messages.filter((m) => m.type === 'Flushed').map((m) => m.sequence_id)).toEqual([...Array(20).keys()]);
     expect(messages.find((m) => m.type === 'Warning')).toMatchObject({ code: 'FLUSH_LIMIT_EXCEEDED' });
@@ -275,7 +311,11 @@ describe('Deepgram emulator (speak)', () => {
     const frames: Array<{ binary: boolean; size: number; type?: string }> = [];
     ws.on('message', (data, isBinary) => {
       const buffer = data as Buffer;
-      frames.push(isBinary ? { binary: true, size: buffer.length } : { binary: false, size: 0, type: (JSON.parse(buffer.toString()) as { type: string }).type });
+      frames.push(
+        isBinary
+          ? { binary: true, size: buffer.length }
+          : { binary: false, size: 0, type: (JSON.parse(buffer.toString()) as { type: string }).type },
+      );
     });
     await new Promise((resolve) => ws.once('open', resolve));
     ws.send(JSON.stringify({ type: 'Speak', text: 'A long sentence for the tone.' }));

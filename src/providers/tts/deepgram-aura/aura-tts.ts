@@ -242,10 +242,16 @@ class AuraReply {
         this.onFlushed();
         return;
       case 'Warning':
-        this.log.warn({ provider: PROVIDER, code: message.code, description: message.description }, 'text-to-speech warning');
+        this.log.warn(
+          { provider: PROVIDER, code: message.code, description: message.description },
+          'text-to-speech warning',
+        );
         return;
       case 'Metadata':
-        this.log.debug({ provider: PROVIDER, requestId: message.request_id, model: message.model_name }, 'text-to-speech metadata');
+        this.log.debug(
+          { provider: PROVIDER, requestId: message.request_id, model: message.model_name },
+          'text-to-speech metadata',
+        );
         return;
       case 'Cleared':
         return;
@@ -272,11 +278,23 @@ class AuraReply {
   private onClose(code: number, reason: string): void {
     if (this.stopped() || this.complete) return;
     // 1008 is Deepgram refusing what it was sent; trying the same again would not help.
-    this.fail(new ProviderError(PROVIDER, `the connection closed before the reply was spoken (code ${code}${reason ? ` ${reason}` : ''})`, code !== 1008));
+    this.fail(
+      new ProviderError(
+        PROVIDER,
+        `the connection closed before the reply was spoken (code ${code}${reason ? ` ${reason}` : ''})`,
+        code !== 1008,
+      ),
+    );
   }
 
   private checkComplete(): void {
-    if (this.inputEnded && this.unflushed.length === 0 && this.awaiting.length === 0 && !this.flushTimer && !this.complete) {
+    if (
+      this.inputEnded &&
+      this.unflushed.length === 0 &&
+      this.awaiting.length === 0 &&
+      !this.flushTimer &&
+      !this.complete
+    ) {
       this.complete = true;
       this.wakeUp();
     }

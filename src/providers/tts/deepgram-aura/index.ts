@@ -38,7 +38,12 @@ const FIXED_PARAMS = new Set(['encoding', 'sample_rate', 'container', 'model']);
  */
 export function deepgramAuraConfig(settings: ProviderSettings): DeepgramAuraConfig {
   const options = parseOptions('deepgram_tts', 'invalid tts options', deepgramAuraOptionsSchema, settings.options);
-  const service = parseOptions('deepgram_tts', 'invalid service_options.deepgram_tts', serviceOptionsSchema, settings.serviceOptions);
+  const service = parseOptions(
+    'deepgram_tts',
+    'invalid service_options.deepgram_tts',
+    serviceOptionsSchema,
+    settings.serviceOptions,
+  );
   const apiKey = requireApiKey(settings, 'deepgram_tts');
   const { baseUrl: base, guard } = vendorEndpoint(settings, 'deepgram', DEEPGRAM_ORIGIN);
 
@@ -51,10 +56,16 @@ export function deepgramAuraConfig(settings: ProviderSettings): DeepgramAuraConf
   for (const [key, value] of Object.entries(settings.serviceOptions)) {
     if (ADAPTER_KEYS.has(key)) continue;
     if (FIXED_PARAMS.has(key)) {
-      throw new ProviderError('deepgram_tts', `service_options.deepgram_tts.${key} cannot be set: the adapter fixes it (use the tts config option voice for the model)`);
+      throw new ProviderError(
+        'deepgram_tts',
+        `service_options.deepgram_tts.${key} cannot be set: the adapter fixes it (use the tts config option voice for the model)`,
+      );
     }
     if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
-      throw new ProviderError('deepgram_tts', `service_options.deepgram_tts.${key} must be a string, number or boolean`);
+      throw new ProviderError(
+        'deepgram_tts',
+        `service_options.deepgram_tts.${key} must be a string, number or boolean`,
+      );
     }
     query.set(key, String(value));
   }

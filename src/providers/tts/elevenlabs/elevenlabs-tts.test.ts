@@ -5,7 +5,16 @@ import { type RunningEmulators, startEmulatorServer } from '../../../tools/emula
 import type { ProviderSettings } from '../../registry.js';
 import type { TtsOutput } from '../../types.js';
 import { DEFAULT_ELEVENLABS_VOICE_ID, createElevenLabsTts } from './index.js';
-import { audioBytes, collectSpeech as collect, context, pieces, providerFailure as failure, spoken, TextFeed, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import {
+  audioBytes,
+  collectSpeech as collect,
+  context,
+  pieces,
+  providerFailure as failure,
+  spoken,
+  TextFeed,
+  EMULATOR_ENV,
+} from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'xi_test_0123456789';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
@@ -38,7 +47,12 @@ describe('ElevenLabs TTS against the emulator', () => {
     const connection = emulator.connections[0]!;
     expect(connection.voiceId).toBe(DEFAULT_ELEVENLABS_VOICE_ID);
     expect(connection.path.split('?')[0]).toBe(`/v1/text-to-speech/${DEFAULT_ELEVENLABS_VOICE_ID}/multi-stream-input`);
-    expect(connection.query).toEqual({ auto_mode: 'true', inactivity_timeout: '60', model_id: 'eleven_flash_v2_5', output_format: 'ulaw_8000' });
+    expect(connection.query).toEqual({
+      auto_mode: 'true',
+      inactivity_timeout: '60',
+      model_id: 'eleven_flash_v2_5',
+      output_format: 'ulaw_8000',
+    });
     expect(connection.headers['xi-api-key']).toBe('[redacted]');
     const contextId = emulator.contexts[0]!.contextId;
     expect(contextId).toMatch(/^sb-/);
@@ -209,7 +223,9 @@ describe('ElevenLabs TTS against the emulator', () => {
     await start({ latencies: { ttsFirstByteMs: 2, ttsRealTimeFactor: 1 } });
     emulator.dropSocketAfterMs = 100;
     const tts = createElevenLabsTts(settings());
-    const err = await failure(collect(tts, pieces('A sentence long enough to still be playing when the socket drops.')));
+    const err = await failure(
+      collect(tts, pieces('A sentence long enough to still be playing when the socket drops.')),
+    );
     expect(err.retryable).toBe(true);
     expect(err.message).toContain('closed the connection (code 1006)');
   });
@@ -217,7 +233,13 @@ describe('ElevenLabs TTS against the emulator', () => {
   it('maps voice, model, language and speed, and passes service_options through', async () => {
     const tts = createElevenLabsTts(
       settings({
-        options: { voice: 'voice 1/x', model: 'eleven_turbo_v2_5', language: 'de', speed: 1.1, text_filter: 'markdown' },
+        options: {
+          voice: 'voice 1/x',
+          model: 'eleven_turbo_v2_5',
+          language: 'de',
+          speed: 1.1,
+          text_filter: 'markdown',
+        },
         serviceOptions: {
           base_url: `${server.url}/v1`,
           voice_settings: { stability: 0.4 },
@@ -269,14 +291,23 @@ describe('ElevenLabs TTS against the emulator', () => {
   });
 
   it('rejects options it cannot use', () => {
-    expect(() => createElevenLabsTts(settings({ options: { model: 3 } }))).toThrow(/elevenlabs: invalid tts options: model/);
-    expect(() => createElevenLabsTts(settings({ serviceOptions: { seed: { a: 1 } } }))).toThrow(/service_options.elevenlabs: seed: must be a string/);
+    expect(() => createElevenLabsTts(settings({ options: { model: 3 } }))).toThrow(
+      /elevenlabs: invalid tts options: model/,
+    );
+    expect(() => createElevenLabsTts(settings({ serviceOptions: { seed: { a: 1 } } }))).toThrow(
+      /service_options.elevenlabs: seed: must be a string/,
+    );
   });
 });
 
 describe('ElevenLabs emulator protocol rules', () => {
-  async function open(query = 'model_id=eleven_flash_v2_5&output_format=ulaw_8000', headers: Record<string, string> = { 'xi-api-key': KEY }): Promise<WebSocket> {
-    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/text-to-speech/v1/multi-stream-input?${query}`, { headers });
+  async function open(
+    query = 'model_id=eleven_flash_v2_5&output_format=ulaw_8000',
+    headers: Record<string, string> = { 'xi-api-key': KEY },
+  ): Promise<WebSocket> {
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/v1/text-to-speech/v1/multi-stream-input?${query}`, {
+      headers,
+    });
     await new Promise((resolve, reject) => {
       ws.once('open', resolve);
       ws.once('error', reject);
@@ -324,7 +355,7 @@ describe('ElevenLabs emulator protocol rules', () => {
     ws.send(JSON.stringify({ context_id: 'c1', close_context: true }));
     await vi.waitFor(() => expect(list.at(-1)).toEqual({ isFinal: true, contextId: 'c1' }));
     expect(emulator.contexts[0]!.audioBytes).toBe(13 * BYTES_PER_CHAR);
-    const aligned = list.flatMap((m) => ((m.alignment as { chars: string[] } | undefined)?.chars ?? [])).join('');
+    const aligned = list.flatMap((m) => (m.alignment as { chars: string[] } | undefined)?.chars ?? []).join('');
     expect(aligned).toBe('Twelve chars ');
     ws.close();
   });

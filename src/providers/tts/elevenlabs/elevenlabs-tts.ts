@@ -80,7 +80,10 @@ export class ElevenLabsTts implements TtsProvider {
 function parseElevenLabsFrame(json: unknown, log: Logger): ParsedFrame<ElevenLabsServerMessage> | undefined {
   const parsed = serverMessage.safeParse(json);
   if (!parsed.success) {
-    log.debug({ provider: PROVIDER, issues: parsed.error.issues.map((i) => i.path.join('.')) }, 'skipped a malformed message');
+    log.debug(
+      { provider: PROVIDER, issues: parsed.error.issues.map((i) => i.path.join('.')) },
+      'skipped a malformed message',
+    );
     return undefined;
   }
   const message = parsed.data;
@@ -163,6 +166,9 @@ function elevenLabsError(message: ElevenLabsServerMessage): ProviderError {
   const text = (typeof error === 'object' && error ? error.message : undefined) ?? message.message ?? undefined;
   const detail = oneLine([kind, text].filter(Boolean).join(': ')) || 'unknown error';
   const code = message.code;
-  const retryable = typeof code === 'number' ? isRetryableCloseCode(code) && code !== 1000 : /rate|internal|unavailable|overload|timeout|server/i.test(kind ?? '');
+  const retryable =
+    typeof code === 'number'
+      ? isRetryableCloseCode(code) && code !== 1000
+      : /rate|internal|unavailable|overload|timeout|server/i.test(kind ?? '');
   return new ProviderError(PROVIDER, `error: ${detail}`, retryable);
 }

@@ -58,7 +58,12 @@ const FIXED_QUERY_KEYS = new Set(['model_id', 'output_format']);
  */
 export function createElevenLabsTts(settings: ProviderSettings): ElevenLabsTts {
   const options = parseOptions('elevenlabs', 'invalid tts options', elevenLabsOptionsSchema, settings.options);
-  const service = parseOptions('elevenlabs', 'invalid service_options.elevenlabs', serviceOptionsSchema, settings.serviceOptions);
+  const service = parseOptions(
+    'elevenlabs',
+    'invalid service_options.elevenlabs',
+    serviceOptionsSchema,
+    settings.serviceOptions,
+  );
   const apiKey = requireApiKey(settings, 'elevenlabs');
   const endpoint = vendorEndpoint(settings, 'elevenlabs', ELEVENLABS_ORIGIN);
   const base = endpoint.baseUrl.replace(/\/v1$/, '');
@@ -74,11 +79,15 @@ export function createElevenLabsTts(settings: ProviderSettings): ElevenLabsTts {
     } else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') {
       query.set(key, String(value));
     } else {
-      throw new ProviderError('elevenlabs', `invalid service_options.elevenlabs: ${key}: must be a string, number or boolean (it is a query parameter)`);
+      throw new ProviderError(
+        'elevenlabs',
+        `invalid service_options.elevenlabs: ${key}: must be a string, number or boolean (it is a query parameter)`,
+      );
     }
   }
   if (options.speed !== undefined) initFields.voice_settings = { ...service.voice_settings, speed: options.speed };
-  if (options.language && ELEVENLABS_LANGUAGE_MODELS.has(model) && !query.has('language_code')) query.set('language_code', options.language);
+  if (options.language && ELEVENLABS_LANGUAGE_MODELS.has(model) && !query.has('language_code'))
+    query.set('language_code', options.language);
   query.set('model_id', model);
   query.set('output_format', ULAW_8000);
 

@@ -5,7 +5,8 @@ import { synthesizeFlite } from './flite-engine.js';
 import { FLITE_VOICES, fliteVoiceSampleRateHz, UnknownFliteVoiceError } from './flite-voices.js';
 
 const SENTENCE = 'Thank you for calling. How can I help you today?';
-const durationSecs = (audio: { samples: Int16Array; sampleRateHz: number }) => audio.samples.length / audio.sampleRateHz;
+const durationSecs = (audio: { samples: Int16Array; sampleRateHz: number }) =>
+  audio.samples.length / audio.sampleRateHz;
 
 /**
  * Share of energy above 4.5 kHz, from Hann-windowed DFTs of consecutive 512-sample blocks.
@@ -104,7 +105,9 @@ describe('synthesizeFlite', () => {
   it('honours an abort signal', async () => {
     const controller = new AbortController();
     controller.abort();
-    await expect(synthesizeFlite(SENTENCE, { signal: controller.signal })).rejects.toMatchObject({ name: 'AbortError' });
+    await expect(synthesizeFlite(SENTENCE, { signal: controller.signal })).rejects.toMatchObject({
+      name: 'AbortError',
+    });
 
     const late = new AbortController();
     const pending = synthesizeFlite(SENTENCE, { signal: late.signal });

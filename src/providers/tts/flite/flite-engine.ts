@@ -112,7 +112,9 @@ export async function synthesizeFlite(text: string, opts: FliteOptions = {}): Pr
   const wavBytes = host.readFile(OUTPUT_FILE);
   if (result.exitCode !== 0 || !wavBytes) {
     const detail = (result.stderr || result.stdout).trim();
-    throw new Error(`flite exited with code ${result.exitCode} and ${wavBytes ? 'output' : 'no output'}${detail ? `: ${detail}` : ''}`);
+    throw new Error(
+      `flite exited with code ${result.exitCode} and ${wavBytes ? 'output' : 'no output'}${detail ? `: ${detail}` : ''}`,
+    );
   }
   signal?.throwIfAborted();
 

@@ -13,6 +13,8 @@ describe('flite TTS', () => {
   });
 
   it('refuses an unknown voice when it is built', () => {
-    expect(() => createFliteTts({ options: { voice: 'nobody' }, apiKey: undefined, serviceOptions: {}, env: {} })).toThrow();
+    expect(() =>
+      createFliteTts({ options: { voice: 'nobody' }, apiKey: undefined, serviceOptions: {}, env: {} }),
+    ).toThrow();
   });
 });

@@ -24,7 +24,9 @@ export class FliteTts implements TtsProvider {
       const result = await synthesizeFliteInWorker(piece, { voice: this.voice, signal: ctx.signal });
       if (ctx.signal.aborted) return;
       if (result.sampleRateHz !== this.outputFormat.sampleRateHz) {
-        throw new Error(`flite voice ${this.voice} speaks ${result.sampleRateHz} Hz, expected ${this.outputFormat.sampleRateHz} Hz`);
+        throw new Error(
+          `flite voice ${this.voice} speaks ${result.sampleRateHz} Hz, expected ${this.outputFormat.sampleRateHz} Hz`,
+        );
       }
       const samples = result.samples;
       yield { type: 'audio', audio: new Uint8Array(samples.buffer, samples.byteOffset, samples.byteLength) };

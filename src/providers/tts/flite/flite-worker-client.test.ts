@@ -8,11 +8,17 @@ describe('flite in a worker thread', () => {
     const [inWorker, here] = await Promise.all([synthesizeFliteInWorker(text), synthesizeFlite(text)]);
     expect(inWorker.sampleRateHz).toBe(8000);
     expect(inWorker.samples.length).toBeGreaterThan(8000);
-    expect(Buffer.from(inWorker.samples.buffer).equals(Buffer.from(here.samples.buffer, here.samples.byteOffset, here.samples.byteLength))).toBe(true);
+    expect(
+      Buffer.from(inWorker.samples.buffer).equals(
+        Buffer.from(here.samples.buffer, here.samples.byteOffset, here.samples.byteLength),
+      ),
+    ).toBe(true);
   }, 30_000);
 
   it('answers requests in order, rejects an unknown voice, and an aborted request at once', async () => {
-    const results = await Promise.all(['One.', 'Two, three.', 'Four, five, six.'].map((text) => synthesizeFliteInWorker(text)));
+    const results = await Promise.all(
+      ['One.', 'Two, three.', 'Four, five, six.'].map((text) => synthesizeFliteInWorker(text)),
+    );
     // Longer text, longer audio: each answer went to its own request.
     expect(results[0]!.samples.length).toBeLessThan(results[1]!.samples.length);
     expect(results[1]!.samples.length).toBeLessThan(results[2]!.samples.length);

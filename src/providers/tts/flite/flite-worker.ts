@@ -13,7 +13,9 @@ export interface FliteWorkerRequest {
   voice: string;
 }
 
-export type FliteWorkerResponse = { id: number; sampleRateHz: number; samples: Int16Array<ArrayBuffer> } | { id: number; error: string };
+export type FliteWorkerResponse =
+  | { id: number; sampleRateHz: number; samples: Int16Array<ArrayBuffer> }
+  | { id: number; error: string };
 
 const port = parentPort;
 if (!port) throw new Error('flite-worker runs only as a worker thread');
@@ -28,7 +30,10 @@ port.on('message', (request: FliteWorkerRequest) => {
       const response: FliteWorkerResponse = { id: request.id, sampleRateHz: audio.sampleRateHz, samples };
       port.postMessage(response, [samples.buffer]);
     } catch (error) {
-      const response: FliteWorkerResponse = { id: request.id, error: error instanceof Error ? error.message : String(error) };
+      const response: FliteWorkerResponse = {
+        id: request.id,
+        error: error instanceof Error ? error.message : String(error),
+      };
       port.postMessage(response);
     }
   });

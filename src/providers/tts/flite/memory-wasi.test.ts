@@ -7,7 +7,11 @@ type Syscall = (...args: Array<number | bigint>) => number;
  * Runs `program` as the module's `_start`, with `sys` bound to the host's syscalls and a 64 KiB
  * linear memory, the way a WASI module would call them.
  */
-function runProgram(host: MemoryWasi, program: (sys: Record<string, Syscall>, memory: DataView) => void, names: string[] = []) {
+function runProgram(
+  host: MemoryWasi,
+  program: (sys: Record<string, Syscall>, memory: DataView) => void,
+  names: string[] = [],
+) {
   const buffer = new ArrayBuffer(65536);
   const sys = host.importObject(names)[WASI_MODULE] as unknown as Record<string, Syscall>;
   return host.run({ exports: { memory: { buffer }, _start: () => program(sys, new DataView(buffer)) } });
@@ -117,16 +121,22 @@ describe('MemoryWasi', () => {
 
   it('returns exit code 0 when _start returns, and ENOSYS for unimplemented imports', () => {
     const host = new MemoryWasi({ args: ['x'], preopenPath: '/out' });
-    const result = runProgram(host, (sys) => {
-      expect(sys.sock_accept!(0, 0, 0)).toBe(52);
-    }, ['sock_accept']);
+    const result = runProgram(
+      host,
+      (sys) => {
+        expect(sys.sock_accept!(0, 0, 0)).toBe(52);
+      },
+      ['sock_accept'],
+    );
     expect(result.exitCode).toBe(0);
   });
 
   it('lets traps and other errors propagate', () => {
     const host = new MemoryWasi({ args: ['x'], preopenPath: '/out' });
-    expect(() => runProgram(host, () => {
-      throw new RangeError('unreachable');
-    })).toThrow('unreachable');
+    expect(() =>
+      runProgram(host, () => {
+        throw new RangeError('unreachable');
+      }),
+    ).toThrow('unreachable');
   });
 });

@@ -161,7 +161,11 @@ export class MemoryWasi {
       args_sizes_get: (argcPtr: number, bufSizePtr: number) => {
         const view = this.view();
         view.setUint32(argcPtr, this.argBytes.length, true);
-        view.setUint32(bufSizePtr, this.argBytes.reduce((n, a) => n + a.length, 0), true);
+        view.setUint32(
+          bufSizePtr,
+          this.argBytes.reduce((n, a) => n + a.length, 0),
+          true,
+        );
         return ERRNO_SUCCESS;
       },
       args_get: (argvPtr: number, bufPtr: number) => {
@@ -282,7 +286,13 @@ export class MemoryWasi {
         const open = this.openFiles.get(fd);
         if (!open) return this.isOpen(fd) ? ERRNO_SPIPE : ERRNO_BADF;
         const base =
-          whence === WHENCE_SET ? 0 : whence === WHENCE_CUR ? open.position : whence === WHENCE_END ? open.file.length : -1;
+          whence === WHENCE_SET
+            ? 0
+            : whence === WHENCE_CUR
+              ? open.position
+              : whence === WHENCE_END
+                ? open.file.length
+                : -1;
         if (base < 0) return ERRNO_INVAL;
         const target = base + Number(offset);
         if (target < 0) return ERRNO_INVAL;

@@ -1,7 +1,12 @@
 import { z } from 'zod';
 import { requireApiKey, vendorEndpoint } from '../../endpoint.js';
 import type { ProviderSettings } from '../../registry.js';
-import { DEFAULT_VENDOR_TIMEOUT_MS, baseServiceOptionsSchema, otherEntries, parseOptions } from '../../vendor-options.js';
+import {
+  DEFAULT_VENDOR_TIMEOUT_MS,
+  baseServiceOptionsSchema,
+  otherEntries,
+  parseOptions,
+} from '../../vendor-options.js';
 import { OpenAiTts } from './openai-tts.js';
 import { SPEECH_PATH } from './openai-tts-messages.js';
 
@@ -33,7 +38,12 @@ const ADAPTER_KEYS = new Set(Object.keys(serviceOptionsSchema.shape));
  */
 export function createOpenAiTts(settings: ProviderSettings): OpenAiTts {
   const options = parseOptions('openai_tts', 'invalid tts options', openAiTtsOptionsSchema, settings.options);
-  const service = parseOptions('openai_tts', 'invalid service_options.openai_tts', serviceOptionsSchema, settings.serviceOptions);
+  const service = parseOptions(
+    'openai_tts',
+    'invalid service_options.openai_tts',
+    serviceOptionsSchema,
+    settings.serviceOptions,
+  );
   const apiKey = requireApiKey(settings, 'openai_tts');
   const endpoint = vendorEndpoint(settings, 'openai', OPENAI_ORIGIN);
   const base = endpoint.baseUrl.replace(/\/v1$/, '');

@@ -4,7 +4,15 @@ import { OpenAiTtsEmulator, type OpenAiTtsEmulatorOptions } from '../../../tools
 import type { ProviderSettings } from '../../registry.js';
 import type { TtsOutput } from '../../types.js';
 import { createOpenAiTts } from './index.js';
-import { audioBytes, collectSpeech as collect, context, pieces, providerFailure as failure, TextFeed, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import {
+  audioBytes,
+  collectSpeech as collect,
+  context,
+  pieces,
+  providerFailure as failure,
+  TextFeed,
+  EMULATOR_ENV,
+} from '../../../../test/helpers/provider-kit.js';
 
 const KEY = 'sk-test-0123456789';
 const FAST = { ttsFirstByteMs: 2, ttsRealTimeFactor: 50 };
@@ -39,7 +47,12 @@ describe('OpenAI TTS against the emulator', () => {
     expect(request.path).toBe('/v1/audio/speech');
     expect(request.headers.authorization).toBe('[redacted]');
     expect(request.headers['content-type']).toBe('application/json');
-    expect(request.body).toEqual({ model: 'gpt-4o-mini-tts', voice: 'alloy', input: 'Hello there.', response_format: 'pcm' });
+    expect(request.body).toEqual({
+      model: 'gpt-4o-mini-tts',
+      voice: 'alloy',
+      input: 'Hello there.',
+      response_format: 'pcm',
+    });
     expect(request.status).toBe(200);
   });
 
@@ -134,7 +147,9 @@ describe('OpenAI TTS against the emulator', () => {
     emulator.errorNext = true;
     const server500 = await failure(collect(tts, pieces('Hello.')));
     expect(server500.retryable).toBe(true);
-    expect(server500.message).toBe('openai_tts: HTTP 500: server_error: The server had an error while processing your request.');
+    expect(server500.message).toBe(
+      'openai_tts: HTTP 500: server_error: The server had an error while processing your request.',
+    );
 
     emulator.rejectNextRequest = 429;
     expect((await failure(collect(tts, pieces('Hello.')))).retryable).toBe(true);
@@ -157,7 +172,9 @@ describe('OpenAI TTS against the emulator', () => {
     await start({ latencies: { ttsFirstByteMs: 2, ttsRealTimeFactor: 1 } });
     emulator.dropSocketAfterMs = 100;
     const tts = createOpenAiTts(settings());
-    const err = await failure(collect(tts, pieces('A sentence long enough to still be streaming when the connection drops.')));
+    const err = await failure(
+      collect(tts, pieces('A sentence long enough to still be streaming when the connection drops.')),
+    );
     expect(err.retryable).toBe(true);
     expect(err.message).toMatch(/^openai_tts: stream interrupted/);
   });
@@ -176,7 +193,12 @@ describe('OpenAI TTS against the emulator', () => {
     const tts = createOpenAiTts(
       settings({
         options: { voice: 'coral', model: 'tts-1', speed: 1.25, language: 'de', text_filter: 'markdown' },
-        serviceOptions: { base_url: `${server.url}/v1`, instructions: 'Speak warmly.', response_format: 'mp3', stream_format: 'sse' },
+        serviceOptions: {
+          base_url: `${server.url}/v1`,
+          instructions: 'Speak warmly.',
+          response_format: 'mp3',
+          stream_format: 'sse',
+        },
       }),
     );
     await collect(tts, pieces('Guten Tag.'));
@@ -203,6 +225,8 @@ describe('OpenAI TTS against the emulator', () => {
   });
 
   it('rejects options of the wrong type', () => {
-    expect(() => createOpenAiTts(settings({ options: { speed: 9 } }))).toThrow(/openai_tts: invalid tts options: speed/);
+    expect(() => createOpenAiTts(settings({ options: { speed: 9 } }))).toThrow(
+      /openai_tts: invalid tts options: speed/,
+    );
   });
 });

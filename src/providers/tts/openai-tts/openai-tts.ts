@@ -147,7 +147,10 @@ class PieceRequest {
     try {
       const response = await post.response();
       if (!response) return this.chunks.end();
-      this.log.debug({ provider: PROVIDER, status: response.status, headersMs: Math.round(performance.now() - startedMs) }, 'tts response started');
+      this.log.debug(
+        { provider: PROVIDER, status: response.status, headersMs: Math.round(performance.now() - startedMs) },
+        'tts response started',
+      );
 
       if (!response.ok) {
         const body = await post.errorBody(response);
@@ -184,7 +187,10 @@ class PieceRequest {
       this.chunks.fail(err);
     } finally {
       post.close();
-      this.log.debug({ provider: PROVIDER, bytes, elapsedMs: Math.round(performance.now() - startedMs) }, 'tts request closed');
+      this.log.debug(
+        { provider: PROVIDER, bytes, elapsedMs: Math.round(performance.now() - startedMs) },
+        'tts request closed',
+      );
     }
   }
 
