@@ -100,14 +100,12 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
       }
       const domain = await opts.accounts.domainOf(found.accountId);
       const callId = await opts.dialin.calls.open(found.accountId, domain, found.entry, from, to);
-      return reply
-        .type(XML)
-        .send(
-          buildStreamTwiml({
-            streamUrl: `${websocketBase(opts.publicUrl)}/ws/dialin/${callId}`,
-            parameters: { callId, from, to },
-          }),
-        );
+      return reply.type(XML).send(
+        buildStreamTwiml({
+          streamUrl: `${websocketBase(opts.publicUrl)}/ws/dialin/${callId}`,
+          parameters: { callId, from, to },
+        }),
+      );
     },
   );
 
