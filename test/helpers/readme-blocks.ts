@@ -91,9 +91,11 @@ export async function runScript(
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  // One deadline for the script and the output awaited after it, so a run that never prints what
+  // is awaited still returns its output (for the failure message) before the test's own timeout.
+  const deadlineMs = Date.now() + options.timeoutMs;
   const timer = setTimeout(() => killGroup(child), options.timeoutMs);
   const [code] = (await once(child, 'exit')) as [number | null];
-  const deadlineMs = Date.now() + options.timeoutMs;
   while (options.awaitOutput && !options.awaitOutput.test(output) && Date.now() < deadlineMs) {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
