@@ -129,9 +129,7 @@ export async function startCluster(env: Record<string, string> = {}, nodeCount =
 }
 
 /** The node that holds the most recent thing the cluster view counts, by polling GET /cluster until `match` holds. */
-export async function clusterView(
-  via: string,
-): Promise<{
+export async function clusterView(via: string): Promise<{
   node_id: string;
   nodes: Array<{ node_id: string; url: string; draining: boolean; live_calls: number; rooms: number }>;
 }> {
