@@ -53,12 +53,14 @@ describe.skipIf(!redisLookup.ok)('switchboard loadtest through the balancer of t
     expect(report.aggregate.replyLatencyMs.count).toBeGreaterThanOrEqual(CALLS);
     expect(report.aggregate.violations).toBe(0);
 
-    // Round robin: each node answered webhooks and served media streams.
+    // Round robin spread each call's webhook and media stream over the nodes (strict alternation
+    // may put every webhook on one node and every stream on the other: a stream needs nothing of
+    // the node that answered its webhook).
     const streams = cluster.proxy.routed.filter((r) => r.path.startsWith('/ws/twilio/'));
     const webhooks = cluster.proxy.routed.filter((r) => r.path.startsWith('/twilio/voice/'));
     expect(streams).toHaveLength(CALLS);
-    expect(new Set(streams.map((r) => r.index))).toEqual(new Set([0, 1]));
-    expect(new Set(webhooks.map((r) => r.index))).toEqual(new Set([0, 1]));
+    expect(webhooks).toHaveLength(CALLS);
+    expect(new Set([...streams, ...webhooks].map((r) => r.index))).toEqual(new Set([0, 1]));
     // Every call has ended on both nodes (as their next heartbeats say).
     await until(async () => (await clusterView(cluster.nodes[0]!.baseUrl)).nodes.every((n) => n.live_calls === 0));
   });

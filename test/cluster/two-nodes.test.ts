@@ -296,12 +296,14 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
     expect(started.status, JSON.stringify(started.body)).toBe(200);
     const room = roomName(started.body.room_url);
 
-    // The callee joins the room on A, hears the bot, answers it and hangs up.
-    await logLine(a.output, (l) => l.msg === 'phone leg connected' && l.room === room && l.who === callee);
+    // The callee (simulated in A's process, where the carrier is) hangs up once its call is over:
+    // it heard the bot and answered it, in the room on A.
     const hungUp = await logLine(a.output, (l) => l.msg === 'sandbox callee hung up' && l.to === callee);
     expect(hungUp).toMatchObject({ outcome: 'completed' });
     expect(hungUp.botAudioMs).toBeGreaterThan(1000);
     expect(hungUp.calleeTurns).toBeGreaterThan(0);
+    await logLine(a.output, (l) => l.msg === 'phone leg connected' && l.room === room && l.who === callee);
+    // Its status callbacks, all through B, told A how the leg ended.
     await logLine(a.output, (l) => l.msg === 'dial-out call completed' && l.room === room);
 
     const legPaths = cluster.proxy.routed.filter((r) => r.path.includes('/dialout/'));
