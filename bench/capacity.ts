@@ -38,7 +38,7 @@ export interface CapacityPoint {
   withinBudget: boolean;
 }
 
-interface GeneratorSummary {
+export interface GeneratorSummary {
   calls: number;
   failed: number;
   outcomes: Record<string, number>;
@@ -48,7 +48,7 @@ interface GeneratorSummary {
   generatorClockMaxLagMs: number;
 }
 
-function startGenerator(
+export function startGenerator(
   wssUrl: string,
   calls: number,
   durationMs: number,

@@ -120,6 +120,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ringTimeoutSecs: config.dialoutRingTimeoutSecs,
     maxParticipants: config.rooms.maxParticipants,
     log: deps.logger as Logger,
+    cluster,
     metrics,
   });
 
@@ -223,6 +224,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       authToken: config.twilio.authToken,
       dialin: { config: pinless, calls: dialinCalls },
       dialout,
+      cluster,
       liveCalls,
     },
     mediaStreams: {

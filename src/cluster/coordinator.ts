@@ -28,10 +28,11 @@ export interface NodeStatus {
 export type Holder = { self: true } | { self: false; nodeId: string; url: string };
 
 /**
- * Kinds of held things. `room` and `dialin` (a caller on hold, by callId) are looked up by id; an
- * account's live calls (`calls:<account id>`) are only counted.
+ * Kinds of held things. `room`, `dialin` (a caller on hold, by callId) and `dialout` (a leg a
+ * room's bot placed, by leg id) are looked up by id; an account's live calls
+ * (`calls:<account id>`) are only counted.
  */
-export type HeldKind = 'room' | 'dialin' | `calls:${string}`;
+export type HeldKind = 'room' | 'dialin' | 'dialout' | `calls:${string}`;
 
 export interface Coordinator {
   /** This node's id (its data dir's, which recordings carry too). */

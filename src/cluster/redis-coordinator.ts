@@ -9,7 +9,8 @@ import type { Coordinator, HeldKind, Holder, NodeStatus, NodeView } from './coor
  * Keys, all under `switchboard:`:
  * - `nodes`: hash node id → its URL; a node is listed from its start until it leaves or is reaped.
  * - `alive:<node>`: the heartbeat, with the node's status; expires after the liveness window.
- * - `held:<kind>`: hash id → holding node (rooms, dial-in callers, an account's calls). Its
+ * - `held:<kind>`: hash id → holding node (rooms, dial-in callers, dial-out legs, an
+ *   account's calls). Its
  *   length is the cluster's count of that kind, which is what the limits compare.
  * - `holds:<node>`: set of `<kind> <id>` a node holds, so that the node that reaps a dead one
  *   can remove exactly what it held.

@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { LocalCoordinator } from '../cluster/coordinator.js';
 import type { PhoneNumbersRepo } from '../store/phone-numbers-repo.js';
 import type { Carrier, OutboundCallRequest, OutboundCallStage } from '../telephony/carrier/carrier.js';
 import { type AttachableTransport, type DialoutRoom, DialoutService, type LegOutcome } from './dialout-service.js';
@@ -65,6 +66,7 @@ class FakeRoom implements DialoutRoom {
 function setUp() {
   const carrier = new ControlledCarrier();
   const outcomes: LegOutcome[] = [];
+  const cluster = new LocalCoordinator('node-1');
   const service = new DialoutService({
     carrier: carrier as unknown as Carrier,
     numbers: {} as PhoneNumbersRepo,
@@ -72,23 +74,28 @@ function setUp() {
     ringTimeoutSecs: 30,
     maxParticipants: 4,
     log: pino({ level: 'silent' }),
+    cluster,
     metrics: { dialoutLeg: (outcome) => outcomes.push(outcome) },
   });
   const room = new FakeRoom();
-  return { carrier, service, room, outcomes };
+  return { carrier, service, room, outcomes, cluster };
 }
+
+/** Lets the legs' registration in the cluster (and whatever follows it) run. */
+const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 const legIdOf = (request: OutboundCallRequest) => request.answerUrl.split('/').pop()!;
 const transport = {} as AttachableTransport;
 
 describe('DialoutService', () => {
   it('dials every target with its answer and status URLs, and joins the answered leg to the room', async () => {
-    const { carrier, service, room, outcomes } = setUp();
+    const { carrier, service, room, outcomes, cluster } = setUp();
     service.start(room, [
       { to: '+14155550123', from: '+12125550101' },
       { to: 'sip:+14155550124@pbx.example.com', from: '+12125550101' },
     ]);
     expect(room.expected).toBe(2);
+    await settle();
     expect(carrier.dialled.map((r) => r.to)).toEqual(['+14155550123', 'sip:+14155550124@pbx.example.com']);
     const [first] = carrier.dialled;
     expect(first).toMatchObject({ from: '+12125550101', ringTimeoutSecs: 30 });
@@ -96,6 +103,9 @@ describe('DialoutService', () => {
     expect(first!.statusUrl).toBe(`${first!.answerUrl}/status`);
 
     const legId = legIdOf(first!);
+    // Every leg is known to the cluster as this node's, so callbacks landing elsewhere come here.
+    expect(await cluster.holderOf('dialout', legId)).toEqual({ self: true });
+    expect(service.holds(legId)).toBe(true);
     carrier.queue(0, 'CA1');
     service.onStatus(legId, 'ringing', {});
     expect(service.legFor(legId)).toEqual({ room: 'room-1' });
@@ -104,6 +114,9 @@ describe('DialoutService', () => {
     // A second stream for the same leg is refused.
     expect(service.connect(legId, transport)).toBe(false);
     expect(outcomes).toEqual(['answered']);
+    service.onStatus(legId, 'completed', {});
+    expect(await cluster.holderOf('dialout', legId)).toBeUndefined();
+    expect(service.holds(legId)).toBe(false);
   });
 
   it('reports busy, unanswered and refused legs to the room once, and forgets them', async () => {
@@ -113,12 +126,13 @@ describe('DialoutService', () => {
       { to: '+14155550197', from: '+1' },
       { to: '+4420', from: '+1' },
     ]);
+    await settle();
     const [busy, unanswered] = carrier.dialled.map(legIdOf);
     service.onStatus(busy!, 'busy', {});
     service.onStatus(busy!, 'completed', {});
     service.onStatus(unanswered!, 'no-answer', {});
     carrier.refuse(2);
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     expect(room.ended).toEqual([
       { to: '+14155550198', outcome: 'busy' },
       { to: '+14155550197', outcome: 'no-answer' },
@@ -136,14 +150,15 @@ describe('DialoutService', () => {
       { to: '+14155550123', from: '+1' },
       { to: '+14155550124', from: '+1' },
     ]);
+    await settle();
     carrier.queue(0, 'CA-ringing');
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     service.onStatus(legIdOf(carrier.dialled[0]!), 'ringing', {});
     room.close();
     expect(carrier.hungUp).toEqual([{ ref: 'CA-ringing', stage: 'ringing' }]);
     // The carrier answers the second dial only now: it is hung up at once.
     carrier.queue(1, 'CA-late');
-    await new Promise((resolve) => setImmediate(resolve));
+    await settle();
     expect(carrier.hungUp).toEqual([
       { ref: 'CA-ringing', stage: 'ringing' },
       { ref: 'CA-late', stage: 'ringing' },
@@ -152,6 +167,17 @@ describe('DialoutService', () => {
     service.onStatus(legIdOf(carrier.dialled[0]!), 'canceled', {});
     expect(room.ended).toEqual([]);
     expect(service.active).toBe(0);
+  });
+
+  it('never dials a leg whose room closed while the leg was being registered', async () => {
+    const { carrier, service, room, cluster } = setUp();
+    service.start(room, [{ to: '+14155550123', from: '+1' }]);
+    room.close();
+    await settle();
+    expect(carrier.dialled).toEqual([]);
+    expect(service.active).toBe(0);
+    // Nothing of the leg is left registered: the cluster holds no dial-out leg at all.
+    expect(await cluster.claim('dialout', 'probe', 1)).toBe(true);
   });
 
   it('refuses more targets than a room can hold before dialling anything', async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import type { Coordinator } from '../cluster/coordinator.js';
 import { ApiError } from '../shared/api-error.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import type { PhoneNumbersRepo } from '../store/phone-numbers-repo.js';
@@ -55,6 +56,11 @@ export interface DialoutServiceOptions {
   /** A room holds this many participants; more targets than that could never all join. */
   maxParticipants: number;
   log: Logger;
+  /**
+   * Each leg is registered here before it is dialled: the carrier's callbacks and the leg's media
+   * stream name the public address, and a node that does not hold the leg passes them to this one.
+   */
+  cluster: Coordinator;
   /** Counts legs by outcome for /metrics. */
   metrics?: { dialoutLeg(outcome: LegOutcome): void };
 }
@@ -167,6 +173,11 @@ export class DialoutService {
     this.finish(leg, outcome);
   }
 
+  /** Whether this node placed the leg and it is still in flight. */
+  holds(legId: string): boolean {
+    return this.legs.has(legId);
+  }
+
   /** Legs in flight (for tests and logs). */
   get active(): number {
     return this.legs.size;
@@ -179,22 +190,39 @@ export class DialoutService {
     this.legs.set(id, leg);
     const base = `${this.options.publicUrl}/twilio/dialout/${id}`;
     log.info({ from: plan.from }, 'dialling out');
-    this.options.carrier
-      .dial({
-        to: plan.to,
-        from: plan.from,
-        answerUrl: base,
-        statusUrl: `${base}/status`,
-        ringTimeoutSecs: this.options.ringTimeoutSecs,
-      })
-      .then(({ carrierRef }) => {
-        leg.carrierRef = carrierRef;
-        leg.log = log.child({ callSid: carrierRef });
-        // The room closed while the carrier was queueing the call: take it back at once.
-        if (leg.stage === 'ended') this.hangUp(leg, 'ringing');
+    // Registered before the carrier hears of the leg, so its first callback finds this node.
+    this.options.cluster
+      .claim('dialout', id)
+      .then((claimed) => {
+        if (!claimed) throw new Error('the leg id is already registered in the cluster');
+        // The room closed while the leg was being registered: never dial it.
+        if (leg.stage === 'ended') {
+          this.options.cluster.release('dialout', id);
+          return;
+        }
+        return this.options.carrier
+          .dial({
+            to: plan.to,
+            from: plan.from,
+            answerUrl: base,
+            statusUrl: `${base}/status`,
+            ringTimeoutSecs: this.options.ringTimeoutSecs,
+          })
+          .then(
+            ({ carrierRef }) => {
+              leg.carrierRef = carrierRef;
+              leg.log = log.child({ callSid: carrierRef });
+              // The room closed while the carrier was queueing the call: take it back at once.
+              if (leg.stage === 'ended') this.hangUp(leg, 'ringing');
+            },
+            (err: unknown) => {
+              log.warn({ err }, `dial-out to ${plan.to} failed: the carrier refused the call`);
+              this.finish(leg, 'failed');
+            },
+          );
       })
       .catch((err: unknown) => {
-        log.warn({ err }, `dial-out to ${plan.to} failed: the carrier refused the call`);
+        log.error({ err }, `dial-out to ${plan.to} failed: the leg could not be registered in the cluster`);
         this.finish(leg, 'failed');
       });
   }
@@ -202,7 +230,7 @@ export class DialoutService {
   private finish(leg: Leg, outcome: string): void {
     if (leg.stage === 'ended') return;
     leg.stage = 'ended';
-    this.legs.delete(leg.id);
+    this.forget(leg);
     if (!leg.joined) this.options.metrics?.dialoutLeg(isLegOutcome(outcome) ? outcome : 'failed');
     if (!leg.joined && !leg.room.isClosed) leg.room.dialoutEnded(leg.plan.to, outcome);
   }
@@ -216,11 +244,16 @@ export class DialoutService {
       if (leg.room !== room) continue;
       const stage = leg.stage;
       leg.stage = 'ended';
-      this.legs.delete(leg.id);
+      this.forget(leg);
       if (leg.joined || stage === 'ended') continue;
       leg.log.info('room closed before the callee joined; hanging up the call');
       this.hangUp(leg, stage === 'answered' ? 'answered' : 'ringing');
     }
+  }
+
+  private forget(leg: Leg): void {
+    this.legs.delete(leg.id);
+    this.options.cluster.release('dialout', leg.id);
   }
 
   private hangUp(leg: Leg, stage: OutboundCallStage): void {

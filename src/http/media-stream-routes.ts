@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { BotConfigForCall, BotConfigService } from '../bots/bot-config-service.js';
 import type { AccountCalls } from '../cluster/account-calls.js';
-import type { Coordinator } from '../cluster/coordinator.js';
+import type { Coordinator, HeldKind } from '../cluster/coordinator.js';
 import { relaySocket, wasForwarded } from '../cluster/forward.js';
 import { ApiError } from '../shared/api-error.js';
 import { websocketBase } from '../config/env.js';
@@ -34,7 +34,7 @@ export interface MediaStreamOptions {
   recordings?: RecordingsService;
   /** Every call is registered here; while the server drains, new streams are refused. */
   liveCalls: LiveCalls;
-  /** A dial-in caller's stream that lands on another node than the caller's webhook is relayed there. */
+  /** A dial-in caller's or dial-out leg's stream that lands on another node than its own is relayed there. */
   cluster: Coordinator;
   /** The account's concurrent calls (SWITCHBOARD_ACCOUNT_MAX_CALLS); a phone call is one. */
   accountCalls: AccountCalls;
@@ -62,18 +62,19 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
     what: string,
     logKey: string,
     connect: (id: string, transport: TwilioTransport) => boolean,
-    /** Whether this node has the leg; when it does not, the node that does gets the stream. */
-    holds?: (id: string) => boolean,
+    /** Whether this node has the leg, registered in the cluster as `kind`; when it does not, the node that does gets the stream. */
+    holds: (id: string) => boolean,
+    kind: HeldKind,
   ): void {
     const schema = socketDoc(`Media stream of a ${what}`);
     app.get<{ Params: { id: string } }>(path, { websocket: true, schema }, (socket, request) => {
       const log = request.log.child({ [logKey]: request.params.id }) as Logger;
-      if (holds && opts.cluster.clustered && !holds(request.params.id) && !wasForwarded(request)) {
+      if (opts.cluster.clustered && !holds(request.params.id) && !wasForwarded(request)) {
         relaySocket(socket, request, {
           fromNodeId: opts.cluster.nodeId,
           log,
           target: opts.cluster
-            .holderOf('dialin', request.params.id)
+            .holderOf(kind, request.params.id)
             .then((holder) => (holder && !holder.self ? holder.url : undefined)),
           onNowhere: () => {
             log.info(`media stream for an unknown or finished ${what}`);
@@ -101,9 +102,15 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
     'callId',
     (id, transport) => opts.dialinCalls.connect(id, transport),
     (id) => opts.dialinCalls.holds(id),
+    'dialin',
   );
-  knownLegRoute('/ws/dialout/:id', 'dial-out leg', 'dialoutLeg', (id, transport) =>
-    opts.dialout.connect(id, transport),
+  knownLegRoute(
+    '/ws/dialout/:id',
+    'dial-out leg',
+    'dialoutLeg',
+    (id, transport) => opts.dialout.connect(id, transport),
+    (id) => opts.dialout.holds(id),
+    'dialout',
   );
 
   /**

@@ -1,5 +1,7 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Coordinator } from '../cluster/coordinator.js';
+import { forwardRequest, wasForwarded } from '../cluster/forward.js';
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { PinlessConfigService } from '../dialin/pinless-config.js';
@@ -22,6 +24,8 @@ export interface TwilioWebhookOptions {
   dialin: { config: PinlessConfigService; calls: DialinCalls };
   /** Outbound legs of rooms: the carrier asks for their TwiML on answer and reports their status. */
   dialout: DialoutService;
+  /** Which node placed a dial-out leg: its callbacks that land elsewhere are passed to it. */
+  cluster: Coordinator;
   /** While the server drains, new calls get a 503 so the carrier can try its fallback URL. */
   liveCalls: LiveCalls;
 }
@@ -62,6 +66,16 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
     request.log.warn('twilio webhook signature rejected');
     void reply.status(403).type(XML).send(buildSayHangupTwiml('This request could not be verified.'));
     return false;
+  }
+
+  /**
+   * The node that placed a dial-out leg, when it is another one: the carrier calls the public
+   * address, which may be any node, and only the placing node has the leg's room.
+   */
+  async function legNodeElsewhere(request: FastifyRequest, legId: string): Promise<string | undefined> {
+    if (!opts.cluster.clustered || opts.dialout.holds(legId) || wasForwarded(request)) return undefined;
+    const holder = await opts.cluster.holderOf('dialout', legId);
+    return holder && !holder.self ? holder.url : undefined;
   }
 
   /** A new call while the server drains: 503, which makes Twilio use the number's fallback URL if it has one. */
@@ -120,6 +134,8 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
     async (request, reply) => {
       const params = (request.body ?? {}) as Record<string, unknown>;
       if (!verified(request, reply, params)) return reply;
+      const elsewhere = await legNodeElsewhere(request, request.params.legId);
+      if (elsewhere) return forwardRequest(request, reply, elsewhere, opts.cluster.nodeId);
       const leg = opts.dialout.legFor(request.params.legId);
       if (!leg) {
         request.log.info({ legId: request.params.legId }, 'answer webhook for an unknown or finished dial-out leg');
@@ -139,6 +155,8 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
     async (request, reply) => {
       const params = (request.body ?? {}) as Record<string, unknown>;
       if (!verified(request, reply, params)) return reply;
+      const elsewhere = await legNodeElsewhere(request, request.params.legId);
+      if (elsewhere) return forwardRequest(request, reply, elsewhere, opts.cluster.nodeId);
       const status = typeof params.CallStatus === 'string' ? params.CallStatus : '';
       const duration = Number(params.CallDuration);
       opts.dialout.onStatus(request.params.legId, status, {

@@ -50,6 +50,26 @@ function eventWaiter() {
 }
 
 const roomName = (roomUrl: string) => roomUrl.split('/rooms/')[1]!;
+
+/** The first JSON log line of a node's output that `match` accepts, once it has been written. */
+async function logLine(
+  output: () => string,
+  match: (line: Record<string, any>) => boolean,
+): Promise<Record<string, any>> {
+  let found: Record<string, any> | undefined;
+  await until(() => {
+    for (const text of output().split('\n')) {
+      if (!text.startsWith('{')) continue;
+      const line = JSON.parse(text) as Record<string, any>;
+      if (match(line)) {
+        found = line;
+        return true;
+      }
+    }
+    return false;
+  });
+  return found!;
+}
 const wsOf = (baseUrl: string) => baseUrl.replace(/^http/, 'ws');
 
 describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_000 }, () => {
@@ -256,6 +276,53 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
     const deleted = await cluster.api('DELETE', `/v1/recordings/${recording!.id}`, undefined, b.baseUrl);
     expect(deleted.status, JSON.stringify(deleted.body)).toBe(200);
     expect((await fetch(`${a.baseUrl}${path}`)).status).toBe(404);
+  });
+
+  it('a dial-out leg placed by one node joins its room there when every carrier callback and its audio reach the other', async () => {
+    const [a] = cluster.nodes as [Cluster['nodes'][0]];
+    const from = await cluster.api('POST', '/v1/buy-phone-number', { number: '+12125550163' });
+    expect(from.status).toBe(200);
+    // The sandbox carrier (in node A, which places the call) calls the public address; the
+    // balancer sends its status callbacks, answer webhook and media stream all to node B.
+    cluster.proxy.pinPaths('/twilio/dialout/', 1);
+    cluster.proxy.pinPaths('/ws/dialout/', 1);
+    const callee = '+14155550124';
+    const started = await cluster.api(
+      'POST',
+      '/v1/bots/start',
+      { ...START_BODY, dialout_settings: [{ phoneNumber: callee, callerId: from.body.id }] },
+      a.baseUrl,
+    );
+    expect(started.status, JSON.stringify(started.body)).toBe(200);
+    const room = roomName(started.body.room_url);
+
+    // The callee (simulated in A's process, where the carrier is) hangs up once its call is over:
+    // it heard the bot and answered it, in the room on A.
+    const hungUp = await logLine(a.output, (l) => l.msg === 'sandbox callee hung up' && l.to === callee);
+    expect(hungUp).toMatchObject({ outcome: 'completed' });
+    expect(hungUp.botAudioMs).toBeGreaterThan(1000);
+    expect(hungUp.calleeTurns).toBeGreaterThan(0);
+    await logLine(a.output, (l) => l.msg === 'phone leg connected' && l.room === room && l.who === callee);
+    // Its status callbacks, all through B, told A how the leg ended.
+    await logLine(a.output, (l) => l.msg === 'dial-out call completed' && l.room === room);
+
+    const legPaths = cluster.proxy.routed.filter((r) => r.path.includes('/dialout/'));
+    const legId = /\/dialout\/([0-9a-f-]{36})/.exec(legPaths[0]!.path)![1];
+    expect(legPaths.map((r) => `${r.index} ${r.method} ${r.path}`)).toEqual(
+      expect.arrayContaining([
+        `1 POST /twilio/dialout/${legId}/status`,
+        `1 POST /twilio/dialout/${legId}`,
+        `1 GET /ws/dialout/${legId}`,
+      ]),
+    );
+    expect(legPaths.every((r) => r.index === 1)).toBe(true);
+    // Nothing of the leg is left once its call completed: a late callback is simply noted.
+    const late = await fetch(`${cluster.proxy.url}/twilio/dialout/${legId}/status`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'CallStatus=completed',
+    });
+    expect(late.status).toBe(204);
   });
 
   it('each node’s /metrics names it, and /cluster lists both with their calls and rooms', async () => {

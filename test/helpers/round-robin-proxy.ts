@@ -2,7 +2,8 @@
  * A load balancer for tests: one address in front of several nodes, handing each HTTP request and
  * each websocket upgrade to the next node in turn. Like a real balancer with active health
  * checks, it skips a node whose /healthz does not answer 200 (draining, or dead). `pinNext` sends
- * the next connection to a given node, so a test can say which node the carrier reaches.
+ * the next connection to a given node, and `pinPaths` every request under a path, so a test can
+ * say which node the carrier reaches.
  */
 import { type IncomingMessage, type Server, createServer, request as httpRequest } from 'node:http';
 import { type AddressInfo, type Socket, connect } from 'node:net';
@@ -13,6 +14,8 @@ export interface RoundRobinProxy {
   port: number;
   /** The next request or upgrade goes to this backend (by index), healthy or not. */
   pinNext(index: number): void;
+  /** Every request and upgrade whose path starts with `prefix` goes to this backend (by index), from now on. */
+  pinPaths(prefix: string, index: number): void;
   /** Which backend (index) each request and upgrade went to, in order: `GET /healthz` probes are not listed. */
   readonly routed: Array<{ index: number; method: string; path: string }>;
   close(): Promise<void>;
@@ -29,11 +32,15 @@ async function healthy(backend: string): Promise<boolean> {
 export async function startRoundRobinProxy(backends: string[], port = 0): Promise<RoundRobinProxy> {
   let turn = 0;
   let pinned: number | undefined;
+  const pinnedPaths = new Map<string, number>();
   const routed: RoundRobinProxy['routed'] = [];
 
   async function pick(req: IncomingMessage): Promise<number | undefined> {
     let index: number | undefined;
-    if (pinned !== undefined) {
+    const path = req.url ?? '/';
+    const byPath = [...pinnedPaths].find(([prefix]) => path.startsWith(prefix));
+    if (byPath) index = byPath[1];
+    else if (pinned !== undefined) {
       index = pinned;
       pinned = undefined;
     } else {
@@ -95,6 +102,9 @@ export async function startRoundRobinProxy(backends: string[], port = 0): Promis
     port: actual,
     pinNext: (index) => {
       pinned = index;
+    },
+    pinPaths: (prefix, index) => {
+      pinnedPaths.set(prefix, index);
     },
     routed,
     close: async () => {
