@@ -26,6 +26,9 @@ export interface CapacityPoint {
   ticks: number;
   /** Server CPU, percent of one core, per call. */
   cpuPerCallPct: number;
+  /** Main-thread garbage collection over the window: scavenges (young generation) and all pauses, % of a core. */
+  minorGcs: number;
+  gcPct: number;
   /** Server resident memory above idle, per call. */
   memoryPerCallMb: number;
   failedCalls: number;
@@ -125,6 +128,15 @@ export async function measureCapacity(options: {
     ticks,
     // Two decimals: an A/B of two builds (cost-ab.ts) differs in tenths of a percent.
     cpuPerCallPct: Math.round((delta('process_cpu_seconds_total') / windowSecs / options.calls) * 10_000) / 100,
+    minorGcs: delta('nodejs_gc_duration_seconds_count{kind="minor"}'),
+    gcPct: round(
+      (['minor', 'major', 'incremental', 'weakcb'].reduce(
+        (secs, kind) => secs + delta(`nodejs_gc_duration_seconds_sum{kind="${kind}"}`),
+        0,
+      ) /
+        windowSecs) *
+        100,
+    ),
     memoryPerCallMb: round(
       ((after.get('process_resident_memory_bytes') ?? 0) - options.idleRssBytes) / options.calls / 1024 / 1024,
     ),

