@@ -369,7 +369,8 @@ describe('PhoneCall against a fake bot', () => {
     // The bot clears on the caller's first voiced frame: the latency is measured from there to the
     // clear, which comes while the caller is still speaking.
     const at = (kind: string) => report.timeline.find((e) => e.kind === kind)!.atMs;
-    expect(u!.bargeInLatencyMs).toBe(at('clear-received') - u!.firstVoicedMs!);
+    // Each figure is rounded to the millisecond on its own, so the difference may differ by one.
+    expect(Math.abs(u!.bargeInLatencyMs! - (at('clear-received') - u!.firstVoicedMs!))).toBeLessThanOrEqual(1);
     expect(at('clear-received')).toBeGreaterThanOrEqual(at('caller-voice-start'));
     expect(at('clear-received')).toBeLessThanOrEqual(at('caller-voice-end'));
     expect(u!.replyLatencyMs).toBeGreaterThanOrEqual(150);
