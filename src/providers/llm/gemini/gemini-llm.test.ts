@@ -228,11 +228,12 @@ describe('Gemini LLM against the emulator', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.end(`data: ${JSON.stringify({ candidates: [{ finishReason: 'SAFETY', index: 0 }] })}\r\n\r\n`);
     });
-    await new Promise<void>((resolve) => raw.listen(0, '127.0.0.1', resolve));
+    // Every interface, reached by name: what a customer's base_url looks like.
+    await new Promise<void>((resolve) => raw.listen(0, resolve));
     try {
       const { port } = raw.address() as AddressInfo;
       const err = await failure(
-        collect(createGeminiLlm(settings({ serviceOptions: { base_url: `http://127.0.0.1:${port}` } }))),
+        collect(createGeminiLlm(settings({ serviceOptions: { base_url: `http://localhost:${port}` } }))),
       );
       expect(err.message).toBe('gemini: the reply was blocked: SAFETY');
       expect(err.retryable).toBe(false);
