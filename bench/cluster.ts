@@ -4,7 +4,7 @@ import { findPostgres, startPostgres } from '../test/helpers/postgres-server.js'
 import { findRedis, startRedis } from '../test/helpers/redis-server.js';
 import { startRoundRobinProxy } from '../test/helpers/round-robin-proxy.js';
 import { startEmulateProcess, startGenerator } from './capacity.js';
-import { BENCH_REPLY } from './latency.js';
+import { benchEmulatorArgs } from './latency.js';
 import {
   BENCH_API_KEY,
   createBotConfig,
@@ -158,22 +158,7 @@ async function main(): Promise<void> {
   if (!redisLookup.ok) throw new Error(`Redis: ${redisLookup.reason}`);
   const postgres = await startPostgres(postgresLookup.binaries);
   const redis = await startRedis(redisLookup.binary);
-  const emulators = await startEmulateProcess([
-    '--stt-final-delay-ms',
-    '150',
-    '--llm-first-token-ms',
-    '200',
-    '--llm-tokens-per-sec',
-    '50',
-    '--tts-first-byte-ms',
-    '100',
-    '--tts-real-time-factor',
-    '2',
-    '--transcript',
-    'do you have a table',
-    '--reply',
-    BENCH_REPLY,
-  ]);
+  const emulators = await startEmulateProcess(benchEmulatorArgs());
   try {
     process.stdout.write(
       `${args.calls} talking calls for ${args['duration-s']} s through a round-robin balancer (steady window after ${args['warm-up-s']} s); ` +

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type CapacityPoint, measureCapacity, startEmulateProcess } from './capacity.js';
-import { BENCH_REPLY } from './latency.js';
+import { benchEmulatorArgs } from './latency.js';
 import { createBotConfig, scrapeMetrics, type ServerProcess, startServerProcess } from './server-process.js';
 
 /**
@@ -85,22 +85,7 @@ async function main(): Promise<void> {
   for (const [name, side] of Object.entries(builds)) {
     process.stdout.write(`${name}: ${side.root} node ${side.nodeArgs.join(' ')}\n`);
   }
-  const emulators = await startEmulateProcess([
-    '--stt-final-delay-ms',
-    '150',
-    '--llm-first-token-ms',
-    '200',
-    '--llm-tokens-per-sec',
-    '50',
-    '--tts-first-byte-ms',
-    '100',
-    '--tts-real-time-factor',
-    '2',
-    '--transcript',
-    'do you have a table',
-    '--reply',
-    BENCH_REPLY,
-  ]);
+  const emulators = await startEmulateProcess(benchEmulatorArgs());
   const calls = Number(args.calls);
   const durationMs = Number(args['duration-s']) * 1000;
   try {

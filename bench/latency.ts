@@ -11,6 +11,26 @@ import type { EmulatorLatencies } from '../src/tools/emulators/types.js';
  * from the server's `call ended` lines (per turn, ms from the end of the caller's turn).
  */
 
+/** The emulated vendors' pace for every benchmark, so figures from different scripts compare. */
+export const BENCH_LATENCIES = {
+  sttFinalDelayMs: 150,
+  llmFirstTokenMs: 200,
+  llmTokensPerSec: 50,
+  ttsFirstByteMs: 100,
+  ttsRealTimeFactor: 2,
+} as const;
+
+/** `switchboard emulate` arguments for that pace, the caller's transcript and the bot's reply. */
+export function benchEmulatorArgs(): string[] {
+  const l = BENCH_LATENCIES;
+  return [
+    ...['--stt-final-delay-ms', String(l.sttFinalDelayMs), '--llm-first-token-ms', String(l.llmFirstTokenMs)],
+    ...['--llm-tokens-per-sec', String(l.llmTokensPerSec), '--tts-first-byte-ms', String(l.ttsFirstByteMs)],
+    ...['--tts-real-time-factor', String(l.ttsRealTimeFactor)],
+    ...['--transcript', 'do you have a table', '--reply', BENCH_REPLY],
+  ];
+}
+
 /** Every reply opens with a one-token sentence, so the LLM's share of the wait is its first-token time. */
 export const BENCH_REPLY =
   'Sure. We have a table for two at eight, and another one at nine if you would like a later dinner by the window, with a view of the harbour lights.';

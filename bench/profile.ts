@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { measureCapacity, startEmulateProcess } from './capacity.js';
 import { cpuPinning } from './cpu-pinning.js';
-import { BENCH_REPLY } from './latency.js';
+import { benchEmulatorArgs } from './latency.js';
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 
 /**
@@ -37,25 +37,7 @@ async function main(): Promise<void> {
   mkdirSync(dir, { recursive: true });
   const pinning = cpuPinning();
   process.stdout.write(`${pinning.describe}\n`);
-  const emulators = await startEmulateProcess(
-    [
-      '--stt-final-delay-ms',
-      '150',
-      '--llm-first-token-ms',
-      '200',
-      '--llm-tokens-per-sec',
-      '50',
-      '--tts-first-byte-ms',
-      '100',
-      '--tts-real-time-factor',
-      '2',
-      '--transcript',
-      'do you have a table',
-      '--reply',
-      BENCH_REPLY,
-    ],
-    pinning.load,
-  );
+  const emulators = await startEmulateProcess(benchEmulatorArgs(), pinning.load);
   const server = await startServerProcess(
     {
       SWITCHBOARD_DEEPGRAM_URL: emulators.url,

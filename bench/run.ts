@@ -6,7 +6,7 @@ import type { EmulatorLatencies } from '../src/tools/emulators/types.js';
 import { type CapacityPoint, measureCapacity, startEmulateProcess } from './capacity.js';
 import { cpuPinning } from './cpu-pinning.js';
 import { type BargeInSamples, runBargeInPhase } from './barge-in.js';
-import { BENCH_REPLY, runLatencyPhase } from './latency.js';
+import { BENCH_LATENCIES, benchEmulatorArgs, runLatencyPhase } from './latency.js';
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 import { type BudgetRow, formatTable, percentile } from './report.js';
 
@@ -46,38 +46,15 @@ const PREVIOUS = {
   carried: '100 (150 borderline)',
 };
 
-const LATENCIES: EmulatorLatencies = {
-  sttFinalDelayMs: 150,
-  llmFirstTokenMs: 200,
-  llmTokensPerSec: 50,
-  ttsFirstByteMs: 100,
-  ttsRealTimeFactor: 2,
-};
+// The emulated vendors' pace, shared with the other benchmarks (bench/latency.ts).
+const LATENCIES: EmulatorLatencies = BENCH_LATENCIES;
 const START_SECS = 0.2;
 const FIXTURES = fileURLToPath(new URL('../fixtures/audio', import.meta.url));
 
 async function main(): Promise<void> {
   const pinning = cpuPinning();
   process.stdout.write(`${pinning.describe}\n`);
-  const emulators = await startEmulateProcess(
-    [
-      '--stt-final-delay-ms',
-      String(LATENCIES.sttFinalDelayMs),
-      '--llm-first-token-ms',
-      String(LATENCIES.llmFirstTokenMs),
-      '--llm-tokens-per-sec',
-      String(LATENCIES.llmTokensPerSec),
-      '--tts-first-byte-ms',
-      String(LATENCIES.ttsFirstByteMs),
-      '--tts-real-time-factor',
-      String(LATENCIES.ttsRealTimeFactor),
-      '--transcript',
-      'do you have a table',
-      '--reply',
-      BENCH_REPLY,
-    ],
-    pinning.load,
-  );
+  const emulators = await startEmulateProcess(benchEmulatorArgs(), pinning.load);
   const vendors = emulators.url;
   const server = await startServerProcess(
     {
