@@ -16,42 +16,61 @@ const STATE_WIDTH = 128;
 const MAX_BATCH = 256;
 
 /**
- * Runs one batched Silero inference: `input` is [batchSize, rowSamples] (context + window per
- * stream), `state` is [2, batchSize, 128]. In this thread (sessionRunner) or in a worker thread
- * (silero-worker-runner.ts). The arrays are only read until the returned promise settles.
+ * Runs one batched Silero inference: `input` is [steps, batchSize, rowSamples] (context + window
+ * per stream, for `steps` consecutive windows of each stream), `state` is [2, batchSize, 128]. The
+ * steps run one after the other, each on the state the previous one left. In this thread
+ * (sessionRunner) or in a worker thread (silero-worker-runner.ts). The arrays are only read until
+ * the returned promise settles.
  */
 export interface SileroBatchRunner {
-  run(input: Float32Array, state: Float32Array, batchSize: number, rowSamples: number): Promise<SileroBatchResult>;
+  run(
+    input: Float32Array,
+    state: Float32Array,
+    batchSize: number,
+    rowSamples: number,
+    steps?: number,
+  ): Promise<SileroBatchResult>;
 }
 
 export interface SileroBatchResult {
-  /** Speech probability per stream, [batchSize]. */
+  /** Speech probability per stream for the last step, [batchSize]. */
   output: Float32Array;
-  /** Next recurrent state, [2, batchSize, 128]. */
+  /** Recurrent state after the last step, [2, batchSize, 128]. */
   stateN: Float32Array;
 }
 
 /** Runs batches on a session in this thread. onnxruntime-node's run is synchronous under its promise. */
 export function sessionRunner(session: Ort.InferenceSession, sampleRateHz: SileroSampleRateHz): SileroBatchRunner {
   return {
-    async run(input, state, batchSize, rowSamples) {
+    async run(input, state, batchSize, rowSamples, steps = 1) {
       // Already loaded: the session came from it.
       const ort = await loadOnnxRuntime();
-      const results = await session.run({
-        [SILERO_INPUT]: new ort.Tensor('float32', input, [batchSize, rowSamples]),
-        [SILERO_STATE]: new ort.Tensor('float32', state, [2, batchSize, STATE_WIDTH]),
-        [SILERO_SAMPLE_RATE]: sampleRateTensor(ort, sampleRateHz),
-      });
-      const output = results[SILERO_OUTPUT]?.data as Float32Array | undefined;
-      const stateN = results[SILERO_STATE_OUT]?.data as Float32Array | undefined;
-      if (!output || !stateN) throw new Error('Silero VAD model returned no output/stateN tensor');
-      return { output, stateN };
+      const stepSize = batchSize * rowSamples;
+      let result: SileroBatchResult | undefined;
+      for (let step = 0; step < steps; step++) {
+        const results = await session.run({
+          [SILERO_INPUT]: new ort.Tensor('float32', input.subarray(step * stepSize, (step + 1) * stepSize), [
+            batchSize,
+            rowSamples,
+          ]),
+          [SILERO_STATE]: new ort.Tensor('float32', result?.stateN ?? state, [2, batchSize, STATE_WIDTH]),
+          [SILERO_SAMPLE_RATE]: sampleRateTensor(ort, sampleRateHz),
+        });
+        const output = results[SILERO_OUTPUT]?.data as Float32Array | undefined;
+        const stateN = results[SILERO_STATE_OUT]?.data as Float32Array | undefined;
+        if (!output || !stateN) throw new Error('Silero VAD model returned no output/stateN tensor');
+        result = { output, stateN };
+      }
+      if (!result) throw new RangeError(`Silero VAD run needs at least one step, got ${steps}`);
+      return result;
     },
   };
 }
 
 interface Pending {
+  /** `steps` rows of context + window, oldest first. */
   input: Float32Array;
+  steps: number;
   state: Float32Array;
   resolve: (probability: number) => void;
   reject: (error: unknown) => void;
@@ -98,8 +117,22 @@ export class SileroBatcher {
 
   /** One window (context + samples, scaled to -1..1) of one stream; `state` is updated in place. */
   infer(input: Float32Array, state: Float32Array): Promise<number> {
+    return this.enqueue(input, 1, state);
+  }
+
+  /**
+   * Consecutive windows of one stream (`steps` rows of context + samples, oldest first), run one
+   * after the other in a single request; resolves with the last window's probability, `state` is
+   * updated in place. For catching a stream up on windows it did not run (silero.ts).
+   */
+  inferSequence(rows: Float32Array, steps: number, state: Float32Array): Promise<number> {
+    if (steps === 1) return this.infer(rows, state);
+    return this.enqueue(rows, steps, state);
+  }
+
+  private enqueue(input: Float32Array, steps: number, state: Float32Array): Promise<number> {
     return new Promise<number>((resolve, reject) => {
-      this.queue.push({ input, state, resolve, reject });
+      this.queue.push({ input, steps, state, resolve, reject });
       if (!this.busy) {
         this.busy = true;
         // Let other windows join the batch: those of this event-loop turn, or of the next gatherMs.
@@ -111,33 +144,44 @@ export class SileroBatcher {
 
   private async runBatches(): Promise<void> {
     while (this.queue.length > 0) {
-      const batch = this.queue.splice(0, MAX_BATCH);
-      try {
-        await this.run(batch);
-      } catch (error) {
-        for (const item of batch) item.reject(error);
+      // Sequences run alone (each of their steps needs the one before); single windows together.
+      const sequences = this.queue.filter((item) => item.steps > 1);
+      const batch = this.queue.filter((item) => item.steps === 1).slice(0, MAX_BATCH);
+      const taken = new Set([...sequences, ...batch]);
+      this.queue = this.queue.filter((item) => !taken.has(item));
+      for (const group of [...sequences.map((item) => [item]), batch]) {
+        if (group.length === 0) continue;
+        try {
+          await this.run(group);
+        } catch (error) {
+          for (const item of group) item.reject(error);
+        }
       }
     }
     this.busy = false;
   }
 
+  /** One request: a batch of single windows, or one stream's sequence (a batch of one, several steps). */
   private async run(batch: Pending[]): Promise<void> {
     const size = batch.length;
-    const samples = batch[0]!.input.length;
-    if (this.inputBuffer.length < size * samples) this.inputBuffer = new Float32Array(size * samples * 2);
+    const steps = batch[0]!.steps;
+    const samples = batch[0]!.input.length / steps;
+    const inputSize = size * samples * steps;
+    if (this.inputBuffer.length < inputSize) this.inputBuffer = new Float32Array(inputSize * 2);
     if (this.stateBuffer.length < 2 * size * STATE_WIDTH) this.stateBuffer = new Float32Array(4 * size * STATE_WIDTH);
-    const input = this.inputBuffer.subarray(0, size * samples);
+    const input = this.inputBuffer.subarray(0, inputSize);
     const state = this.stateBuffer.subarray(0, 2 * size * STATE_WIDTH);
     for (let i = 0; i < size; i++) {
       const item = batch[i]!;
+      // Rows are [steps, batch]: a sequence is a batch of one, so its rows are already in order.
       input.set(item.input, i * samples);
       state.set(item.state.subarray(0, STATE_WIDTH), i * STATE_WIDTH);
       state.set(item.state.subarray(STATE_WIDTH, 2 * STATE_WIDTH), (size + i) * STATE_WIDTH);
     }
     this.maxBatchSeen = Math.max(this.maxBatchSeen, size);
-    this.runs++;
-    this.windows += size;
-    const { output, stateN: nextState } = await this.runner.run(input, state, size, samples);
+    this.runs += steps;
+    this.windows += size * steps;
+    const { output, stateN: nextState } = await this.runner.run(input, state, size, samples, steps);
     if (output.length < size || nextState.length < 2 * size * STATE_WIDTH) {
       throw new Error(`Silero VAD batch of ${size} returned ${output.length} outputs`);
     }

@@ -27,7 +27,13 @@ export class SileroWorkerRunner implements SileroBatchRunner {
 
   constructor(private readonly sampleRateHz: SileroSampleRateHz) {}
 
-  run(input: Float32Array, state: Float32Array, batchSize: number, rowSamples: number): Promise<SileroBatchResult> {
+  run(
+    input: Float32Array,
+    state: Float32Array,
+    batchSize: number,
+    rowSamples: number,
+    steps = 1,
+  ): Promise<SileroBatchResult> {
     const worker = this.worker ?? this.start();
     const id = this.nextId++;
     // Copied into fresh arrays (once per batch, not per frame) so they can be transferred while
@@ -40,6 +46,7 @@ export class SileroWorkerRunner implements SileroBatchRunner {
       state: state.slice(),
       batchSize,
       rowSamples,
+      steps,
     };
     return new Promise<SileroBatchResult>((resolve, reject) => {
       this.inFlight.set(id, { resolve, reject });

@@ -19,6 +19,8 @@ export interface SileroWorkerRequest {
   state: Float32Array<ArrayBuffer>;
   batchSize: number;
   rowSamples: number;
+  /** Consecutive windows per stream in `input` (see SileroBatchRunner). */
+  steps: number;
 }
 
 export type SileroWorkerResponse =
@@ -54,6 +56,7 @@ async function runRequest(request: SileroWorkerRequest): Promise<SileroWorkerRes
       request.state,
       request.batchSize,
       request.rowSamples,
+      request.steps,
     );
     // Copies: the tensors' buffers belong to onnxruntime, and transferring them would detach them.
     return { id: request.id, output: result.output.slice(), stateN: result.stateN.slice() };

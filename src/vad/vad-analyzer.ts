@@ -111,6 +111,14 @@ export class VadAnalyzer {
   }
 
   /**
+   * True when the next window, at this raw volume, is non-speech whatever its probability: its
+   * smoothed volume stays under min_volume. (Never with min_volume 0.)
+   */
+  isTooQuietForSpeech(volume: number): boolean {
+    return this.volume + VOLUME_SMOOTHING_FACTOR * (volume - this.volume) < this.params.min_volume;
+  }
+
+  /**
    * Feeds one window's result. Returns the event it triggers, or null.
    * @param probability model speech probability 0..1
    * @param volume raw (unsmoothed) window volume 0..1

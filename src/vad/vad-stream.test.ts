@@ -102,12 +102,14 @@ describe('VadStream with the real model', () => {
     const failing = Promise.reject(new Error('model missing'));
     const errors: unknown[] = [];
     const withHandler = new VadStream({}, { onError: (e) => errors.push(e) }, { session: failing });
-    for (let i = 0; i < 4; i++) await withHandler.push(new Int16Array(160));
+    // Loud enough to need the model (quiet windows are not run).
+    const loud = new Int16Array(160).map((_, i) => (i % 2 ? 3000 : -3000));
+    for (let i = 0; i < 4; i++) await withHandler.push(loud);
     expect(errors.length).toBeGreaterThan(0);
     expect((errors[0] as Error).message).toBe('model missing');
 
     const withoutHandler = new VadStream({}, {}, { session: failing });
-    await withoutHandler.push(new Int16Array(160)); // not a full window yet: no model run
-    await expect(withoutHandler.push(new Int16Array(160))).rejects.toThrow('model missing');
+    await withoutHandler.push(loud); // not a full window yet: no model run
+    await expect(withoutHandler.push(loud)).rejects.toThrow('model missing');
   });
 });

@@ -4,6 +4,10 @@
  *
  * Wires SileroVad (probabilities) to VadAnalyzer (state machine); each model window's volume is
  * measured on the same 256 samples the model saw, as Pipecat does.
+ *
+ * A window too soft for either judge (its own volume under min_volume, so no suspicion; its
+ * smoothed volume too, so no speech) is not run through the model: whatever the model said, every
+ * decision would be the same. SileroVad replays such windows before the next one it runs.
  */
 
 import type { InferenceSession } from 'onnxruntime-node';
@@ -15,7 +19,9 @@ import type { SileroBatcher } from './silero-batcher.js';
 import { VadAnalyzer, type VadAnalyzerParams, type VadEvent, type VadState } from './vad-analyzer.js';
 
 export interface VadWindowInfo {
+  /** 0 for a quiet window that was not run (`ran` false). */
   probability: number;
+  ran: boolean;
   /** Unsmoothed volume of the window (0..1, see loudnessVolume). */
   volume: number;
   state: VadState;
@@ -43,6 +49,8 @@ export interface VadStreamOptions {
   session?: InferenceSession | Promise<InferenceSession>;
   /** Runs the windows instead of `session` (see SileroVadOptions.batcher). */
   batcher?: SileroBatcher;
+  /** Run every window, quiet or not (default false): for comparisons. */
+  runQuietWindows?: boolean;
 }
 
 export class VadStream {
@@ -58,7 +66,8 @@ export class VadStream {
     this.events = events;
     this.vad = new SileroVad({
       sampleRateHz: 8000,
-      onWindow: (probability, window, windowEndSample) => this.onWindow(probability, window, windowEndSample),
+      onWindow: (probability, window, windowEndSample, ran) => this.onWindow(probability, window, windowEndSample, ran),
+      ...(options.runQuietWindows ? {} : { isQuiet: (window: Int16Array) => this.isQuiet(window) }),
       ...(options.session ? { session: options.session } : {}),
       ...(options.batcher ? { batcher: options.batcher } : {}),
     });
@@ -107,12 +116,18 @@ export class VadStream {
     });
   }
 
-  private onWindow(probability: number, window: Int16Array, windowEndSample: number): void {
+  /** Neither the suspicion (own volume) nor the analyzer (smoothed volume) could count it as speech. */
+  private isQuiet(window: Int16Array): boolean {
+    const volume = loudnessVolume(window);
+    return volume < this.analyzer.params.min_volume && this.analyzer.isTooQuietForSpeech(volume);
+  }
+
+  private onWindow(probability: number, window: Int16Array, windowEndSample: number, ran: boolean): void {
     if (this.disposed) return;
     const volume = loudnessVolume(window);
     const windowEndMs = windowEndSample * this.msPerSample;
     const event = this.analyzer.update(probability, volume, windowEndMs);
-    this.events.onWindow?.({ probability, volume, state: this.analyzer.state, windowEndMs });
+    this.events.onWindow?.({ probability, ran, volume, state: this.analyzer.state, windowEndMs });
     if (event?.type === 'speech-start') {
       this.suspicion.confirmed();
       this.events.onSpeechStart?.(event);
