@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { fromTelephony, toTelephony, type AudioConverter } from '../audio/format-converter.js';
+import { fromTelephony, toTelephony } from '../audio/format-converter.js';
 import { decodeMulaw } from '../audio/mulaw.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
@@ -13,13 +13,12 @@ import {
   ProviderError,
   type SttEvent,
   type SttProvider,
-  type SttStream,
   type TtsProvider,
   isAbortError,
 } from '../providers/types.js';
 import { type BotSettings, type InterruptionSettings, botSettings } from './bot-settings.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
-import { CallLifecycle, type CallLifecycleDeps, HeldFrames } from './call-lifecycle.js';
+import { CallLifecycle, type CallLifecycleDeps } from './call-lifecycle.js';
 import { type CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
 import type { CallVad, CallVadFactory } from '../vad/call-vad.js';
 import { Conversation } from './conversation.js';
@@ -27,6 +26,7 @@ import { DtmfGatherer } from './dtmf-gatherer.js';
 import { Playout } from './playout.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { SentenceSplitter } from './sentence-splitter.js';
+import { SttInput } from './stt-input.js';
 import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
 import { NATURAL_TURN_POLICY } from './natural-turn-policy.js';
 import { DEFAULT_TURN_POLICY, type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
@@ -70,8 +70,11 @@ export const PHRASES = {
   unavailable: 'Sorry, this assistant is not available right now. Please try again later.',
 } as const;
 
-/** Frames held while the STT socket opens (2 s). */
-const MAX_PENDING_STT_FRAMES = 100;
+/**
+ * Frames held while the STT socket opens (5 s of 20 ms frames, 40 kB): a slow handshake must not
+ * cut the middle out of a caller's first words.
+ */
+const MAX_PENDING_STT_FRAMES = 250;
 /**
  * A reply paused on suspected speech resumes by itself after this long if nothing settled it
  * (VAD neither confirmed nor dismissed, and no turn of the caller is open): a stuck VAD must not
@@ -103,9 +106,8 @@ export class CallSession implements CallTransportHandler {
   private readonly deadline: TurnDeadline;
   private settings: BotSettings | undefined;
   private conversation: Conversation | undefined;
-  private stt: SttStream | undefined;
-  private sttConverter: AudioConverter | undefined;
-  private readonly heldSttFrames = new HeldFrames(MAX_PENDING_STT_FRAMES);
+  /** The caller's audio and Finalize requests to the STT, held in order while its socket opens. */
+  private readonly sttInput = new SttInput(MAX_PENDING_STT_FRAMES);
   private llm: LlmProvider | undefined;
   private tts: TtsProvider | undefined;
   private vad: CallVad | undefined;
@@ -173,8 +175,7 @@ export class CallSession implements CallTransportHandler {
 
   onAudio(mulaw: Uint8Array): void {
     if (!this.ready || this.ended) return;
-    if (this.stt && this.sttConverter) this.stt.write(this.sttAudio(mulaw));
-    else this.heldSttFrames.hold(mulaw);
+    this.sttInput.write(mulaw);
     if (this.vad) {
       if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
       this.vad.push(decodeMulaw(mulaw, this.pcm));
@@ -200,8 +201,7 @@ export class CallSession implements CallTransportHandler {
     this.turns.dispose();
     this.deadline.dispose();
     this.vad?.dispose();
-    const stt = this.stt;
-    this.stt = undefined;
+    const stt = this.sttInput.stop();
     stt?.close().catch((err: unknown) => this.log.debug({ err }, 'stt close failed'));
     this.tts?.close?.();
   }
@@ -246,16 +246,7 @@ export class CallSession implements CallTransportHandler {
       await stream.close();
       return;
     }
-    const converter = fromTelephony(provider.inputFormat);
-    this.sttConverter = converter;
-    this.stt = stream;
-    this.heldSttFrames.release((frame) => stream.write(converter.convert(frame)));
-  }
-
-  /** The frame in the STT's format, as a buffer the STT may keep (a pass-through conversion is the lent frame). */
-  private sttAudio(mulaw: Uint8Array): Uint8Array {
-    const audio = this.sttConverter!.convert(mulaw);
-    return audio === mulaw ? mulaw.slice() : audio;
+    this.sttInput.open(stream, fromTelephony(provider.inputFormat));
   }
 
   private providerSettings(name: string, options: Record<string, unknown>): ProviderSettings {
@@ -343,7 +334,7 @@ export class CallSession implements CallTransportHandler {
           { provider: event.error.provider, error: event.error.message },
           'speech-to-text failed for good; ending the call',
         );
-        this.stt = undefined;
+        this.sttInput.stop();
         // Without ears the bot cannot hold a conversation: say so and hang up.
         this.call.endWith('error', () => this.speakFixed('apology', PHRASES.sttFailed, true, true));
         return;
@@ -359,7 +350,8 @@ export class CallSession implements CallTransportHandler {
         if (!this.ending) this.interrupt('speech');
         return;
       case 'finalize-stt':
-        this.stt?.finalize();
+        // Held in its place if the STT is still opening (a caller who spoke at once): see SttInput.
+        this.sttInput.finalize();
         return;
       case 'user-turn':
         if (this.ending) return;

@@ -27,7 +27,11 @@ export interface SttStream {
 export interface SttProvider {
   readonly name: string;
   readonly inputFormat: AudioFormat;
-  /** Opens the stream when the call arrives, so the first turn does not wait for a handshake. */
+  /**
+   * Opens the stream when the call arrives, so the first turn does not wait for a handshake.
+   * Resolves once the stream can send: audio and Finalize requests from before are the caller's
+   * to hold, in order (the call session's SttInput), not the adapter's.
+   */
   open(ctx: ProviderContext, onEvent: (event: SttEvent) => void): Promise<SttStream>;
 }
 

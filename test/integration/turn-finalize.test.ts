@@ -108,4 +108,66 @@ describe('the end of a caller turn', () => {
     ]);
     expect(report.metrics.utterances.map((u) => u.bargeIn)).toEqual([false, false]);
   }, 60_000);
+
+  it('comes from VAD stop plus Finalize on a first turn spoken while the STT handshake is still under way', async () => {
+    // The caller speaks at once (no greeting): "go forward ten meters" is voiced until 2.34 s of
+    // the clip, so Switchboard's VAD (stop_secs 0.3) ends the turn about 2.7 s into the call,
+    // while Deepgram's handshake is answered only 3.3 s after it arrived. Deepgram's own
+    // end-of-speech is made far later (10 s of silence for endpointing and for UtteranceEnd), so
+    // a final that ended the turn by itself would not be marked from_finalize.
+    const HANDSHAKE_DELAY_MS = 3300;
+    const deepgram = new DeepgramEmulator({ latencies: LATENCIES, transcripts: ['go forward ten meters'] });
+    deepgram.delayNextHandshake(HANDSHAKE_DELAY_MS, { path: 'listen' });
+    const openai = new OpenAiEmulator({ latencies: LATENCIES, replies: ['Going forward.'] });
+    const cartesia = new CartesiaEmulator({ latencies: LATENCIES });
+    emulators = await startEmulatorServer([deepgram, openai, cartesia]);
+    // Reached by host name, as a real vendor is.
+    const vendorUrl = emulators.url.replace('127.0.0.1', 'localhost');
+    server = await startCallServer(() => undefined, {
+      SWITCHBOARD_DEEPGRAM_URL: vendorUrl,
+      SWITCHBOARD_OPENAI_URL: vendorUrl,
+      SWITCHBOARD_CARTESIA_URL: vendorUrl,
+    });
+    const { wssUrl } = await server.createConfig({
+      services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
+      config: [
+        { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.3 } }] },
+        {
+          service: 'llm',
+          options: [
+            { name: 'initial_messages', value: [{ role: 'system', content: 'You are a robot.' }] },
+            { name: 'run_on_config', value: false },
+          ],
+        },
+      ],
+      api_keys: { deepgram: 'dg-key', openai: 'sk-key', cartesia: 'car-key' },
+      service_options: { deepgram: { endpointing: 10_000, utterance_end_ms: 10_000 } },
+    });
+
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      clips: { forward: { mulaw: await readMulawFile(fixture('A07_go_forward.ulaw')) } },
+      scenario: {
+        steps: [
+          { do: 'play', clip: 'forward' },
+          { do: 'wait-bot-audio', timeoutMs: 20_000 },
+          { do: 'wait-bot-silence', ms: 300 },
+        ],
+      },
+    });
+    expect(report.outcome).toBe('completed');
+
+    const listen = deepgram.log.find((c) => c.path === 'listen')!;
+    expect(listen.delayedMs).toBe(HANDSHAKE_DELAY_MS);
+    // The Finalize asked for while the socket opened went out with the audio before it, and its
+    // answer (not Deepgram's own end-of-speech) carried the turn's words.
+    expect(listen.messages[0]).toEqual({ type: 'Finalize' });
+    expect(listen.finalizes).toBe(1);
+    expect(listen.finals[0]).toEqual({ transcript: 'go forward ten meters', fromFinalize: true, speechFinal: true });
+    const userTurns = openai.requests.map(
+      (r) => (r.body as { messages: Array<{ role: string; content: string }> }).messages.at(-1)!,
+    );
+    expect(userTurns).toEqual([{ role: 'user', content: 'go forward ten meters' }]);
+    expect(report.metrics.replyLatenciesMs).toHaveLength(1);
+  }, 60_000);
 });

@@ -87,6 +87,8 @@ export interface RecordedDeepgramConnection {
   rejectedStatus?: number;
   /** The handshake was left unanswered (hangNextHandshake). */
   hung?: boolean;
+  /** The upgrade was held back this long (delayNextHandshake), ms. */
+  delayedMs?: number;
   /** Client text frames in order: the parsed JSON, or `{ unparsable: <chars> }`. At most 1000 kept. */
   messages: unknown[];
   /** listen: audio bytes received; speak: audio bytes sent. */
@@ -142,7 +144,7 @@ interface FaultFilter {
   count?: number;
 }
 
-type FaultKind = 'reject' | 'hang' | 'stall' | 'drop';
+type FaultKind = 'reject' | 'hang' | 'delay' | 'stall' | 'drop';
 interface Fault {
   kind: FaultKind;
   path: DeepgramPath | undefined;
@@ -228,6 +230,8 @@ export class DeepgramEmulator implements VendorEmulator {
   private readonly sessions = new Set<Session>();
   private readonly listenSessions = new Set<ListenSession>();
   private readonly hungSockets = new Set<Duplex>();
+  /** Handshakes waiting out delayNextHandshake, and their timers. */
+  private readonly delayedUpgrades = new Map<Duplex, NodeJS.Timeout>();
   private readonly requestIds = new WeakMap<IncomingMessage, string>();
   private faults: Fault[] = [];
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -272,6 +276,14 @@ export class DeepgramEmulator implements VendorEmulator {
   /** The next handshake(s) are never answered, so the client's handshake timeout fires. */
   hangNextHandshake(options: FaultFilter = {}): void {
     this.addFault({ kind: 'hang' }, options);
+  }
+
+  /**
+   * The next handshake(s) are answered (upgraded) only `delayMs` after they arrive, as over a slow
+   * TLS handshake or from a far region; a client that gives up meanwhile gets nothing.
+   */
+  delayNextHandshake(delayMs: number, options: FaultFilter = {}): void {
+    this.addFault({ kind: 'delay', afterMs: delayMs }, options);
   }
 
   /** The next connection(s) upgrade, then never answer anything (no results, no audio). */
@@ -339,14 +351,18 @@ export class DeepgramEmulator implements VendorEmulator {
     const stalled = this.takeFault(['stall'], path) !== undefined;
     const drop = this.takeFault(['drop'], path);
     this.requestIds.set(req, requestId);
-    this.wss.handleUpgrade(req, socket, head, (ws) => {
-      const session: Session =
-        path === 'listen'
-          ? new ListenSession(ws, record, this.resolved, url.searchParams)
-          : new SpeakSession(ws, record, this.resolved, url.searchParams);
-      session.stalled = stalled;
-      this.onConnection(session, drop?.afterMs);
-    });
+    const upgrade = () =>
+      this.wss.handleUpgrade(req, socket, head, (ws) => {
+        const session: Session =
+          path === 'listen'
+            ? new ListenSession(ws, record, this.resolved, url.searchParams)
+            : new SpeakSession(ws, record, this.resolved, url.searchParams);
+        session.stalled = stalled;
+        this.onConnection(session, drop?.afterMs);
+      });
+    const delayMs = this.takeFault(['delay'], path)?.afterMs;
+    if (delayMs === undefined) upgrade();
+    else this.upgradeLater(socket, record, delayMs, upgrade);
     return true;
   }
 
@@ -361,9 +377,25 @@ export class DeepgramEmulator implements VendorEmulator {
     this.listenSessions.clear();
     for (const socket of this.hungSockets) socket.destroy();
     this.hungSockets.clear();
+    for (const [socket, timer] of this.delayedUpgrades) {
+      clearTimeout(timer);
+      socket.destroy();
+    }
+    this.delayedUpgrades.clear();
   }
 
   // ---- internals ----
+
+  private upgradeLater(socket: Duplex, record: RecordedDeepgramConnection, delayMs: number, upgrade: () => void): void {
+    record.delayedMs = delayMs;
+    socket.on('error', () => undefined);
+    const timer = setTimeout(() => {
+      this.delayedUpgrades.delete(socket);
+      // The client gave up (its handshake timeout) while it waited.
+      if (!socket.destroyed) upgrade();
+    }, delayMs);
+    this.delayedUpgrades.set(socket, timer);
+  }
 
   private onConnection(session: Session, dropAfterMs: number | undefined): void {
     const { ws, record } = session;

@@ -66,6 +66,7 @@ export class DeepgramStt implements SttProvider {
 
   constructor(readonly config: DeepgramSttConfig) {}
 
+  /** Resolves once the first socket is open, so the stream never holds input of its own before it (see SttProvider.open). */
   async open(ctx: ProviderContext, onEvent: (event: SttEvent) => void): Promise<SttStream> {
     if (ctx.signal.aborted) throw abortError();
     const stream = new DeepgramSttStream(this.config, ctx, onEvent);
