@@ -83,7 +83,7 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
         });
         return;
       }
-      const transport = new TwilioTransport(socket, log);
+      const transport = new TwilioTransport(socket, log, undefined, request.raw.socket);
       if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
         log.warn(`${what} media stream signature rejected`);
         transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
@@ -151,7 +151,7 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
       // Fastify's logger is the process's pino instance (buildApp passes it in), typed more narrowly.
       const log = request.log.child({ botConfigId: request.params.id }) as Logger;
       // Listeners first: the carrier sends `connected` and `start` right after the upgrade.
-      const transport = new TwilioTransport(socket, log);
+      const transport = new TwilioTransport(socket, log, undefined, request.raw.socket);
 
       if (!signatureValid(request.url, request.headers['x-twilio-signature'])) {
         log.warn('media stream signature rejected');

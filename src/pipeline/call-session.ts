@@ -23,7 +23,7 @@ import { type CallMetrics, type TurnTimings, elapsedSince } from './call-metrics
 import type { CallVad, CallVadFactory } from '../vad/call-vad.js';
 import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
-import { Playout } from './playout.js';
+import { CALL_FRAMES_PER_WRITE, Playout } from './playout.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { SentenceSplitter } from './sentence-splitter.js';
 import { SttInput } from './stt-input.js';
@@ -141,7 +141,7 @@ export class CallSession implements CallTransportHandler {
         },
         onReplyPlayed: (generation) => this.onReplyPlayed(generation),
       },
-      { leadMs: deps.leadMs },
+      { leadMs: deps.leadMs, framesPerWrite: CALL_FRAMES_PER_WRITE },
     );
     this.call = new CallLifecycle(transport, config, this.playout, deps);
     this.metrics = this.call.metrics;

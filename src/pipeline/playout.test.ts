@@ -20,7 +20,7 @@ class RecordingSink implements PlayoutSink {
   }
 }
 
-function setup(options: { leadMs?: number; markEveryFrames?: number } = {}) {
+function setup(options: { leadMs?: number; markEveryFrames?: number; framesPerWrite?: number } = {}) {
   let nowMs = 1000;
   const sink = new RecordingSink();
   const played: number[] = [];
@@ -52,6 +52,26 @@ function setup(options: { leadMs?: number; markEveryFrames?: number } = {}) {
 const audio = (ms: number, fill = 0x10) => new Uint8Array(ms * 8).fill(fill);
 
 describe('Playout', () => {
+  it('with framesPerWrite 2, sends two frames every 40 ms at real-time pace, the first ones at once', () => {
+    const { sink, playout, advance } = setup({ leadMs: 100, framesPerWrite: 2 });
+    const g = playout.startReply();
+    playout.enqueue(g, audio(1000));
+    expect(sink.media()).toHaveLength(5); // a run starts with the whole lead
+    const writes: number[] = [];
+    for (let tick = 0; tick < 50; tick++) {
+      const before = sink.media().length;
+      advance(10);
+      if (sink.media().length > before) writes.push(sink.media().length - before);
+    }
+    // 500 ms later, two per write: between 60 and 100 ms of lead left at the carrier.
+    expect(sink.media().length).toBeGreaterThanOrEqual(28);
+    expect(sink.media().length).toBeLessThanOrEqual(30);
+    expect(writes.every((n) => n === 2)).toBe(true);
+    playout.endReply(g);
+    advance(2000);
+    expect(sink.media()).toHaveLength(50); // the whole reply, the last frames too
+  });
+
   it('sends whole frames immediately up to the lead, then at real-time pace', () => {
     const { sink, playout, advance } = setup({ leadMs: 100 });
     const g = playout.startReply();

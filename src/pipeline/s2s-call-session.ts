@@ -13,7 +13,7 @@ import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
 import type { CallVad } from '../vad/call-vad.js';
 import { speakFixedPhrase } from './fixed-phrase.js';
-import { Playout } from './playout.js';
+import { CALL_FRAMES_PER_WRITE, Playout } from './playout.js';
 
 /** Caller frames held while the vendor's session opens (2 s). */
 const MAX_PENDING_FRAMES = 100;
@@ -67,7 +67,7 @@ export class S2sCallSession implements CallTransportHandler {
     this.playout = new Playout(
       transport,
       { onReplyPlayed: (generation) => this.onPlayed(generation) },
-      { leadMs: deps.leadMs },
+      { leadMs: deps.leadMs, framesPerWrite: CALL_FRAMES_PER_WRITE },
     );
     this.call = new CallLifecycle(transport, config, this.playout, deps);
     this.metrics = this.call.metrics;

@@ -1,0 +1,77 @@
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { Socket } from 'node:net';
+import pino from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import { type WebSocket, WebSocketServer, WebSocket as WsClient } from 'ws';
+import { TwilioTransport } from './twilio-transport.js';
+
+/**
+ * The transport writes a tick's messages to the carrier in one system call when it is given the
+ * TCP socket: observed on a real connection by counting the socket's writes.
+ */
+
+const closers: Array<() => void> = [];
+afterEach(() => {
+  for (const close of closers.splice(0)) close();
+});
+
+async function connectedPair(): Promise<{ server: WebSocket; tcp: Socket; client: WsClient }> {
+  const wss = new WebSocketServer({ noServer: true });
+  const http = createServer();
+  const upgraded = new Promise<{ server: WebSocket; tcp: Socket }>((resolve) => {
+    http.on('upgrade', (request, tcp: Socket, head) =>
+      wss.handleUpgrade(request, tcp, head, (server) => resolve({ server, tcp })),
+    );
+  });
+  http.listen(0, 'localhost');
+  await once(http, 'listening');
+  const port = (http.address() as { port: number }).port;
+  const client = new WsClient(`ws://localhost:${port}/ws/twilio/x`);
+  const { server, tcp } = await upgraded;
+  await once(client, 'open');
+  closers.push(() => {
+    client.terminate();
+    http.close();
+  });
+  return { server, tcp, client };
+}
+
+async function writesFor(transport: TwilioTransport, tcp: Socket, client: WsClient): Promise<number> {
+  let writes = 0;
+  const counted = tcp as unknown as { _write: (...a: unknown[]) => void; _writev: (...a: unknown[]) => void };
+  const [write, writev] = [counted._write.bind(tcp), counted._writev.bind(tcp)];
+  counted._write = (...args) => {
+    writes += 1;
+    write(...args);
+  };
+  counted._writev = (...args) => {
+    writes += 1;
+    writev(...args);
+  };
+  const received: string[] = [];
+  client.on('message', (data) => received.push(data.toString()));
+  // One tick of a talking call: two frames and a mark.
+  transport.sendMedia(new Uint8Array(160).fill(0xff));
+  transport.sendMedia(new Uint8Array(160).fill(0xfe));
+  transport.sendMark('m1');
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  expect(received.map((m) => JSON.parse(m).event)).toEqual(['media', 'media', 'mark']);
+  return writes;
+}
+
+describe('TwilioTransport writes', () => {
+  it("sends one tick's messages in one write when it has the TCP socket, as separate websocket messages", async () => {
+    const { server, tcp, client } = await connectedPair();
+    const transport = new TwilioTransport(server, pino({ level: 'silent' }), undefined, tcp);
+    transport.streamSid = 'MZ00000000000000000000000000000000';
+    expect(await writesFor(transport, tcp, client)).toBe(1);
+  });
+
+  it('without it, writes each message on its own', async () => {
+    const { server, tcp, client } = await connectedPair();
+    const transport = new TwilioTransport(server, pino({ level: 'silent' }));
+    transport.streamSid = 'MZ00000000000000000000000000000000';
+    expect(await writesFor(transport, tcp, client)).toBeGreaterThanOrEqual(3);
+  });
+});
