@@ -99,6 +99,18 @@ describe('FrameAccumulator', () => {
     expect(() => new FrameAccumulator(0)).toThrow(RangeError);
   });
 
+  it('drain returns the held-back tail unpadded, as a copy', () => {
+    const acc = new FrameAccumulator(320);
+    const input = ramp(0, 3 * 160);
+    expect(acc.push(input)).toEqual([input.subarray(0, 320)]);
+    const tail = acc.drain()!;
+    expect(Array.from(tail)).toEqual(Array.from(input.subarray(320)));
+    input.fill(0);
+    expect(tail[0]).toBe(320 & 0xff);
+    expect(acc.pendingBytes).toBe(0);
+    expect(acc.drain()).toBeNull();
+  });
+
   it('reset drops the held-back bytes', () => {
     const acc = new FrameAccumulator();
     acc.push(new Uint8Array(100));

@@ -1,4 +1,5 @@
 import WebSocket, { type RawData } from 'ws';
+import { FrameAccumulator, VENDOR_AUDIO_MESSAGE_MULAW_BYTES } from '../../audio/frames.js';
 import { type ProviderContext, ProviderError } from '../types.js';
 import { isRetryableCloseCode, oneLine } from '../vendor-errors.js';
 import type { S2sEvents } from './types.js';
@@ -6,10 +7,19 @@ import type { S2sEvents } from './types.js';
 /**
  * What the speech-to-speech sessions share once their vendor's websocket is open: it is closed
  * when the call ends (ctx.signal) or the session is closed, and a close nobody asked for is
- * reported once, as the session lost. Subclasses read the vendor's messages.
+ * reported once, as the session lost. Subclasses read the vendor's messages and wrap the caller's
+ * audio in the vendor's message.
+ *
+ * The caller's 20 ms frames go out in pairs, as 40 ms messages (VENDOR_AUDIO_MESSAGE_MS says
+ * why). The vendor's own VAD ends the caller's turn on the audio it receives, and no turn end is
+ * sent from here, so nothing needs flushing: a frame waits only for the next one. A carrier that
+ * stops sending leaves at most one frame waiting, and the vendor could not end the turn on it
+ * anyway: its VAD needs the silence that follows, which would arrive with the next frame.
  */
 export abstract class S2sSocketSession {
   private closedByUs = false;
+  /** Caller audio not yet sent, until it fills a message. */
+  private readonly callerAudio = new FrameAccumulator(VENDOR_AUDIO_MESSAGE_MULAW_BYTES);
 
   protected constructor(
     protected readonly ws: WebSocket,
@@ -35,6 +45,14 @@ export abstract class S2sSocketSession {
   }
 
   protected abstract onMessage(data: RawData, isBinary: boolean): void;
+
+  /** Caller audio, 8 kHz mu-law, in the vendor's audio message. */
+  protected abstract sendAudioMessage(mulaw: Uint8Array): void;
+
+  /** One 20 ms frame of the caller (see S2sSession.sendAudio). */
+  sendAudio(mulaw: Uint8Array): void {
+    for (const message of this.callerAudio.push(mulaw)) this.sendAudioMessage(message);
+  }
 
   async close(): Promise<void> {
     if (this.closedByUs) return;

@@ -97,6 +97,8 @@ export interface RecordedDeepgramConnection {
   audioFrames: number;
   keepAlives: number;
   finalizes: number;
+  /** listen: the audio bytes received before each Finalize, in order (at most 1000 kept). */
+  audioBytesAtFinalize: number[];
   closeStreams: number;
   /** listen: Results messages sent (interim and final). */
   results: number;
@@ -464,6 +466,7 @@ export class DeepgramEmulator implements VendorEmulator {
       audioFrames: 0,
       keepAlives: 0,
       finalizes: 0,
+      audioBytesAtFinalize: [],
       closeStreams: 0,
       results: 0,
       finals: [],
@@ -737,6 +740,8 @@ class ListenSession implements Session {
       case 'Finalize':
         this.record.finalizes += 1;
         this.env.stats.finalizes += 1;
+        if (this.record.audioBytesAtFinalize.length < MAX_RECORDED_MESSAGES)
+          this.record.audioBytesAtFinalize.push(this.record.audioBytes);
         if (!this.stalled) this.sendFinal(this.utterance !== undefined && !this.inSpeech, true);
         return;
       case 'CloseStream':

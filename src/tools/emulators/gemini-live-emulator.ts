@@ -41,6 +41,8 @@ export interface RecordedLiveConnection {
   messages: Array<Record<string, unknown>>;
   audioMimeTypes: string[];
   audioBytes: number;
+  /** realtimeInput.audio messages received. */
+  audioMessages: number;
   modelTurns: Array<{ text: string; status: 'speaking' | 'complete' | 'interrupted' }>;
   interruptions: number;
   closeCode?: number;
@@ -77,6 +79,7 @@ export class GeminiLiveEmulator implements VendorEmulator {
       messages: [],
       audioMimeTypes: [],
       audioBytes: 0,
+      audioMessages: 0,
       modelTurns: [],
       interruptions: 0,
     };
@@ -152,6 +155,7 @@ class LiveConnection {
       if (!this.record.audioMimeTypes.includes(mimeType)) this.record.audioMimeTypes.push(mimeType);
       const pcm = Buffer.from(String(input.audio.data ?? ''), 'base64');
       this.record.audioBytes += pcm.length;
+      this.record.audioMessages += 1;
       const rate = Number(/rate=(\d+)/.exec(mimeType)?.[1] ?? 16_000);
       this.onAudio(pcm, rate);
       return;

@@ -46,6 +46,8 @@ export interface RecordedRealtimeConnection {
   /** Every client event, parsed (audio appends are counted, not kept). */
   events: Array<Record<string, unknown>>;
   appendedAudioBytes: number;
+  /** input_audio_buffer.append events received. */
+  appendedAudioMessages: number;
   speechStarts: number;
   responses: Array<{
     id: string;
@@ -90,6 +92,7 @@ export class OpenAiRealtimeEmulator implements VendorEmulator {
       model: url.searchParams.get('model'),
       events: [],
       appendedAudioBytes: 0,
+      appendedAudioMessages: 0,
       speechStarts: 0,
       responses: [],
       truncations: [],
@@ -178,6 +181,7 @@ class RealtimeConnection {
       case 'input_audio_buffer.append': {
         const audio = Buffer.from(String(event.audio ?? ''), 'base64');
         this.record.appendedAudioBytes += audio.length;
+        this.record.appendedAudioMessages += 1;
         this.onAudio(audio);
         return;
       }

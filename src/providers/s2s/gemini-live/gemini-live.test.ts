@@ -102,6 +102,8 @@ describe('Gemini Live against the emulator', () => {
     const sentBytes = 160 * (20 + 30) * 4;
     expect(connection.audioBytes).toBeLessThanOrEqual(sentBytes);
     expect(connection.audioBytes).toBeGreaterThan(sentBytes - 160 * 4);
+    // Fifty 20 ms frames in 40 ms messages.
+    expect(connection.audioMessages).toBe(25);
     expect(events.userTranscripts).toEqual(['hello']);
   });
 

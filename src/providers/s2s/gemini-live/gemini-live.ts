@@ -108,7 +108,7 @@ class LiveSession extends S2sSocketSession implements S2sSession {
     return session;
   }
 
-  sendAudio(mulaw: Uint8Array): void {
+  protected sendAudioMessage(mulaw: Uint8Array): void {
     const pcm = this.input.convert(mulaw);
     this.send({
       realtimeInput: {

@@ -96,7 +96,7 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
     return session;
   }
 
-  sendAudio(mulaw: Uint8Array): void {
+  protected sendAudioMessage(mulaw: Uint8Array): void {
     this.send({
       type: 'input_audio_buffer.append',
       audio: Buffer.from(mulaw.buffer, mulaw.byteOffset, mulaw.byteLength).toString('base64'),

@@ -136,8 +136,9 @@ describe('Deepgram STT against the emulator', () => {
     expect(types.indexOf('speech-started')).toBe(0);
     expect(types.indexOf('final')).toBeGreaterThan(types.lastIndexOf('interim'));
     expect(types.indexOf('utterance-end')).toBeGreaterThan(types.indexOf('final'));
-    await until(() => emulator.log[0]!.audioBytes === BIRCH.length + 1500 * 8);
+    // The last few bytes, short of a message, go out before CloseStream.
     await stream.close();
+    expect(emulator.log[0]!.audioBytes).toBe(BIRCH.length + 1500 * 8);
   });
 
   it('answers finalize() with a prompt final, with no silence sent', async () => {
@@ -156,6 +157,33 @@ describe('Deepgram STT against the emulator', () => {
     ]);
     expect(emulator.log[0]!.finalizes).toBe(1);
     expect(emulator.log[0]!.messages).toContainEqual({ type: 'Finalize' });
+    await stream.close();
+  });
+
+  it('sends the audio in 40 ms messages, and a Finalize after an odd number of frames follows all of it', async () => {
+    const events = new Events();
+    const stream = await createDeepgramStt(settings()).open(context(), events.push);
+    const written = BIRCH.subarray(0, 21 * FRAME_BYTES);
+    feed(stream, written);
+    await until(() => emulator.log[0]!.audioBytes === 20 * FRAME_BYTES);
+    // Twenty 20 ms frames went out as ten messages; the 21st waits for its pair.
+    expect(emulator.log[0]!.audioFrames).toBe(10);
+    stream.finalize();
+
+    await events.waitFor((e) => e.type === 'final');
+    // The Finalize came after every byte written, so the final covers the last word.
+    expect(emulator.log[0]!.audioBytesAtFinalize).toEqual([written.length]);
+    expect(emulator.log[0]!.audioFrames).toBe(11);
+    await stream.close();
+  });
+
+  it('sends a frame left without its pair once the carrier has been quiet for the KeepAlive interval', async () => {
+    const stream = await quickStt({ keepAliveIntervalMs: 80 }).open(context(), () => undefined);
+    feed(stream, BIRCH.subarray(0, 3 * FRAME_BYTES));
+    // Nothing more comes: the third frame goes out in place of the first KeepAlive.
+    await until(() => emulator.log[0]!.audioBytes === 3 * FRAME_BYTES);
+    expect(emulator.log[0]!.audioFrames).toBe(2);
+    expect(emulator.log[0]!.keepAlives).toBe(0);
     await stream.close();
   });
 
@@ -254,8 +282,26 @@ describe('Deepgram STT against the emulator', () => {
     feed(stream, silence(1500));
     const final = await events.waitFor((e) => e.type === 'final' && e.text.length > 0);
     expect(final).toMatchObject({ text: SENTENCE });
-    // Everything written before the drop was replayed (no final had covered any of it).
+    // Everything written before the drop was replayed (no final had covered any of it); the
+    // last frame, waiting for its pair, goes out before CloseStream.
+    await stream.close();
     expect(emulator.log[1]!.audioBytes).toBe((200 + 800 + 1500) * 8);
+  });
+
+  it('replays a frame that was waiting for its pair when the socket dropped, once', async () => {
+    const events = new Events();
+    const stream = await quickStt().open(context(), events.push);
+    const written = BIRCH.subarray(0, 41 * FRAME_BYTES);
+    feed(stream, written);
+    await until(() => emulator.log[0]!.audioBytes === 40 * FRAME_BYTES);
+    emulator.dropConnections('listen');
+    await until(() => emulator.stats.connections === 2 && emulator.stats.activeConnections === 1);
+
+    feed(stream, silence(1500));
+    stream.finalize();
+    await events.waitFor((e) => e.type === 'final' && e.text.length > 0);
+    // No final covered any of it: everything written is replayed, the waiting frame exactly once.
+    expect(emulator.log[1]!.audioBytesAtFinalize).toEqual([written.length + 1500 * 8]);
     await stream.close();
   });
 
@@ -397,6 +443,8 @@ describe('Deepgram STT against the emulator', () => {
     expect(events.list.find((e) => e.type === 'final')).toMatchObject({ text: SENTENCE });
     await until(() => emulator.log[0]!.closeCode !== undefined);
     expect(emulator.log[0]).toMatchObject({ closeStreams: 1, closeCode: 1000 });
+    // 163 frames and 7 bytes: 81 messages of two frames, then the rest, sent before CloseStream.
+    expect(emulator.log[0]).toMatchObject({ audioBytes: BIRCH.length, audioFrames: 82 });
     // Closing again is harmless; writes after close are dropped.
     await stream.close();
     stream.write(BIRCH.subarray(0, 160));

@@ -5,6 +5,7 @@ import { type DeepgramSocket, connectDeepgram } from '../../deepgram-socket.js';
 import type { EndpointGuard } from '../../endpoint.js';
 import { type ProviderContext, ProviderError, type SttEvent, type SttProvider, type SttStream } from '../../types.js';
 import { type AudioFormat, MULAW_8K } from '../../../audio/audio-format.js';
+import { FrameAccumulator, VENDOR_AUDIO_MESSAGE_MULAW_BYTES } from '../../../audio/frames.js';
 import {
   CLOSE_STREAM_FRAME,
   FINALIZE_FRAME,
@@ -51,7 +52,9 @@ export interface DeepgramSttConfig {
 
 /**
  * Deepgram live transcription over its websocket (providers.md section 1). One socket per call,
- * opened when the call arrives; 20 ms mu-law frames go out as binary frames as they come.
+ * opened when the call arrives; the caller's 20 ms mu-law frames go out in pairs, as 40 ms binary
+ * messages (VENDOR_AUDIO_MESSAGE_MS says why), and a frame still waiting for its pair goes out
+ * before any Finalize or CloseStream, so a final always covers everything written.
  * Results map to interim/final events, SpeechStarted and UtteranceEnd to their events.
  *
  * The socket is kept alive with KeepAlive frames when no audio flows. If it drops unexpectedly,
@@ -81,6 +84,11 @@ class DeepgramSttStream implements SttStream {
   private state: StreamState = 'connecting';
   private socket: DeepgramSocket | undefined;
   private readonly history: AudioHistory;
+  /**
+   * Audio written but not yet sent on the current socket, until it fills a message. Offsets
+   * (history, finalizedOffset) count what was written; the socket has received all but this.
+   */
+  private readonly outgoing = new FrameAccumulator(VENDOR_AUDIO_MESSAGE_MULAW_BYTES);
   /** Stream offset (bytes since the call's first frame) of the current socket's first byte. */
   private socketStartOffset = 0;
   /** Stream offset up to which the vendor has returned final results. */
@@ -124,26 +132,18 @@ class DeepgramSttStream implements SttStream {
     // Deepgram reads an empty binary frame as "close the stream".
     if (audio.length === 0) return;
     this.history.push(audio);
-    if (state !== 'open') return;
-    const ws = this.socket!.ws;
-    if (ws.readyState !== WebSocket.OPEN) return;
-    if (ws.bufferedAmount > MAX_BUFFERED_BYTES) {
-      this.log.warn(
-        { provider: PROVIDER, bufferedBytes: ws.bufferedAmount },
-        'speech-to-text connection stalled; reopening it',
-      );
-      ws.terminate();
-      return;
-    }
-    ws.send(audio);
-    this.lastSendMs = performance.now();
+    // While the socket is down the history alone keeps the audio; resume() replays it.
+    if (state !== 'open' || this.socket!.ws.readyState !== WebSocket.OPEN) return;
+    for (const message of this.outgoing.push(audio)) this.sendAudio(message);
   }
 
   finalize(): void {
     const state = this.state;
     if (state === 'closing' || state === 'closed' || state === 'failed') return;
     this.finalizePending = true;
-    if (state === 'open') this.sendText(FINALIZE_FRAME);
+    if (state !== 'open') return;
+    this.sendWaitingAudio();
+    this.sendText(FINALIZE_FRAME);
   }
 
   close(): Promise<void> {
@@ -168,6 +168,7 @@ class DeepgramSttStream implements SttStream {
           resolve();
         }
         try {
+          this.sendWaitingAudio();
           ws.send(CLOSE_STREAM_FRAME);
         } catch {
           done();
@@ -248,6 +249,8 @@ class DeepgramSttStream implements SttStream {
     const from = Math.min(Math.max(this.finalizedOffset, this.history.oldestOffset), this.history.endOffset);
     const replay = this.history.since(from);
     this.socketStartOffset = from;
+    // The replay runs to the newest byte written, which includes any audio that was waiting.
+    this.outgoing.reset();
     this.state = 'open';
     const ws = this.socket!.ws;
     for (let at = 0; at < replay.length; at += REPLAY_FRAME_BYTES)
@@ -260,9 +263,37 @@ class DeepgramSttStream implements SttStream {
     );
   }
 
+  /**
+   * Nothing sent for the interval: a KeepAlive, or the frame still waiting for its pair if there
+   * is one (audio keeps the socket open as well). No timer per frame is needed for that tail: a
+   * carrier that stopped sending brings no new speech, the vendor cannot end an utterance on
+   * audio it does not get, and a Finalize or CloseStream sends the tail at once.
+   */
   private keepAlive(): void {
-    if (this.state === 'open' && performance.now() - this.lastSendMs >= this.config.keepAliveIntervalMs)
-      this.sendText(KEEP_ALIVE_FRAME);
+    if (this.state !== 'open' || performance.now() - this.lastSendMs < this.config.keepAliveIntervalMs) return;
+    if (this.outgoing.pendingBytes > 0) this.sendWaitingAudio();
+    else this.sendText(KEEP_ALIVE_FRAME);
+  }
+
+  /** Sends the audio that does not fill a message yet (a Finalize or CloseStream must follow all of it). */
+  private sendWaitingAudio(): void {
+    const tail = this.outgoing.drain();
+    if (tail) this.sendAudio(tail);
+  }
+
+  private sendAudio(audio: Uint8Array): void {
+    const ws = this.socket?.ws;
+    if (!ws || ws.readyState !== WebSocket.OPEN) return;
+    if (ws.bufferedAmount > MAX_BUFFERED_BYTES) {
+      this.log.warn(
+        { provider: PROVIDER, bufferedBytes: ws.bufferedAmount },
+        'speech-to-text connection stalled; reopening it',
+      );
+      ws.terminate();
+      return;
+    }
+    ws.send(audio);
+    this.lastSendMs = performance.now();
   }
 
   private sendText(frame: string): void {
