@@ -32,6 +32,15 @@ export class SpeechSuspicion {
     return this.suspected;
   }
 
+  /**
+   * No suspicion open, and a new one may start: the next window's probability matters only if it
+   * is loud enough to start one. (While a suspicion is open, or after a dismissal until a window
+   * below `confidence`, a quiet window's probability decides what happens next.)
+   */
+  get atRest(): boolean {
+    return !this.suspected && this.armed;
+  }
+
   /** One window while the caller is not (yet) confirmed speaking. */
   update(probability: number, volume: number): SuspicionEvent | null {
     const likely = probability >= this.params.confidence;

@@ -6,8 +6,9 @@
  * measured on the same 256 samples the model saw, as Pipecat does.
  *
  * A window too soft for either judge (its own volume under min_volume, so no suspicion; its
- * smoothed volume too, so no speech) is not run through the model: whatever the model said, every
- * decision would be the same. SileroVad replays such windows before the next one it runs.
+ * smoothed volume too, so no speech), while no suspicion is open, is not run through the model:
+ * whatever the model said, every decision would be the same. SileroVad replays such windows
+ * before the next one it runs.
  */
 
 import type { InferenceSession } from 'onnxruntime-node';
@@ -116,8 +117,13 @@ export class VadStream {
     });
   }
 
-  /** Neither the suspicion (own volume) nor the analyzer (smoothed volume) could count it as speech. */
+  /**
+   * Neither the suspicion (own volume) nor the analyzer (smoothed volume) could count it as speech,
+   * and no suspicion is open or waiting to re-arm: a quiet window inside a suspected onset (the gap
+   * before the next syllable) may be "likely" to the model, which keeps the suspicion alive.
+   */
   private isQuiet(window: Int16Array): boolean {
+    if (!this.suspicion.atRest) return false;
     const volume = loudnessVolume(window);
     return volume < this.analyzer.params.min_volume && this.analyzer.isTooQuietForSpeech(volume);
   }
