@@ -23,6 +23,17 @@ describe('SpeechSuspicion', () => {
     expect(suspicion.update(0.95, 0.9)).toBe('suspected');
   });
 
+  it('counts the wait for confirmation from the last loud, likely window: a soft onset is not dismissed', () => {
+    const suspicion = new SpeechSuspicion(params, 6);
+    expect(suspicion.update(0.9, 0.7)).toBe('suspected');
+    // Likely windows whose volume flickers around min_volume, well past start_secs + the extra windows.
+    const events = Array.from({ length: 24 }, (_, w) => suspicion.update(0.95, w % 8 === 7 ? 0.65 : 0.55));
+    expect(events.every((e) => e === null)).toBe(true);
+    // Once the loud windows stop, the wait runs out.
+    const after = Array.from({ length: 6 + 12 }, () => suspicion.update(0.95, 0.55));
+    expect(after.filter((e) => e !== null)).toEqual(['dismissed']);
+  });
+
   it('dismisses a murmur that never gets confirmed, and waits for a quiet window before suspecting again', () => {
     const suspicion = new SpeechSuspicion(params, 6);
     const events = Array.from({ length: 40 }, () => suspicion.update(0.9, 0.7)).filter((e) => e !== null);

@@ -2,7 +2,12 @@ import type { VadAnalyzerParams } from './vad-analyzer.js';
 
 /** Windows in a row below `confidence` (about 100 ms: the cough or clatter is over) that dismiss a suspicion. */
 export const SUSPICION_DISMISS_WINDOWS = 3;
-/** A suspicion still unconfirmed this many windows past start_secs (a murmur never loud enough) is dismissed. */
+/**
+ * A suspicion still unconfirmed this many windows past start_secs since its last loud, likely
+ * window, or twice that since it began (a murmur never loud enough), is dismissed. Counting from
+ * the last such window keeps a soft-spoken onset whose volume flickers around min_volume (speech
+ * confirmed late) from being dismissed, resumed, and stopped again a moment later.
+ */
 export const SUSPICION_MAX_EXTRA_WINDOWS = 10;
 
 export type SuspicionEvent = 'suspected' | 'dismissed';
@@ -19,6 +24,7 @@ export type SuspicionEvent = 'suspected' | 'dismissed';
 export class SpeechSuspicion {
   private suspected = false;
   private windows = 0;
+  private windowsSinceLoud = 0;
   private unlikelyRun = 0;
   private armed = true;
 
@@ -49,13 +55,16 @@ export class SpeechSuspicion {
       if (!likely || volume < this.params.min_volume || !this.armed) return null;
       this.suspected = true;
       this.windows = 0;
+      this.windowsSinceLoud = 0;
       this.unlikelyRun = 0;
       return 'suspected';
     }
+    const maxWindows = this.startWindows + SUSPICION_MAX_EXTRA_WINDOWS;
     this.windows += 1;
+    this.windowsSinceLoud = likely && volume >= this.params.min_volume ? 0 : this.windowsSinceLoud + 1;
     this.unlikelyRun = likely ? 0 : this.unlikelyRun + 1;
-    if (this.unlikelyRun < SUSPICION_DISMISS_WINDOWS && this.windows <= this.startWindows + SUSPICION_MAX_EXTRA_WINDOWS)
-      return null;
+    const overdue = this.windowsSinceLoud > maxWindows || this.windows > 2 * maxWindows;
+    if (this.unlikelyRun < SUSPICION_DISMISS_WINDOWS && !overdue) return null;
     this.suspected = false;
     this.armed = !likely;
     return 'dismissed';
