@@ -1,6 +1,7 @@
 import type { Logger } from './observability/logger.js';
 import { warmFliteWorker } from './providers/tts/flite/flite-worker-client.js';
 import { loadBucketSdk } from './recordings/bucket-storage.js';
+import { loadTwimlBuilder } from './telephony/twiml.js';
 import { warmSileroWorker } from './vad/silero-worker-runner.js';
 import { releaseYoungGeneration } from './young-generation.js';
 
@@ -28,4 +29,6 @@ export function warmCallParts(log: Logger): void {
   );
   // Loading it blocks the event loop for about 0.2 s: better now than under a live call.
   loadBucketSdk().catch((err: unknown) => log.error({ err }, 'S3 SDK failed to load'));
+  // The answer to a call's webhook is TwiML: its builder loads now rather than on that webhook.
+  loadTwimlBuilder();
 }

@@ -77,6 +77,8 @@ describe('switchboard serve start-up', () => {
     expect(loadedPackages(idleOutput)).toContain('fastify');
     expect(loadedPackages(idleOutput).filter((name) => HEAVY_PACKAGES.includes(name))).toEqual([]);
     expect(idleOutput).not.toContain('voice activity model');
+    // The TwiML builder too: it loads when calls may come, ahead of any call's webhook.
+    expect(loadedPackages(idleOutput)).not.toContain('xmlbuilder2');
 
     const created = await fetch(`${baseUrl}/v1/bots/twilio-config`, {
       method: 'POST',
@@ -84,6 +86,8 @@ describe('switchboard serve start-up', () => {
       body: JSON.stringify(sampleConfig()),
     });
     expect(created.status).toBe(200);
+    expect(((await created.json()) as { twiml: string }).twiml).toContain('<Connect><Stream url="ws');
+    expect(loadedPackages(output)).toContain('xmlbuilder2');
     // It loads in the VAD's worker thread, which reports when the model is ready.
     await waitFor(
       () => (output.includes('"msg":"voice activity model ready"') ? true : undefined),
