@@ -12,8 +12,9 @@ function growthChosenByOperator(execArgv: readonly string[], nodeOptions: string
 }
 
 /**
- * Keeps V8's young generation at its starting size (1 MB semi-spaces) until calls may come
- * (`releaseYoungGeneration`). `switchboard serve` calls it before loading the server's modules.
+ * Keeps V8's young generation at the size it has now (2 MB semi-spaces after Node's own start)
+ * until calls may come (`releaseYoungGeneration`). `switchboard serve` calls it before loading
+ * the server's modules.
  *
  * Why: loading the modules and building the app keep so much alive that V8 doubles the young
  * generation up to its 16 MB semi-spaces, and those 32 MB stay resident in an idle server until
