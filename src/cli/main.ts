@@ -1,4 +1,6 @@
 #!/usr/bin/env node
+// First: it acts before the other modules load.
+import './hold-young-generation.js';
 import { EnvError, loadConfig } from '../config/env.js';
 import { StoreError } from '../store/store-error.js';
 import { USAGE_EXIT } from './usage.js';
@@ -42,6 +44,8 @@ async function main(argv: string[]): Promise<number> {
   // Each command loads only its own modules: a server does not carry the load tester's or the
   // emulators' code in its memory, nor the load tester the server's.
   switch (command) {
+    // V8's young generation is held small from the first import (hold-young-generation.ts) until
+    // calls may come (call-parts-warm-up.ts).
     case 'serve':
       return (await import('./serve-command.js')).runServeCommand(rest);
     case 'keys':

@@ -1,12 +1,9 @@
 // Module resolution hooks for register.mjs.
-const reported = new Set();
+import { reportPackage } from './report.mjs';
 
 export async function resolve(specifier, context, nextResolve) {
   const resolved = await nextResolve(specifier, context);
   const match = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(resolved.url);
-  if (match && !reported.has(match[1])) {
-    reported.add(match[1]);
-    process.stderr.write(`package-loaded ${match[1]}\n`);
-  }
+  if (match) reportPackage(match[1]);
   return resolved;
 }

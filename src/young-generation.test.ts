@@ -1,0 +1,52 @@
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * V8's flags belong to the whole process, so each case runs in a node process of its own: it
+ * allocates like a start-up (objects that live a while), reads the young generation's size
+ * (`new_space`), and does it again after releasing the hold.
+ */
+
+const MODULE = fileURLToPath(new URL('./young-generation.ts', import.meta.url));
+
+const SCRIPT = `
+import v8 from 'node:v8';
+import { holdYoungGeneration, releaseYoungGeneration } from ${JSON.stringify(MODULE)};
+const newSpaceBytes = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+let kept = [];
+const allocate = () => {
+  for (let i = 0; i < 2e6; i++) {
+    kept.push({ i, text: 'x' + i });
+    if (kept.length > 2e5) kept = [];
+  }
+};
+const before = newSpaceBytes();
+holdYoungGeneration(process.execArgv, process.env.NODE_OPTIONS ?? '');
+allocate();
+const held = newSpaceBytes();
+releaseYoungGeneration();
+allocate();
+console.log(JSON.stringify({ before, held, released: newSpaceBytes() }));
+`;
+
+function run(nodeArgs: string[] = []): { before: number; held: number; released: number } {
+  const result = spawnSync(process.execPath, [...nodeArgs, '--import', 'tsx', '--input-type=module', '-e', SCRIPT], {
+    encoding: 'utf8',
+  });
+  expect(result.stderr).toBe('');
+  return JSON.parse(result.stdout) as { before: number; held: number; released: number };
+}
+
+describe('the young generation during start-up', () => {
+  it('does not grow while held, and grows as V8 would once released', () => {
+    const sizes = run();
+    expect(sizes.held).toBe(sizes.before);
+    expect(sizes.released).toBeGreaterThanOrEqual(4 * sizes.held);
+  });
+
+  it('is left to the operator when node was started with its own growth factor', () => {
+    const sizes = run(['--semi-space-growth-factor=2']);
+    expect(sizes.held).toBeGreaterThan(sizes.before);
+  });
+});
