@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { pinnedCommand } from './cpu-pinning.js';
 import { scrapeMetrics } from './server-process.js';
@@ -26,6 +27,11 @@ export interface CapacityPoint {
   ticks: number;
   /** Server CPU, percent of one core, per call. */
   cpuPerCallPct: number;
+  /**
+   * The same split by thread, percent of one core per call (Linux, with the server's pid): the
+   * main thread (sockets, pipeline), the busiest other thread (the Silero worker), the rest.
+   */
+  cpuPerCallByThreadPct?: { main: number; busiestOther: number; rest: number };
   /** Main-thread garbage collection over the window: scavenges (young generation) and all pauses, % of a core. */
   minorGcs: number;
   gcPct: number;
@@ -89,6 +95,8 @@ export async function measureCapacity(options: {
   idleRssBytes: number;
   /** taskset's CPU list for the generators (cpu-pinning.ts). */
   loadCpus?: string;
+  /** The server's process id, for the split of its CPU by thread. */
+  serverPid?: number;
 }): Promise<CapacityPoint> {
   const generators: Array<ReturnType<typeof startGenerator>> = [];
   for (let left = options.calls; left > 0; left -= CALLS_PER_GENERATOR) {
@@ -105,9 +113,11 @@ export async function measureCapacity(options: {
   await sleep(options.warmUpMs);
   // This scrape also restarts the event-loop histogram, so the next one covers the window only.
   const before = await scrapeMetrics(options.baseUrl);
+  const threadsBefore = threadCpuSeconds(options.serverPid);
   const startedAt = performance.now();
   await sleep(options.durationMs - options.warmUpMs - 2000);
   const after = await scrapeMetrics(options.baseUrl);
+  const threadsAfter = threadCpuSeconds(options.serverPid);
   const windowSecs = (performance.now() - startedAt) / 1000;
   const summaries = await Promise.all(generators.map((g) => g.result));
 
@@ -128,6 +138,7 @@ export async function measureCapacity(options: {
     ticks,
     // Two decimals: an A/B of two builds (cost-ab.ts) differs in tenths of a percent.
     cpuPerCallPct: Math.round((delta('process_cpu_seconds_total') / windowSecs / options.calls) * 10_000) / 100,
+    ...byThread(threadsBefore, threadsAfter, options.serverPid, windowSecs, options.calls),
     minorGcs: delta('nodejs_gc_duration_seconds_count{kind="minor"}'),
     gcPct: round(
       (['minor', 'major', 'incremental', 'weakcb'].reduce(
@@ -153,6 +164,41 @@ export async function measureCapacity(options: {
   };
   point.withinBudget = point.eventLoopP99Ms < 20 && point.lateTicks === 0 && point.failedCalls === 0;
   return point;
+}
+
+/** CPU seconds (user + system) of each thread of `pid`, from /proc; undefined where there is none. */
+function threadCpuSeconds(pid: number | undefined): Map<string, number> | undefined {
+  if (pid === undefined || !existsSync(`/proc/${pid}/task`)) return undefined;
+  const ticksPerSec = 100; // USER_HZ, 100 on Linux
+  const seconds = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      seconds.set(tid, (Number(fields[11]) + Number(fields[12])) / ticksPerSec);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return seconds;
+}
+
+function byThread(
+  before: Map<string, number> | undefined,
+  after: Map<string, number> | undefined,
+  pid: number | undefined,
+  windowSecs: number,
+  calls: number,
+): Pick<CapacityPoint, 'cpuPerCallByThreadPct'> {
+  if (!before || !after || pid === undefined) return {};
+  const pct = (secs: number) => Math.round((secs / windowSecs / calls) * 10_000) / 100;
+  const used = [...after].map(([tid, secs]) => ({ tid, secs: secs - (before.get(tid) ?? 0) }));
+  const main = used.find((t) => t.tid === String(pid))?.secs ?? 0;
+  const others = used.filter((t) => t.tid !== String(pid)).sort((a, b) => b.secs - a.secs);
+  const busiest = others[0]?.secs ?? 0;
+  const rest = others.slice(1).reduce((sum, t) => sum + t.secs, 0);
+  return { cpuPerCallByThreadPct: { main: pct(main), busiestOther: pct(busiest), rest: pct(rest) } };
 }
 
 function round(value: number): number {

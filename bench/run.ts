@@ -34,16 +34,17 @@ const COST_CALLS = 50;
 const MB = 2 ** 20;
 
 /**
- * The figures before the cost work (docs/cost-per-call.md, "before"): same machine, 50 talking
- * calls, server not pinned. Printed beside this run's.
+ * The figures before this round of cost work (docs/cost-per-call.md, "On a quiet machine": same
+ * machine, 50 talking calls, server pinned to one core), and in brackets before any of it.
+ * Printed beside this run's.
  */
 const PREVIOUS = {
-  cpuPerCallPct: '1.1 %',
-  s2sCpuPerCallPct: '0.55 %',
-  idleRssMb: '253 MB',
-  readyRssMb: '253 MB',
-  memoryPerCallMb: '1.7 MB',
-  carried: '100 (150 borderline)',
+  cpuPerCallPct: '0.72 % (1.1 % at first)',
+  s2sCpuPerCallPct: '0.51 % (0.55 % at first)',
+  idleRssMb: '118 MB (253 MB at first)',
+  readyRssMb: '227 MB (253 MB at first)',
+  memoryPerCallMb: '0.6 MB (1.7 MB at first)',
+  carried: '150 on one server core (100 at first)',
 };
 
 // The emulated vendors' pace, shared with the other benchmarks (bench/latency.ts).
@@ -194,11 +195,12 @@ async function main(): Promise<void> {
         fixturesDir: FIXTURES,
         idleRssBytes: readyRssBytes,
         loadCpus: pinning.load,
+        serverPid: server.child.pid,
       });
       sweep.push(point);
       process.stdout.write(
         `event loop p99 ${point.eventLoopP99Ms} ms (max ${point.eventLoopMaxMs}), playout ticks late >20 ms: ${point.lateTicks}/${point.ticks}, ` +
-          `CPU ${point.cpuPerCallPct}% of a core per call, ${point.memoryPerCallMb} MB per call, failed ${point.failedCalls}, ` +
+          `CPU ${point.cpuPerCallPct}% of a core per call${threadSplit(point)}, ${point.memoryPerCallMb} MB per call, failed ${point.failedCalls}, ` +
           `underruns ${point.underruns}, reply p50 ${point.replyLatencyP50Ms} ms, generator lag ${point.generatorClockMaxLagMs} ms: ${point.withinBudget ? 'within budget' : 'OVER BUDGET'}\n`,
       );
       // Far past the budget, larger steps only take longer to say the same (once the step whose
@@ -208,7 +210,13 @@ async function main(): Promise<void> {
     }
     const carried = sweep.filter((p) => p.withinBudget).reduce((n, p) => Math.max(n, p.calls), 0);
     const costPoint = sweep.find((p) => p.calls === COST_CALLS);
-    const s2sPoint = await measureSpeechToSpeech(server.baseUrl, readyRssBytes, pinning.load, durationMs);
+    const s2sPoint = await measureSpeechToSpeech(
+      server.baseUrl,
+      readyRssBytes,
+      pinning.load,
+      durationMs,
+      server.child.pid,
+    );
     const capacityRows: BudgetRow[] = [
       {
         figure: `server CPU per talking call, pipeline, at ${COST_CALLS} calls`,
@@ -293,6 +301,12 @@ async function main(): Promise<void> {
   }
 }
 
+/** " (main thread x, VAD worker y, other z)" where the bench could read the server's threads. */
+function threadSplit(point: CapacityPoint): string {
+  const split = point.cpuPerCallByThreadPct;
+  return split ? ` (main thread ${split.main}, busiest other thread ${split.busiestOther}, rest ${split.rest})` : '';
+}
+
 /**
  * CPU per call on the speech-to-speech profile (OpenAI Realtime against the emulator): the same
  * talking calls as the sweep, on a configuration of its own.
@@ -302,6 +316,7 @@ async function measureSpeechToSpeech(
   readyRssBytes: number,
   loadCpus: string | undefined,
   durationMs: number,
+  serverPid: number | undefined,
 ): Promise<CapacityPoint | undefined> {
   const calls = Number(args['s2s-calls']);
   if (!(calls > 0)) return undefined;
@@ -330,9 +345,10 @@ async function measureSpeechToSpeech(
     fixturesDir: FIXTURES,
     idleRssBytes: readyRssBytes,
     loadCpus,
+    serverPid,
   });
   process.stdout.write(
-    `CPU ${point.cpuPerCallPct}% of a core per call, event loop p99 ${point.eventLoopP99Ms} ms, failed ${point.failedCalls}\n`,
+    `CPU ${point.cpuPerCallPct}% of a core per call${threadSplit(point)}, event loop p99 ${point.eventLoopP99Ms} ms, failed ${point.failedCalls}\n`,
   );
   return point;
 }
