@@ -70,9 +70,11 @@ describe('switchboard serve start-up', () => {
     const youngGenerationBytes = Number(
       /^nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)$/m.exec(metrics)?.[1],
     );
-    // Its full size is two 16 MB semi-spaces; under tsx the loader grows it a little before the hold.
+    // Its full size is two 16 MB semi-spaces (what start-up grew it to without the hold). The built
+    // server holds it at 4 MB; under tsx the loader's own work grows it before the hold takes
+    // effect, to 8 or 16 MB depending on the machine, never to the full size.
     expect(youngGenerationBytes).toBeGreaterThan(0);
-    expect(youngGenerationBytes).toBeLessThan(16 * MB);
+    expect(youngGenerationBytes).toBeLessThan(32 * MB);
     const idleOutput = output;
     expect(loadedPackages(idleOutput)).toContain('fastify');
     expect(loadedPackages(idleOutput).filter((name) => HEAVY_PACKAGES.includes(name))).toEqual([]);
