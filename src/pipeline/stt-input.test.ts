@@ -47,17 +47,14 @@ describe('SttInput', () => {
     expect(stream.seen).toEqual([1, 2, 'F']);
   });
 
-  it('gives the stream its own copy of a lent frame once open (the stream may keep it)', () => {
+  it('keeps its own copy of a frame it holds while the stream opens (frames are lent)', () => {
     const input = new SttInput(10);
-    const kept: Uint8Array[] = [];
-    input.open(
-      { write: (audio) => kept.push(audio), finalize: () => undefined, close: async () => undefined },
-      fromTelephony(MULAW_8K),
-    );
     const lent = frame(7);
     input.write(lent);
     lent.fill(8);
-    expect(kept[0]![0]).toBe(7);
+    const stream = recordingStream();
+    input.open(stream, fromTelephony(MULAW_8K));
+    expect(stream.seen).toEqual([7]);
   });
 
   it('once stopped, passes nothing on and forgets what it held', () => {

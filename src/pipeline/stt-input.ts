@@ -30,9 +30,8 @@ export class SttInput {
   write(mulaw: Uint8Array): void {
     if (this.gone) return;
     if (this.stream && this.converter) {
-      const audio = this.converter.convert(mulaw);
-      // The stream may keep what it is given: a pass-through conversion is the lent frame.
-      this.stream.write(audio === mulaw ? mulaw.slice() : audio);
+      // Lent on: the stream copies what it keeps (SttStream.write).
+      this.stream.write(this.converter.convert(mulaw));
       return;
     }
     if (this.heldFrames >= this.maxHeldFrames) return;

@@ -17,7 +17,10 @@ export type SttEvent =
 
 /** A live transcription stream for one call. Audio is pushed (one 20 ms frame at a time). */
 export interface SttStream {
-  /** The stream may keep `audio` (a replay buffer, a socket's queue): the caller gives it up. */
+  /**
+   * `audio` is lent until the call returns (the caller reuses its buffers, as transports do with
+   * frames): the stream copies what it keeps (a replay buffer, a socket's queue).
+   */
   write(audio: Uint8Array): void;
   /** Flush what the vendor has buffered and return its final results (end of a user turn). */
   finalize(): void;

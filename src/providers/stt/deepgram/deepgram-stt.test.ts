@@ -69,8 +69,19 @@ class Events {
   }
 }
 
+/**
+ * Writes the audio frame by frame through one reused buffer, as the call does (frames are lent),
+ * scribbling the loudest mu-law byte over it after each write: a stream that kept the buffer
+ * instead of copying it would send noise where the audio was silence.
+ */
 function feed(stream: SttStream, audio: Uint8Array): void {
-  for (let at = 0; at < audio.length; at += FRAME_BYTES) stream.write(audio.subarray(at, at + FRAME_BYTES));
+  const lent = new Uint8Array(FRAME_BYTES);
+  for (let at = 0; at < audio.length; at += FRAME_BYTES) {
+    const frame = audio.subarray(at, at + FRAME_BYTES);
+    lent.set(frame);
+    stream.write(lent.subarray(0, frame.length));
+    lent.fill(0x00);
+  }
 }
 
 function silence(ms: number): Uint8Array {

@@ -131,6 +131,7 @@ class DeepgramSttStream implements SttStream {
     if (state === 'closing' || state === 'closed' || state === 'failed') return;
     // Deepgram reads an empty binary frame as "close the stream".
     if (audio.length === 0) return;
+    // `audio` is lent: the history and the outgoing message each copy it.
     this.history.push(audio);
     // While the socket is down the history alone keeps the audio; resume() replays it.
     if (state !== 'open' || this.socket!.ws.readyState !== WebSocket.OPEN) return;
