@@ -145,11 +145,17 @@ export class SileroBatcher {
   private async runBatches(): Promise<void> {
     while (this.queue.length > 0) {
       // Sequences run alone (each of their steps needs the one before); single windows together.
-      const sequences = this.queue.filter((item) => item.steps > 1);
-      const batch = this.queue.filter((item) => item.steps === 1).slice(0, MAX_BATCH);
-      const taken = new Set([...sequences, ...batch]);
-      this.queue = this.queue.filter((item) => !taken.has(item));
-      for (const group of [...sequences.map((item) => [item]), batch]) {
+      const groups: Pending[][] = [];
+      const batch: Pending[] = [];
+      const waiting: Pending[] = [];
+      for (const item of this.queue) {
+        if (item.steps > 1) groups.push([item]);
+        else if (batch.length < MAX_BATCH) batch.push(item);
+        else waiting.push(item);
+      }
+      this.queue = waiting;
+      groups.push(batch);
+      for (const group of groups) {
         if (group.length === 0) continue;
         try {
           await this.run(group);

@@ -61,6 +61,8 @@ export class VadStream {
   private readonly events: VadStreamEvents;
   private readonly msPerSample: number;
   private mulawScratch = new Int16Array(160);
+  /** The volume isQuiet measured for the window onWindow reports next (SileroVad asks, then reports, in turn). */
+  private quietCheckVolume: number | undefined;
   private disposed = false;
 
   constructor(params: Partial<VadAnalyzerParams> = {}, events: VadStreamEvents = {}, options: VadStreamOptions = {}) {
@@ -123,14 +125,17 @@ export class VadStream {
    * before the next syllable) may be "likely" to the model, which keeps the suspicion alive.
    */
   private isQuiet(window: Int16Array): boolean {
+    this.quietCheckVolume = undefined;
     if (!this.suspicion.atRest) return false;
     const volume = loudnessVolume(window);
+    this.quietCheckVolume = volume;
     return volume < this.analyzer.params.min_volume && this.analyzer.isTooQuietForSpeech(volume);
   }
 
   private onWindow(probability: number, window: Int16Array, windowEndSample: number, ran: boolean): void {
     if (this.disposed) return;
-    const volume = loudnessVolume(window);
+    const volume = this.quietCheckVolume ?? loudnessVolume(window);
+    this.quietCheckVolume = undefined;
     const windowEndMs = windowEndSample * this.msPerSample;
     const event = this.analyzer.update(probability, volume, windowEndMs);
     this.events.onWindow?.({ probability, ran, volume, state: this.analyzer.state, windowEndMs });
