@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { AddressPolicy } from '../security/address-policy.js';
-import { pinlessSignature, postJson } from './webhook-client.js';
+import { pinlessSignature, postJson } from '../security/webhook-client.js';
 
 export interface DialinWebhookBody {
   From: string;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
 import { wavToMulaw } from '../audio/wav.js';
 import type { AddressPolicy } from '../security/address-policy.js';
-import { getBytes } from './webhook-client.js';
+import { getBytes } from '../security/webhook-client.js';
 
 /** A WAV of a few minutes at CD quality fits; anything bigger is not hold music. */
 const MAX_DOWNLOAD_BYTES = 32 * 1024 * 1024;

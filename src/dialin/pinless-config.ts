@@ -7,7 +7,7 @@ import type { SecretBox } from '../security/secret-box.js';
 import type { Account } from '../store/accounts-repo.js';
 import type { DialinConfigsRepo } from '../store/dialin-configs-repo.js';
 import type { PhoneNumbersRepo } from '../store/phone-numbers-repo.js';
-import { pinlessSignature, postJson, webhookUrlProblem } from './webhook-client.js';
+import { pinlessSignature, postJson, webhookUrlProblem } from '../security/webhook-client.js';
 
 /** One stored pinless dial-in entry: what the customer sent, plus its secret and SIP address. */
 export interface PinlessEntry {

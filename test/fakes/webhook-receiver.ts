@@ -1,6 +1,6 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { pinlessSignature } from '../../src/dialin/webhook-client.js';
+import { pinlessSignature } from '../../src/security/webhook-client.js';
 
 export interface ReceivedWebhook {
   body: Record<string, unknown>;

@@ -1,12 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import {
-  type AddressPolicy,
-  AddressPolicyError,
-  guardedLookup,
-  literalHostProblem,
-} from '../security/address-policy.js';
+import { type AddressPolicy, AddressPolicyError, guardedLookup, literalHostProblem } from './address-policy.js';
 
 /**
  * Posts JSON to a customer's webhook (and fetches hold music). Addresses are checked when the
