@@ -88,7 +88,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   // The deployment's keys: every node on one PostgreSQL store loads the same ones.
   const keys = await loadServiceKeys(config, database);
-  const secrets = new SecretBox(keys.secret);
+  // Follows a rotation of the secret key (switchboard db rotate-key) while the node runs.
+  keys.secretRing.startRefreshing();
+  app.addHook('onClose', async () => keys.secretRing.stop());
+  const secrets = new SecretBox(keys.secretRing);
   const accounts = new AccountsRepo(database.db);
   const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
   const botConfigsRepo = new BotConfigsRepo(database.db);
