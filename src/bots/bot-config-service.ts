@@ -178,6 +178,6 @@ function unreadableKeys(ids: readonly string[]): ApiError {
   return new ApiError(
     'server-error',
     `${which}: botConfig.api_keys cannot be opened: they were sealed with a secret key this server does not hold (SWITCHBOARD_SECRET_KEY); ` +
-      'the operator must give this node the store’s key, or you can send the configuration again with every api_keys value in full (PUT)',
+      'the operator must give this node the store’s key, or you can send the configuration again with every api_keys value in full (POST /v1/bots/twilio-config/{id})',
   );
 }

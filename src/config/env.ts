@@ -29,8 +29,11 @@ const serviceKey = z
  */
 const secretKeys = z
   .string()
-  .transform((value) => value.split(',').map((key) => key.trim()))
-  .pipe(z.array(serviceKey).min(1).max(2, 'at most two keys: the new one and the old one, during a rotation'));
+  .refine((value) => {
+    const keys = value.split(',').map((key) => key.trim());
+    return keys.length <= 2 && keys.every((key) => serviceKey.safeParse(key).success);
+  }, 'must be 32 bytes in base64 (openssl rand -base64 32), or while it is rotated the new and the old key, comma-separated')
+  .transform((value) => value.split(',').map((key) => Buffer.from(key.trim(), 'base64')));
 
 /** What DATABASE_URL (and `db copy --to`) accepts: a PostgreSQL connection URL. */
 export function isPostgresUrl(value: string): boolean {
