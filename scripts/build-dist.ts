@@ -41,6 +41,7 @@ interface Checkout {
   lock: string;
 }
 
+const NEXT_PREFIX = '.dist-next-';
 const LOCK_POLL_MS = 200;
 const LOCK_WAIT_MS = 10 * 60_000;
 
@@ -98,6 +99,10 @@ export async function buildDist(options: BuildOptions): Promise<BuildOutcome> {
   try {
     // Another build may have finished while this one waited.
     if (!options.force && isDistCurrent(paths.root)) return 'current';
+    // Only the lock's holder builds, so any other next-folder is what an interrupted build left.
+    for (const entry of readdirSync(paths.root)) {
+      if (entry.startsWith(NEXT_PREFIX)) rmSync(join(paths.root, entry), { recursive: true, force: true });
+    }
     await compileAndSwap(paths);
     return 'built';
   } finally {
@@ -109,7 +114,7 @@ async function compileAndSwap({ root, dist }: Checkout): Promise<void> {
   // A source saved after this moment is newer than the stamp, so the next check rebuilds.
   const startedS = Date.now() / 1000;
   // Beside dist/ (same file system, so renames are atomic; same depth, so source maps point at src/).
-  const next = mkdtempSync(join(root, '.dist-next-'));
+  const next = mkdtempSync(join(root, NEXT_PREFIX));
   try {
     await runTsc(root, next);
     const built = listFiles(next);
