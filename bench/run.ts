@@ -12,7 +12,7 @@ import { type BudgetRow, formatTable, percentile } from './report.js';
 
 /**
  * `npm run bench`: the server (built, in its own process) against the vendor emulators at fixed,
- * known latency, with the figures of DESIGN.md section 7 beside their budgets. A script, not a
+ * known latency, with the figures beside their budgets (README.md, "Load testing and the benchmark"). A script, not a
  * test: it prints and writes JSON, and never fails on a slow machine.
  */
 

@@ -19,7 +19,7 @@ afterEach(() => {
 });
 
 describe('service keys on the SQLite store', () => {
-  it('live in the data dir as before: created once (mode 0600), the same on every load; the environment wins', async () => {
+  it('live in the data dir on SQLite: created once (mode 0600), the same on every load; the environment wins', async () => {
     const dataDir = tempDir();
     const database = await openDatabase(dataDir);
     try {

@@ -28,7 +28,7 @@ import {
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
- * Cartesia's TTS websocket (providers.md section 4), emulated: `/tts/websocket` with the key as
+ * Cartesia's TTS websocket (docs/providers.md section 4), emulated: `/tts/websocket` with the key as
  * `Authorization: Bearer`, `X-API-Key` or `?api_key=`, and a required Cartesia-Version (header or
  * `?cartesia_version=`). Client messages are validated with the adapter's zod schemas; a bad one
  * gets Cartesia's `error` message. Contexts are routed by context_id: each transcript becomes

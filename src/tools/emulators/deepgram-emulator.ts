@@ -21,7 +21,7 @@ import {
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
- * Deepgram, emulated: live transcription on `/v1/listen` (providers.md section 1) and Aura
+ * Deepgram, emulated: live transcription on `/v1/listen` (docs/providers.md section 1) and Aura
  * text-to-speech on the `/v1/speak` websocket (section 6b), on one port.
  *
  * Handshakes are checked the way Deepgram does: `Authorization: Token <key>` (or `Bearer`, or the

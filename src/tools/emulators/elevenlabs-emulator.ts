@@ -20,7 +20,7 @@ import { ElevenLabsHttpEmulator, type RecordedElevenLabsSpeechRequest } from './
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
- * ElevenLabs' multi-context TTS websocket (providers.md section 5b), emulated:
+ * ElevenLabs' multi-context TTS websocket (docs/providers.md section 5b), emulated:
  * `/v1/text-to-speech/{voice_id}/multi-stream-input?model_id=…&output_format=…`, the key in the
  * `xi-api-key` header (a wrong one is refused at the handshake with 401) or, without the header,
  * in the first message (`xi_api_key` or `xi-api-key`). Messages are validated with the adapter's

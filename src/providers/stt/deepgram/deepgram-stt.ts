@@ -51,7 +51,7 @@ export interface DeepgramSttConfig {
 }
 
 /**
- * Deepgram live transcription over its websocket (providers.md section 1). One socket per call,
+ * Deepgram live transcription over its websocket (docs/providers.md section 1). One socket per call,
  * opened when the call arrives; the caller's 20 ms mu-law frames go out in pairs, as 40 ms binary
  * messages (VENDOR_AUDIO_MESSAGE_MS says why), and a frame still waiting for its pair goes out
  * before any Finalize or CloseStream, so a final always covers everything written.

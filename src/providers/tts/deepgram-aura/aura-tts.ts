@@ -34,7 +34,7 @@ export interface DeepgramAuraConfig {
 export const DEFAULT_AURA_FLUSH_LIMIT = AURA_FLUSH_LIMIT;
 
 /**
- * Deepgram Aura over its TTS websocket (providers.md section 6b). One socket per reply, opened
+ * Deepgram Aura over its TTS websocket (docs/providers.md section 6b). One socket per reply, opened
  * as soon as synthesize() starts so the handshake overlaps the LLM's first tokens. Each piece goes
  * out as `Speak` then `Flush`; binary frames are its audio (8 kHz mu-law, as asked in the query)
  * and `Flushed` marks the end of that piece, so `spoken` follows its audio. Barge-in (ctx.signal)

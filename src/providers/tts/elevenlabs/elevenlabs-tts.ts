@@ -26,7 +26,7 @@ export interface ElevenLabsTtsConfig {
 }
 
 /**
- * ElevenLabs over the multi-context websocket (providers.md section 5b), 8 kHz mu-law out. One
+ * ElevenLabs over the multi-context websocket (docs/providers.md section 5b), 8 kHz mu-law out. One
  * socket per call, opened when the first reply starts and reused by later replies (one context
  * each), closed when idle. A reply's context starts with `text: " "` and the voice settings,
  * takes each piece as text ending in a space, and at the end of the reply is flushed and closed,
