@@ -6,6 +6,7 @@ import WebSocket, { type RawData } from 'ws';
 import { type ProviderContext, ProviderError, type TtsOutput } from '../types.js';
 import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine, redact } from '../vendor-errors.js';
 import { frameText, openVendorSocket } from '../vendor-socket.js';
+import { CLOSE } from '../../shared/close-codes.js';
 
 /**
  * Websocket TTS machinery shared by the Cartesia and ElevenLabs adapters: a socket per call
@@ -125,7 +126,7 @@ export class TtsSocket<M> {
     } catch {
       // Closing anyway.
     }
-    this.ws.close(1000);
+    this.ws.close(CLOSE.normal);
   }
 
   private failAll(error: ProviderError): void {
@@ -183,7 +184,7 @@ export class TtsSocket<M> {
     if (!frame) return;
     if (frame.connectionError) {
       this.failAll(frame.connectionError);
-      this.ws.close(1000);
+      this.ws.close(CLOSE.normal);
       return;
     }
     const handler = frame.contextId === undefined ? undefined : this.handlers.get(frame.contextId);

@@ -18,6 +18,7 @@ import {
 } from './emulator-kit.js';
 import { ElevenLabsHttpEmulator, type RecordedElevenLabsSpeechRequest } from './elevenlabs-http-emulator.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
+import { CLOSE } from '../../shared/close-codes.js';
 
 /**
  * ElevenLabs' multi-context TTS websocket (docs/providers.md section 5b), emulated:
@@ -550,7 +551,7 @@ export class ElevenLabsEmulator implements VendorEmulator {
   }
 
   private closeSocketIfDone(socket: EmulatedSocket): void {
-    if (socket.closingSocket && socket.contexts.size === 0) socket.ws.close(1000);
+    if (socket.closingSocket && socket.contexts.size === 0) socket.ws.close(CLOSE.normal);
   }
 }
 

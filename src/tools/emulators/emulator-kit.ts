@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import alawmulaw from 'alawmulaw';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { encodeMulaw } from '../../audio/mulaw.js';
+import { CLOSE } from '../../shared/close-codes.js';
 
 /**
  * What the vendor emulators share: tone audio in any wire format, paced like speech, and the
@@ -233,7 +234,7 @@ export class EmulatorSessions<S extends { stop(): void }> {
 
   /** Drops every connection at once, as a vendor outage would (close code 1011). */
   dropAll(): void {
-    for (const ws of this.sockets) ws.close(1011, 'emulated outage');
+    for (const ws of this.sockets) ws.close(CLOSE.internalError, 'emulated outage');
   }
 
   close(): void {

@@ -14,6 +14,7 @@ import {
   messageEnvelope,
   speakServerMessage,
 } from './aura-messages.js';
+import { CLOSE } from '../../../shared/close-codes.js';
 
 const PROVIDER = 'deepgram_tts';
 
@@ -282,7 +283,7 @@ class AuraReply {
       new ProviderError(
         PROVIDER,
         `the connection closed before the reply was spoken (code ${code}${reason ? ` ${reason}` : ''})`,
-        code !== 1008,
+        code !== CLOSE.policyViolation,
       ),
     );
   }

@@ -5,6 +5,7 @@ import { type AudioFormat, MULAW_8K } from '../../../audio/audio-format.js';
 import { type ParsedFrame, SocketReply, TtsSocket } from '../tts-socket.js';
 import { isRetryableCloseCode, oneLine } from '../../vendor-errors.js';
 import { type Alignment, type ElevenLabsServerMessage, serverMessage } from './elevenlabs-messages.js';
+import { CLOSE } from '../../../shared/close-codes.js';
 
 const PROVIDER = 'elevenlabs';
 
@@ -168,7 +169,7 @@ function elevenLabsError(message: ElevenLabsServerMessage): ProviderError {
   const code = message.code;
   const retryable =
     typeof code === 'number'
-      ? isRetryableCloseCode(code) && code !== 1000
+      ? isRetryableCloseCode(code) && code !== CLOSE.normal
       : /rate|internal|unavailable|overload|timeout|server/i.test(kind ?? '');
   return new ProviderError(PROVIDER, `error: ${detail}`, retryable);
 }
