@@ -11,7 +11,8 @@ import {
   serverEnvelope,
   serverMessage,
 } from './cartesia-messages.js';
-import { type ParsedFrame, SocketReply, TtsSocket } from '../tts-socket.js';
+import { SocketReply } from '../socket-reply.js';
+import { type ParsedFrame, TtsSocket } from '../tts-socket.js';
 import { isRetryableStatus, oneLine } from '../../vendor-errors.js';
 
 const PROVIDER = 'cartesia';
