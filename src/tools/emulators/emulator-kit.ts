@@ -193,6 +193,13 @@ export function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; mess
     .join('; ');
 }
 
+/** A websocket frame's bytes as one Buffer (ws hands them as a Buffer, fragments or an ArrayBuffer). */
+export function frameBytes(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
 export function frameText(data: RawData): string {
   if (Buffer.isBuffer(data)) return data.toString('utf8');
   if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
