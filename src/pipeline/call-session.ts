@@ -228,7 +228,7 @@ export class CallSession implements CallTransportHandler {
         onSpeechSuspected: () => this.onCallerSpeechSuspected(),
         onSpeechDismissed: () => this.onCallerSpeechDismissed(),
         onSpeechStart: () => this.onCallerSpeechStart(),
-        onSpeechStop: () => this.onCallerSpeechStop(),
+        onSpeechStop: (event) => this.onCallerSpeechStop(event?.sinceMs),
       },
       this.log,
     );
@@ -311,10 +311,10 @@ export class CallSession implements CallTransportHandler {
     this.turns.onVadStart();
   }
 
-  private onCallerSpeechStop(): void {
+  private onCallerSpeechStop(speechEndMs: number | undefined): void {
     this.vadStopAtMs = performance.now();
     this.deps.events?.onUserSpeaking?.(false);
-    this.turns.onVadStop();
+    this.turns.onVadStop(speechEndMs);
   }
 
   private onSttEvent(event: SttEvent): void {
@@ -326,7 +326,10 @@ export class CallSession implements CallTransportHandler {
         return;
       case 'final':
         if (event.text) this.deps.events?.onUserTranscript?.(event.text, true);
-        this.turns.onFinal(event.text);
+        this.turns.onFinal(
+          event.text,
+          event.coveredToMs === undefined ? undefined : this.sttInput.callMs(event.coveredToMs),
+        );
         return;
       case 'error':
         this.metrics.providerErrors += 1;
