@@ -27,6 +27,7 @@ import { CALL_FRAMES_PER_WRITE, Playout } from './playout.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { SentenceSplitter } from './sentence-splitter.js';
 import { SttInput } from './stt-input.js';
+import { TranscriptGuard, capTurnText } from './transcript-guard.js';
 import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
 import { NATURAL_TURN_POLICY } from './natural-turn-policy.js';
 import { DEFAULT_TURN_POLICY, type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
@@ -108,6 +109,8 @@ export class CallSession implements CallTransportHandler {
   private conversation: Conversation | undefined;
   /** The caller's audio and Finalize requests to the STT, held in order while its socket opens. */
   private readonly sttInput = new SttInput(MAX_PENDING_STT_FRAMES);
+  /** Refuses transcripts the caller's audio could not hold (a provider fault). */
+  private readonly transcripts = new TranscriptGuard();
   private llm: LlmProvider | undefined;
   private tts: TtsProvider | undefined;
   private vad: CallVad | undefined;
@@ -175,6 +178,7 @@ export class CallSession implements CallTransportHandler {
 
   onAudio(mulaw: Uint8Array): void {
     if (!this.ready || this.ended) return;
+    this.transcripts.heard(mulaw.length / 8);
     this.sttInput.write(mulaw);
     if (this.vad) {
       if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
@@ -321,10 +325,12 @@ export class CallSession implements CallTransportHandler {
     if (this.ended) return;
     switch (event.type) {
       case 'interim':
+        if (!this.transcripts.fitsInterim(event.text)) return this.onImpossibleTranscript(event.text);
         if (event.text) this.deps.events?.onUserTranscript?.(event.text, false);
         this.turns.onInterim(event.text);
         return;
       case 'final':
+        if (!this.transcripts.acceptFinal(event.text)) return this.onImpossibleTranscript(event.text);
         if (event.text) this.deps.events?.onUserTranscript?.(event.text, true);
         this.turns.onFinal(
           event.text,
@@ -346,6 +352,16 @@ export class CallSession implements CallTransportHandler {
     }
   }
 
+  /** A transcript longer than the caller's audio since the last turn could hold: dropped (see TranscriptGuard). */
+  private onImpossibleTranscript(text: string): void {
+    this.metrics.droppedTranscripts += 1;
+    if (this.transcripts.faults > 1) return;
+    this.log.warn(
+      { provider: this.config.body.services.stt, chars: text.length, allowedChars: this.transcripts.allowedChars() },
+      'speech-to-text sent a transcript longer than the caller could have said; dropped (logged once per call)',
+    );
+  }
+
   private onTurnDecision(decision: TurnDecision): void {
     if (this.ended) return;
     switch (decision.type) {
@@ -357,12 +373,14 @@ export class CallSession implements CallTransportHandler {
         this.sttInput.finalize();
         return;
       case 'user-turn':
+        this.transcripts.turnEnded();
         if (this.ending) return;
-        this.conversation!.addUser(decision.text);
+        this.conversation!.addUser(capTurnText(decision.text));
         this.attachLatestImage();
         this.answer('answer');
         return;
       case 'false-alarm':
+        this.transcripts.turnEnded();
         this.metrics.falseAlarms += 1;
         this.resumeReply('no-turn');
         // Noise cut off a reply the caller had not heard yet: their turn is still owed an answer.
