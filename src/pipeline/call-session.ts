@@ -325,12 +325,18 @@ export class CallSession implements CallTransportHandler {
     if (this.ended) return;
     switch (event.type) {
       case 'interim':
-        if (!this.transcripts.fitsInterim(event.text)) return this.onImpossibleTranscript(event.text);
+        if (!this.transcripts.fitsInterim(event.text)) {
+          this.onImpossibleTranscript(event.text);
+          return;
+        }
         if (event.text) this.deps.events?.onUserTranscript?.(event.text, false);
         this.turns.onInterim(event.text);
         return;
       case 'final':
-        if (!this.transcripts.acceptFinal(event.text)) return this.onImpossibleTranscript(event.text);
+        if (!this.transcripts.acceptFinal(event.text)) {
+          this.onImpossibleTranscript(event.text);
+          return;
+        }
         if (event.text) this.deps.events?.onUserTranscript?.(event.text, true);
         this.turns.onFinal(
           event.text,

@@ -25,7 +25,7 @@ const LATENCIES = {
   ttsFirstByteMs: 30,
   ttsRealTimeFactor: 10,
 };
-const GIANT = 'x'.repeat(50_000) + ' ' + 'y'.repeat(49_999);
+const GIANT = `${'x'.repeat(50_000)} ${'y'.repeat(49_999)}`;
 
 let emulators: RunningEmulators | undefined;
 let server: CallServer | undefined;
