@@ -279,9 +279,26 @@ export class CallSession implements CallTransportHandler {
   // In `confirmed` mode step 1 does nothing: the bot talks on until step 2, as it always did.
 
   private onCallerSpeechSuspected(): void {
-    if (this.interruptionMode !== 'instant' || !this.reply || this.ending || !this.playout.audible) return;
+    // Every decision is logged (debug): which condition kept a suspicion from pausing the bot.
+    const skipped =
+      this.interruptionMode !== 'instant'
+        ? 'mode confirmed'
+        : !this.reply
+          ? 'no reply'
+          : this.ending
+            ? 'call ending'
+            : !this.playout.audible
+              ? 'reply not audible'
+              : undefined;
+    if (skipped) {
+      this.log.debug({ skipped }, 'speech suspected: bot not paused');
+      return;
+    }
     const heardMs = this.playout.pause();
-    if (heardMs === undefined) return;
+    if (heardMs === undefined) {
+      this.log.debug({ skipped: 'already paused' }, 'speech suspected: bot not paused');
+      return;
+    }
     this.metrics.paused();
     clearTimeout(this.pauseTimer);
     this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
@@ -289,6 +306,7 @@ export class CallSession implements CallTransportHandler {
   }
 
   private onCallerSpeechDismissed(): void {
+    this.log.debug({ turnOpen: this.turns.turnOpen }, 'suspected speech dismissed');
     // Only a suspicion nothing else took over: once VAD confirmed speech, the turn decides.
     if (!this.turns.turnOpen) this.resumeReply('noise');
   }
