@@ -124,6 +124,8 @@ export class CallSession implements CallTransportHandler {
   private readonly interruptionMode: 'instant' | 'confirmed';
   /** The reply was paused on suspected speech (see the barge-in section); its safety timer. */
   private pauseTimer: NodeJS.Timeout | undefined;
+  /** The pause silenced audio the caller could hear (counted in the call's pauses and resumes), rather than holding a reply between its sentences. */
+  private pauseSilenced = false;
 
   constructor(
     transport: CallTransport,
@@ -264,10 +266,11 @@ export class CallSession implements CallTransportHandler {
   // ---- turn-taking and barge-in ----
   //
   // Barge-in, from ear to clear, all of it in this section:
-  //  1. Silero suspects speech (its first window above confidence and min_volume while the bot
-  //     is audible) → onCallerSpeechSuspected. In `instant` mode the reply pauses: Playout.pause()
-  //     sends `clear` through the transport (carrier or room) at once; the LLM and TTS go on, and
-  //     their audio waits in Playout behind the part the caller has not heard.
+  //  1. Silero suspects speech (its first window above confidence and min_volume while a reply
+  //     is in progress, audible or between two sentences) → onCallerSpeechSuspected. In `instant`
+  //     mode the reply pauses: Playout.pause() sends `clear` through the transport (carrier or
+  //     room) at once; the LLM and TTS go on, and their audio waits in Playout behind the part the
+  //     caller has not heard.
   //  2. Silero confirms start_secs of speech → onCallerSpeechStart. The turn controller decides
   //     whether speech interrupts (min words from interims, never a backchannel) and answers
   //     'barge-in' → onTurnDecision → interrupt(): the reply's abort stops the LLM, the TTS and any
@@ -287,22 +290,26 @@ export class CallSession implements CallTransportHandler {
           ? 'no reply'
           : this.ending
             ? 'call ending'
-            : !this.playout.audible
-              ? 'reply not audible'
+            : !this.playout.active
+              ? 'reply played'
               : undefined;
     if (skipped) {
       this.log.debug({ skipped }, 'speech suspected: bot not paused');
       return;
     }
+    // Between two sentences nothing may be audible, but the next is on its way: it is held too,
+    // or it would start over the caller and play on until start_secs confirmed the speech.
+    const audible = this.playout.audible;
     const heardMs = this.playout.pause();
     if (heardMs === undefined) {
       this.log.debug({ skipped: 'already paused' }, 'speech suspected: bot not paused');
       return;
     }
-    this.metrics.paused();
+    this.pauseSilenced = audible;
+    if (audible) this.metrics.paused();
     clearTimeout(this.pauseTimer);
     this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
-    this.log.debug({ heardMs }, 'speech suspected: bot paused');
+    this.log.debug({ heardMs, audible }, 'speech suspected: bot paused');
   }
 
   private onCallerSpeechDismissed(): void {
@@ -324,7 +331,7 @@ export class CallSession implements CallTransportHandler {
     clearTimeout(this.pauseTimer);
     this.pauseTimer = undefined;
     this.playout.resume();
-    this.metrics.resumed();
+    if (this.pauseSilenced) this.metrics.resumed();
     this.log.debug({ cause, heardMs: this.playout.heardMs() }, 'not an interruption: bot resumed');
   }
 
