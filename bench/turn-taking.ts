@@ -72,8 +72,13 @@ export interface TurnTakingSamples {
   replyLatencyMs: Record<string, number[]>;
   /** Onset → clear, ms, per interruption, by where it came (over the greeting, over an answer). */
   onsetToClearMs: Record<string, number[]>;
-  /** Interruptions where no clear came at all, by where. */
+  /** Interruptions where the bot played over the caller and no clear came, by where. */
   noClear: Record<string, number>;
+  /**
+   * Interruptions the bot never played over, by where: it was between two sentences at the onset
+   * and held the next one (no clear needed). Engaged: the caller heard no talk-over at all.
+   */
+  notTalkedOver: Record<string, number>;
   /** Pauses the server counted on those calls (instant pauses that engaged, however late). */
   serverPauses: number;
   falseStops: number;
@@ -120,6 +125,7 @@ export async function runTurnTakingPhase(options: {
     replyLatencyMs: {},
     onsetToClearMs: { 'over the greeting': [], 'over an answer': [] },
     noClear: { 'over the greeting': 0, 'over an answer': 0 },
+    notTalkedOver: { 'over the greeting': 0, 'over an answer': 0 },
     serverPauses: 0,
     falseStops: 0,
     noiseMinutes: 0,
@@ -172,9 +178,10 @@ export async function runTurnTakingPhase(options: {
     );
     count(reports);
     for (const report of reports) {
-      const latency = report.metrics.utterances[utterance]?.bargeInLatencyMs;
-      if (latency == null) samples.noClear[where]! += 1;
-      else samples.onsetToClearMs[where]!.push(latency);
+      const said = report.metrics.utterances[utterance];
+      if (said && !said.bargeIn) samples.notTalkedOver[where]! += 1;
+      else if (said?.bargeInLatencyMs == null) samples.noClear[where]! += 1;
+      else samples.onsetToClearMs[where]!.push(said.bargeInLatencyMs);
     }
   }
   const engagementCalls = runs('engagement') ? interruptions.length * engagementCases.length : 0;
@@ -210,8 +217,9 @@ export function turnTakingRows(s: TurnTakingSamples): BudgetRow[] {
     });
   }
   for (const [where, values] of Object.entries(s.onsetToClearMs)) {
-    const interruptions = values.length + s.noClear[where]!;
-    const engaged = values.filter((v) => v <= ENGAGED_WITHIN_MS).length;
+    const notTalkedOver = s.notTalkedOver?.[where] ?? 0;
+    const interruptions = values.length + s.noClear[where]! + notTalkedOver;
+    const engaged = values.filter((v) => v <= ENGAGED_WITHIN_MS).length + notTalkedOver;
     rows.push(
       {
         figure: `instant pause engaged (clear <= ${ENGAGED_WITHIN_MS} ms after onset), held-apart speech ${where}`,
@@ -222,7 +230,7 @@ export function turnTakingRows(s: TurnTakingSamples): BudgetRow[] {
         samples: interruptions,
       },
       {
-        figure: `onset to clear, held-apart speech ${where}, p50 / p95`,
+        figure: `onset to clear, held-apart speech ${where}, p50 / p95 (${notTalkedOver} never talked over, ${s.noClear[where]} not cleared)`,
         unit: 'ms',
         measured: percentile(values, 50),
         budget: `report (p95 ${percentile(values, 95) ?? 'n/a'} ms)`,
