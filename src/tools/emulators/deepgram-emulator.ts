@@ -33,8 +33,9 @@ import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator
  * `vad_events=true`); while it lasts, interim Results (with `interim_results=true`) whose text
  * grows word by word; once silence has lasted `endpointing` ms of audio and at least
  * sttFinalDelayMs of wall time has passed since the speech stopped, the final Results
- * (`is_final` and `speech_final`). Finalize answers at once with a final marked `from_finalize`;
- * UtteranceEnd follows `utterance_end_ms` of audio without speech. Transcripts are taken in turn
+ * (`is_final` and `speech_final`). Finalize answers at once with a final marked `from_finalize`
+ * while speech not yet finalised is buffered, and with nothing at all otherwise (Deepgram only
+ * says such a response may come); UtteranceEnd follows `utterance_end_ms` of audio without speech. Transcripts are taken in turn
  * from `transcripts`, per connection. CloseStream gets the last final, Metadata, then a 1000
  * close; ten seconds with neither audio nor KeepAlive close the socket with 1011 NET-0001.
  * Times in messages are seconds of audio received on that connection, like Deepgram's.
@@ -742,7 +743,10 @@ class ListenSession implements Session {
         this.env.stats.finalizes += 1;
         if (this.record.audioBytesAtFinalize.length < MAX_RECORDED_MESSAGES)
           this.record.audioBytesAtFinalize.push(this.record.audioBytes);
-        if (!this.stalled) this.sendFinal(this.utterance !== undefined && !this.inSpeech, true);
+        // Deepgram documents that a `from_finalize` result MAY come, typically when a noticeable
+        // amount of audio is buffered: with every word already finalised (its endpointing fired
+        // in the caller's pause) there is nothing to answer with, and nothing comes.
+        if (!this.stalled && this.utterance) this.sendFinal(!this.inSpeech, true);
         return;
       case 'CloseStream':
         this.closeStream();

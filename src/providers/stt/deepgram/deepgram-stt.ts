@@ -360,7 +360,12 @@ class DeepgramSttStream implements SttStream {
       }
       this.finalizePending = false;
       // Empty finals are passed on too: they answer a Finalize when the caller said nothing.
-      this.emit({ type: 'final', text, speechFinal: message.speech_final === true });
+      this.emit({
+        type: 'final',
+        text,
+        speechFinal: message.speech_final === true,
+        ...(this.finalizedOffset > 0 ? { coveredToMs: (this.finalizedOffset * 1000) / BYTES_PER_SEC } : {}),
+      });
     } else if (text.length > 0) {
       this.emit({ type: 'interim', text });
     }
