@@ -199,7 +199,7 @@ describe('the end of a caller turn', () => {
     // a final that ended the turn by itself would not be marked from_finalize.
     const HANDSHAKE_DELAY_MS = 3300;
     const deepgram = new DeepgramEmulator({ latencies: LATENCIES, transcripts: ['go forward ten meters'] });
-    deepgram.delayNextHandshake(HANDSHAKE_DELAY_MS, { path: 'listen' });
+    deepgram.faults.next({ kind: 'delay', delayMs: HANDSHAKE_DELAY_MS }, { path: 'listen' });
     const openai = new OpenAiEmulator({ latencies: LATENCIES, replies: ['Going forward.'] });
     const cartesia = new CartesiaEmulator({ latencies: LATENCIES });
     emulators = await startEmulatorServer([deepgram, openai, cartesia]);

@@ -340,7 +340,10 @@ describe('Deepgram STT against the emulator', () => {
   it('emits an error event when reconnection fails for good (retryable status)', async () => {
     const events = new Events();
     const stream = await quickStt({ reconnectAttempts: 3 }).open(context(), events.push);
-    emulator.rejectNextHandshake(503, { path: 'listen', count: Infinity, message: 'Service temporarily unavailable.' });
+    emulator.faults.next(
+      { kind: 'reject', status: 503, message: 'Service temporarily unavailable.' },
+      { path: 'listen', count: Infinity },
+    );
     emulator.dropConnections('listen');
 
     const event = await events.waitFor((e) => e.type === 'error');
@@ -360,7 +363,10 @@ describe('Deepgram STT against the emulator', () => {
   it('stops reconnecting at once when the key is refused', async () => {
     const events = new Events();
     const stream = await quickStt({ reconnectAttempts: 5 }).open(context(), events.push);
-    emulator.rejectNextHandshake(401, { path: 'listen', count: Infinity, message: 'Invalid credentials.' });
+    emulator.faults.next(
+      { kind: 'reject', status: 401, message: 'Invalid credentials.' },
+      { path: 'listen', count: Infinity },
+    );
     emulator.dropConnections('listen');
 
     const event = await events.waitFor((e) => e.type === 'error');
@@ -381,7 +387,7 @@ describe('Deepgram STT against the emulator', () => {
   });
 
   it('rejects open() with a retryable ProviderError when the handshake hangs', async () => {
-    emulator.hangNextHandshake();
+    emulator.faults.next({ kind: 'hang' });
     const stt = createDeepgramStt(settings({ serviceOptions: { base_url: server.url, timeout_ms: 300 } }));
     // The handshake never completes, so only the 300 ms timeout can end open().
     const error = await rejection(stt.open(context(), () => undefined));
@@ -397,7 +403,7 @@ describe('Deepgram STT against the emulator', () => {
   });
 
   it('rejects open() with the abort error when the call ends during the handshake', async () => {
-    emulator.hangNextHandshake();
+    emulator.faults.next({ kind: 'hang' });
     const controller = new AbortController();
     const opening = createDeepgramStt(settings()).open(context(controller.signal), () => undefined);
     setTimeout(() => controller.abort(), 50);
