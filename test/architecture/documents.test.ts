@@ -11,8 +11,8 @@ import { describe, expect, it } from 'vitest';
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-/** Where the project's code lives (the product, its tests, the benchmark). */
-const CODE_DIRS = ['src', 'test', 'bench'];
+/** Where the project's code lives (the product, its tests, the benchmark, the build scripts). */
+const CODE_DIRS = ['src', 'test', 'bench', 'scripts'];
 
 function codeFiles(dir: string): string[] {
   if (!existsSync(dir)) return [];
