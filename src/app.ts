@@ -31,6 +31,10 @@ import { BucketStorage } from './recordings/bucket-storage.js';
 import { RecordingsService } from './recordings/recordings-service.js';
 import { UrlSigner } from './security/url-signer.js';
 import { RecordingsRepo } from './store/recordings-repo.js';
+import { CallRecordsRepo } from './store/call-records-repo.js';
+import { CallRecordsService } from './calls/call-records-service.js';
+import { PageTokens } from './http/calls-page-token.js';
+import { StatusCallbacks } from './calls/status-callback.js';
 import { dataDirId } from './store/data-dir-id.js';
 import { VERSION } from './version.js';
 import { RoomManager } from './rooms/room-manager.js';
@@ -125,27 +129,53 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   const bucketStorage = new BucketStorage(config.env);
+  // Signs recording download links and the calls page's links.
+  const pageSigner = new UrlSigner(keys.linkSigning);
+  const callRecordsRepo = new CallRecordsRepo(database.db);
   const recordings = new RecordingsService({
     repo: new RecordingsRepo(database.db),
+    callRecords: callRecordsRepo,
     dataDir: config.dataDir,
     nodeId,
     publicUrl: config.publicUrl,
-    signer: new UrlSigner(keys.linkSigning),
+    signer: pageSigner,
     bucketStorage,
     log: deps.logger as Logger,
   });
   // Recordings a dead process left in progress are finalised before any new call starts.
   await recordings.recoverInterrupted();
-  // The node that reaps a dead one closes the recordings it left in progress.
+  const callRecords = new CallRecordsService({
+    repo: callRecordsRepo,
+    nodeId,
+    log: deps.logger as Logger,
+    retentionDays: config.callRetentionDays,
+    statusCallbacks: new StatusCallbacks({
+      policy: webhookAddressPolicy(config.webhookAllowLinkLocal),
+      log: deps.logger as Logger,
+    }),
+    metrics,
+  });
+  // Calls a dead process of this node left in progress are marked interrupted before new ones start.
+  await callRecords.recoverInterrupted();
+  callRecords.startRetention();
+  // The node that reaps a dead one closes the recordings and call records it left in progress.
   cluster.onNodeDead((deadNodeId) => {
     recordings
       .abandonNode(deadNodeId)
       .catch((err: unknown) =>
         deps.logger.error({ err, deadNode: deadNodeId }, 'could not close a dead node’s recordings'),
       );
+    callRecords
+      .abandonNode(deadNodeId)
+      .catch((err: unknown) =>
+        deps.logger.error({ err, deadNode: deadNodeId }, 'could not close a dead node’s call records'),
+      );
   });
   app.addHook('onClose', async () => {
     await recordings.drain();
+    // Record writes finish; status callbacks are never waited for.
+    await callRecords.drain();
+    callRecords.close();
     bucketStorage.close();
     await cluster.close();
   });
@@ -181,6 +211,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     session: { ...runtime, env: config.env, observer: metrics, turnDeadlineMs: config.turnDeadlineSecs * 1000 },
     recordings,
+    records: callRecords,
     liveCalls,
     log: deps.logger as Logger,
   });
@@ -200,13 +231,19 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
 
   const { authToken } = config.twilio;
   await registerRoutes(app, {
-    auth: { accounts, defaultAccount, envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)) },
+    auth: {
+      accounts,
+      defaultAccount,
+      envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)),
+      pageTokens: new PageTokens(pageSigner),
+    },
     corsOrigins: config.corsOrigins,
     operator: { database, liveCalls, metrics, metricsToken: config.metricsToken, version: VERSION, cluster },
     botConfigs: { service: botConfigs, registry: runtime.registry, env: config.env, dialout },
     phoneNumbers: { service: phoneNumbers },
     domain: { service: pinless },
     recordings: { service: recordings, cluster },
+    calls: { service: callRecords, signer: pageSigner, publicUrl: config.publicUrl },
     botStart: {
       rooms,
       registry: runtime.registry,
@@ -232,6 +269,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       dialout,
       rooms,
       recordings,
+      records: callRecords,
       liveCalls,
       cluster,
       accountCalls,

@@ -14,6 +14,7 @@ import type { RoomManager } from '../rooms/room-manager.js';
 import { startBot } from '../lifecycle/start-bot.js';
 import { type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
+import type { CallRecordsService } from '../calls/call-records-service.js';
 import { CLOSE } from '../telephony/twilio-messages.js';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.js';
 import { TwilioTransport } from '../telephony/twilio-transport.js';
@@ -32,6 +33,8 @@ export interface MediaStreamOptions {
   rooms: RoomManager;
   /** Records calls whose configuration has recording_settings.type = "cloud". */
   recordings?: RecordingsService;
+  /** Every call gets a record. */
+  records?: CallRecordsService;
   /** Every call is registered here; while the server drains, new streams are refused. */
   liveCalls: LiveCalls;
   /** A dial-in caller's or dial-out leg's stream that lands on another node than its own is relayed there. */
@@ -190,7 +193,8 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
           transport.whenEnded(releaseCall);
           const recorder = opts.recordings?.startForCall(config, log);
           try {
-            const bot = startBot(transport, config, { ...opts.session, log }, recorder);
+            const record = opts.records?.begin({ kind: 'phone', config, recordingId: recorder?.recordingId, log });
+            const bot = startBot(transport, config, { ...opts.session, log }, recorder, record);
             transport.attach(bot.handler);
             transport.whenEnded(
               opts.liveCalls.add({
