@@ -29,6 +29,8 @@ export interface CallRecordBuilderOptions {
   /** The VAD's stop_secs in ms: it reports the caller's turn over this long after their last voiced frame. */
   vadStopMs: number;
   transcript: boolean;
+  /** The transport started: the carrier's call sid and the From and To it carried, when it did. */
+  onStarted?(start: { callSid: string | undefined; from: string | undefined; to: string | undefined }): void;
   onEnded(record: BuiltCallRecord): void;
   /** Monotonic ms; the call's time zero is its value at construction (tests drive it). */
   now?: () => number;
@@ -99,6 +101,7 @@ export class CallRecordBuilder implements CallObserver {
     this.callSid = start.callSid || undefined;
     this.from = start.customParameters?.from?.slice(0, 64);
     this.to = start.customParameters?.to?.slice(0, 64);
+    this.options.onStarted?.({ callSid: this.callSid, from: this.from, to: this.to });
   }
 
   replyStarted(timings: TurnTimings, originMs: number): void {

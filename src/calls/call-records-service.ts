@@ -130,20 +130,33 @@ export class CallRecordsService {
       turns_json: null,
       transcript_json: null,
     };
-    const inserted = this.deps.repo.insert(row).then(
-      () => true,
-      (err: unknown) => {
-        log.error({ err, callId: id }, 'could not store the call record; it is written when the call ends');
-        return false;
-      },
-    );
-    this.track(inserted);
+    // The row goes in when the call starts (with the carrier's call sid), so a node that dies
+    // mid-call leaves it behind; a call that never started is written once, at its end.
+    let inserted: Promise<boolean> = Promise.resolve(false);
+    const insertAtStart = (start: { callSid?: string; from?: string; to?: string }) => {
+      inserted = this.deps.repo
+        .insert({
+          ...row,
+          call_sid: start.callSid ?? null,
+          from_number: start.from ?? row.from_number,
+          to_number: start.to ?? row.to_number,
+        })
+        .then(
+          () => true,
+          (err: unknown) => {
+            log.error({ err, callId: id }, 'could not store the call record; it is written when the call ends');
+            return false;
+          },
+        );
+      this.track(inserted);
+    };
     const s2s = isSpeechToSpeech(config.body.bot_profile);
     const builder = new CallRecordBuilder({
       callId: id,
       engine: s2s ? 's2s' : 'pipeline',
       vadStopMs: botSettings(config.body).vad.stop_secs * 1000,
       transcript: config.body.call_record_settings?.transcript !== false,
+      onStarted: insertAtStart,
       onEnded: (built) => {
         this.track(
           this.complete(row, inserted, built, services, options, log).catch((err: unknown) =>
