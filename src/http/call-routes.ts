@@ -80,7 +80,7 @@ export async function callRoutes(instance: FastifyInstance, opts: CallRoutesOpti
     },
     async (request) => {
       const expires = Math.floor(Date.now() / 1000) + request.query.valid_for_secs;
-      return { url: `${opts.publicUrl}/calls#token=${tokens.issue(request.account.id, expires)}`, expires };
+      return { url: `${opts.publicUrl}/calls-page#token=${tokens.issue(request.account.id, expires)}`, expires };
     },
   );
 
@@ -159,10 +159,10 @@ export function prefersVtt(accept: string | undefined): boolean {
   return best?.type === VTT;
 }
 
-/** GET /calls: the calls page (no API key to load it; it signs in to the API itself). Mounted at the root. */
+/** GET /calls-page: the calls page (no API key to load it; it signs in to the API itself). Mounted at the root. */
 export async function callsPageRoutes(app: FastifyInstance): Promise<void> {
   app.get(
-    '/calls',
+    '/calls-page',
     {
       schema: {
         summary: 'The calls page',

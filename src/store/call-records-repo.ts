@@ -131,13 +131,12 @@ export class CallRecordsRepo {
     return Number(result.numDeletedRows) > 0;
   }
 
-  /** Retention: records (and their transcripts) of calls that started before `before`. Returns how many. */
+  /**
+   * Retention: records (and their transcripts) of calls that started before `before` (days ago:
+   * no call lasts that long, so one still in progress is one nobody reaped). Returns how many.
+   */
   async deleteStartedBefore(before: string): Promise<number> {
-    const result = await this.db
-      .deleteFrom('call_records')
-      .where('started_at', '<', before)
-      .where('status', '!=', 'in-progress')
-      .executeTakeFirst();
+    const result = await this.db.deleteFrom('call_records').where('started_at', '<', before).executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 

@@ -61,7 +61,7 @@ async function eventually<T>(check: () => Promise<T | undefined>, what: string, 
   }
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: records are checked field by field below.
+/** Records are checked field by field. */
 type Json = any;
 
 async function endedCall(): Promise<Json> {

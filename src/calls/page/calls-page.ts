@@ -1,5 +1,5 @@
 /**
- * The calls page (GET /calls): one self-contained document, nothing fetched from elsewhere. It
+ * The calls page (GET /calls-page): one self-contained document, nothing fetched from elsewhere. It
  * signs in with an API key (kept in the tab's sessionStorage, never in a cookie or a URL) or with
  * the token of a signed link (in the URL fragment, which browsers never send to a server), then
  * reads the calls API with it: recent calls with outcome and latency, and one call's transcript
