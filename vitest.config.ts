@@ -44,6 +44,7 @@ const PROCESS_TESTS = [
   'test/integration/persistence.test.ts',
   'test/integration/readme-walkthroughs.test.ts',
   'test/integration/recordings-api.test.ts',
+  'test/integration/call-records-crash.test.ts',
   'test/integration/shutdown-drain.test.ts',
 ];
 
