@@ -197,7 +197,8 @@ const SCRIPT = String.raw`
       if (r.speakingEnd > r.responseEnd) {
         g.fillStyle = COLOURS.speaking;
         var end = Math.min(r.speakingEnd, r.responseEnd + spanMs);
-        g.fillRect(x(r.responseEnd), y + 9, Math.max(2, Math.min(end - r.responseEnd, spanMs) * scale), rowHeight - 22);
+        var speakingWidth = Math.min((end - r.responseEnd) * scale, canvas.width - right - x(r.responseEnd));
+        g.fillRect(x(r.responseEnd), y + 9, Math.max(2, speakingWidth), rowHeight - 22);
       }
       if (r.t.interruption) {
         var onset = x(r.t.interruption.onset_ms), clear = x(r.t.interruption.clear_ms);
