@@ -1,16 +1,16 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { CALL_OUTCOMES } from '../calls/call-record.js';
-import type { CallRecordsService } from '../calls/call-records-service.js';
-import { transcriptToVtt } from '../calls/transcript-vtt.js';
+import { CALL_OUTCOMES } from '../records/call-record.js';
+import type { CallRecordsService } from '../records/call-records-service.js';
+import { transcriptToVtt } from '../records/transcript-vtt.js';
 import { pageQuery } from '../store/paging.js';
 import { PageTokens } from './calls-page-token.js';
 import { callList, callRecord, callSummary, pageLink, transcript } from './call-schemas.js';
 import { errorResponses } from './error-responses.js';
 import { named } from './openapi.js';
 import type { UrlSigner } from '../security/url-signer.js';
-import { callsPageHtml } from '../calls/page/calls-page.js';
+import { callsPageHtml } from '../records/page/calls-page.js';
 
 const isoTime = z.iso.datetime({ offset: true });
 

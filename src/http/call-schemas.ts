@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { CALL_OUTCOMES } from '../calls/call-record.js';
+import { CALL_OUTCOMES } from '../records/call-record.js';
 
 /** The call records API's answers (calls/call-record.ts's views), for the routes and /openapi.json. */
 

@@ -1,6 +1,6 @@
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
-import type { CallRecordBuilder } from '../calls/call-record-builder.js';
+import type { CallRecordBuilder } from '../records/call-record-builder.js';
 import { type CallEvents, CallSession, type CallSessionDeps } from '../pipeline/call-session.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import { S2sCallSession } from '../pipeline/s2s-call-session.js';

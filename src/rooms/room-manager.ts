@@ -7,7 +7,7 @@ import { ApiError } from '../shared/api-error.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import type { CallSessionDeps } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
-import type { CallRecordsService } from '../calls/call-records-service.js';
+import type { CallRecordsService } from '../records/call-records-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { ROOM_CLOSE } from './room-messages.js';
 import { Room, type RoomLimits } from './room.js';

@@ -6,7 +6,7 @@ import { SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import { type BotOnCall, startBot } from '../lifecycle/start-bot.js';
 import { type CallEvents, type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
-import type { CallRecordsService } from '../calls/call-records-service.js';
+import type { CallRecordsService } from '../records/call-records-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { BrowserParticipant } from './browser-participant.js';
 import { PhoneLeg } from './phone-leg.js';

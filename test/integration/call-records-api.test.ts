@@ -27,7 +27,6 @@ async function start(dataDir = tempDataDir(), env: Record<string, string> = {}):
   return testApp;
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: answers are checked field by field.
 async function call(
   path: string,
   init: RequestInit & { key?: string } = {},

@@ -71,7 +71,6 @@ async function startOpenAi(protocol: 'ga' | 'beta' = 'ga', realTimeFactor = FAST
   return { realtime, wssUrl };
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: the record is checked field by field.
 async function endedCallRecord(): Promise<any> {
   const headers = { authorization: `Bearer ${TEST_KEY}` };
   for (let i = 0; ; i++) {
