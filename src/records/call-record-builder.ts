@@ -32,6 +32,8 @@ export interface CallRecordBuilderOptions {
   /** The transport started: the carrier's call sid and the From and To it carried, when it did. */
   onStarted?(start: { callSid: string | undefined; from: string | undefined; to: string | undefined }): void;
   onEnded(record: BuiltCallRecord): void;
+  /** Building the record failed: told instead of onEnded, never thrown into the call's end. */
+  onBuildFailed?(err: unknown): void;
   /** Monotonic ms; the call's time zero is its value at construction (tests drive it). */
   now?: () => number;
 }
@@ -151,6 +153,14 @@ export class CallRecordBuilder implements CallObserver {
   callEnded(reason: string, ourSide: boolean, summary: CallSummary): void {
     if (this.ended) return;
     this.ended = true;
+    try {
+      this.build(reason, ourSide, summary);
+    } catch (err) {
+      this.options.onBuildFailed?.(err);
+    }
+  }
+
+  private build(reason: string, ourSide: boolean, summary: CallSummary): void {
     const endMs = this.now();
     this.closeUtterance(endMs);
     const turns = this.turns.map((turn, i) => this.breakdown(turn, i + 1));

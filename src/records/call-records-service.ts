@@ -137,7 +137,8 @@ export class CallRecordsService {
       inserted = this.deps.repo
         .insert({
           ...row,
-          call_sid: start.callSid ?? null,
+          // A room's transport names itself after the room: only a carrier's call has a sid.
+          call_sid: options.kind === 'phone' ? (start.callSid ?? null) : null,
           from_number: start.from ?? row.from_number,
           to_number: start.to ?? row.to_number,
         })
@@ -157,6 +158,7 @@ export class CallRecordsService {
       vadStopMs: botSettings(config.body).vad.stop_secs * 1000,
       transcript: config.body.call_record_settings?.transcript !== false,
       onStarted: insertAtStart,
+      onBuildFailed: (err) => log.error({ err, callId: id }, 'could not build the call record; it stays in progress'),
       onEnded: (built) => {
         this.track(
           this.complete(row, inserted, built, services, options, log).catch((err: unknown) =>
@@ -284,7 +286,7 @@ export class CallRecordsService {
     const summary: StoredSummary = { counts: built.counts, median_response_ms: built.medianResponseMs, services };
     const ended = {
       status: 'ended',
-      call_sid: built.callSid ?? null,
+      call_sid: options.kind === 'phone' ? (built.callSid ?? null) : null,
       from_number: built.from ?? row.from_number,
       to_number: built.to ?? row.to_number,
       ended_at: built.endedAt.toISOString(),
