@@ -192,6 +192,20 @@ export const recordingSettings = z
   .object({ type: z.enum(['cloud']), recordings_bucket: recordingsBucket.optional() })
   .strict();
 
+/** What is kept of each call (calls/): the transcript holds callers' words, personal data, so it can be turned off. */
+export const callRecordSettings = z.object({ transcript: z.boolean().default(true) }).strict();
+
+/** Told when each call ends, signed with `hmac` (base64, as pinless dial-in's). */
+export const statusCallback = z
+  .object({
+    url: z.string().url().max(2048),
+    hmac: z
+      .string()
+      .regex(/^[A-Za-z0-9+/]{22,}={0,2}$/, 'must be a base64 secret of at least 16 bytes')
+      .max(512),
+  })
+  .strict();
+
 const serviceOptions = z.union([
   z.record(z.string(), z.record(z.string(), z.unknown())),
   z.array(z.record(z.string(), z.record(z.string(), z.unknown()))),
@@ -209,6 +223,8 @@ export const botConfigFields = {
   rtvi_client_version: shortText.optional(),
   dialin_settings: dialinSettings.optional(),
   recording_settings: recordingSettings.optional(),
+  call_record_settings: callRecordSettings.optional(),
+  status_callback: statusCallback.optional(),
 };
 
 /** Speech-to-speech profiles need only an LLM; pipeline profiles need all three services. */

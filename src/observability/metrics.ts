@@ -16,6 +16,7 @@ export class ServiceMetrics {
   private readonly turnLatency: Histogram<'kind' | 'stage'>;
   private readonly playoutTickLag: Histogram;
   private readonly dialoutLegs: Counter<'outcome'>;
+  private readonly turnStages: Histogram<'stage' | 'vendor'>;
 
   constructor() {
     // 10 ms resolution: the budget is about delays of 20 ms. Node counts the sampling interval in
@@ -66,6 +67,18 @@ export class ServiceMetrics {
       labelNames: ['outcome'],
       registers: [this.registry],
     });
+    this.turnStages = new Histogram({
+      name: 'switchboard_turn_stage_seconds',
+      help: 'Each answer’s wait on one vendor: STT final after VAD stop, LLM first token after the request, TTS first audio after the first token, a speech-to-speech vendor’s first audio after it heard the caller.',
+      labelNames: ['stage', 'vendor'],
+      buckets: [0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5],
+      registers: [this.registry],
+    });
+  }
+
+  /** One stage of an answer (calls/turn-stages.ts), on the vendor it waited for. */
+  turnStage(stage: string, vendor: string, ms: number): void {
+    this.turnStages.observe({ stage, vendor }, ms / 1000);
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
+import type { CallObserver } from './call-observer.js';
 import { CallMetrics, type CallSummary } from './call-metrics.js';
 import type { CallStart, CallTransport } from './call-transport.js';
 import type { Playout, PlayoutClock } from './playout.js';
@@ -15,6 +16,8 @@ export interface CallLifecycleDeps {
   hangUp?: (callSid: string) => Promise<void>;
   /** Told when the call starts and ends (/metrics counts calls and turn latencies). */
   observer?: { callStarted(): void; callEnded(reason: string, summary: CallSummary): void };
+  /** Watches this call closely, to write its record (calls/). */
+  record?: CallObserver;
 }
 
 /** A last phrase (goodbye, apology) may take this long to play before the stream is closed anyway. */
@@ -33,8 +36,10 @@ export const CLOSING_PHRASE_CAP_MS = 15_000;
 export class CallLifecycle {
   /** Aborted when the call ends: every provider request of the call listens to it. */
   readonly abort = new AbortController();
-  readonly metrics = new CallMetrics();
+  readonly metrics: CallMetrics;
   log: Logger;
+  /** Our side closed the stream (rather than the far end hanging up). */
+  private closedByUs = false;
   private endingValue = false;
   private endedValue = false;
   private started = false;
@@ -52,6 +57,7 @@ export class CallLifecycle {
     private readonly deps: CallLifecycleDeps,
   ) {
     this.log = deps.log;
+    this.metrics = new CallMetrics(deps.record);
   }
 
   /** A closing phrase is playing, or the call has ended. */
@@ -73,6 +79,7 @@ export class CallLifecycle {
     this.deps.clock.add(this.playout);
     this.started = true;
     this.deps.observer?.callStarted();
+    this.deps.record?.callStarted(start);
     this.log.info({ botConfigId: this.config.id, profile: this.config.body.bot_profile }, 'call started');
   }
 
@@ -108,6 +115,7 @@ export class CallLifecycle {
   endCall(reason: string = this.endReason): void {
     if (this.endedValue) return;
     const callSid = this.transport.callSid;
+    this.closedByUs = true;
     this.transport.close(this.closeCode, reason);
     if (callSid && this.deps.hangUp) {
       this.deps.hangUp(callSid).catch((err: unknown) => this.log.warn({ err }, 'carrier hang-up failed'));
@@ -129,6 +137,7 @@ export class CallLifecycle {
     const summary = this.metrics.summary();
     this.log.info({ reason, ...summary, transport: this.transport.stats }, 'call ended');
     if (this.started) this.deps.observer?.callEnded(reason, summary);
+    this.deps.record?.callEnded(reason, this.closedByUs, summary);
     return true;
   }
 }

@@ -1,3 +1,5 @@
+import type { CallObserver } from './call-observer.js';
+
 /** Per-turn timings, ms from the moment VAD declared the caller's turn over (or the reply began). */
 export interface TurnTimings {
   turn: number;
@@ -29,6 +31,10 @@ export interface CallSummary {
 
 export class CallMetrics {
   readonly startedAtMs = performance.now();
+
+  /** `observer` hears of pauses and resumes as they happen (the call record times them). */
+  constructor(private readonly observer?: Pick<CallObserver, 'replyPaused' | 'replyResumed'>) {}
+
   turns: TurnTimings[] = [];
   bargeIns = 0;
   falseAlarms = 0;
@@ -41,6 +47,7 @@ export class CallMetrics {
   paused(): void {
     this.pauses += 1;
     this.pausedAtMs = performance.now();
+    this.observer?.replyPaused();
   }
 
   /** The paused reply plays on. */
@@ -48,6 +55,7 @@ export class CallMetrics {
     this.resumes += 1;
     if (this.pausedAtMs !== undefined) this.pausedMs.push(elapsedSince(this.pausedAtMs));
     this.pausedAtMs = undefined;
+    this.observer?.replyResumed();
   }
   providerErrors = 0;
   droppedTranscripts = 0;

@@ -201,6 +201,8 @@ export class CallSession implements CallTransportHandler {
   }
 
   onEnd(reason: string): void {
+    if (this.reply && !this.ended)
+      this.deps.record?.replyCut(this.reply.timings, this.playout.heardMs(), this.reply.audioMs);
     if (!this.call.finish(reason)) return;
     this.dtmf.dispose();
     clearTimeout(this.pauseTimer);
@@ -448,6 +450,7 @@ export class CallSession implements CallTransportHandler {
     const cleared = this.playout.clear();
     const heardText = this.conversation!.truncateReply(cleared.heardMs, reply.audioMs);
     reply.timings.interrupted = true;
+    this.deps.record?.replyCut(reply.timings, cleared.heardMs, reply.audioMs, heardText);
     this.metrics.bargeIns += 1;
     this.turns.setBotSpeaking(false);
     this.deps.events?.onBotSpeaking?.(false);
@@ -543,6 +546,7 @@ export class CallSession implements CallTransportHandler {
     this.reply = reply;
     if (kind === 'answer' || kind === 'dtmf' || kind === 'greeting') this.deadline.owe(originMs);
     this.metrics.turns.push(reply.timings);
+    this.deps.record?.replyStarted(reply.timings, originMs);
     this.turns.setBotSpeaking(true);
     const ctx = this.context(AbortSignal.any([this.call.abort.signal, reply.abort.signal]));
     this.runReply(reply, tts, this.queuedPieces(reply, text(this, reply, ctx, history)), ctx).catch((err: unknown) =>
@@ -659,6 +663,7 @@ export class CallSession implements CallTransportHandler {
       reply.abort.abort();
       this.playout.clear();
       this.conversation?.truncateReply(0, 0);
+      this.deps.record?.replyCut(reply.timings, 0, reply.audioMs, '');
       this.turns.setBotSpeaking(false);
     }
     if (this.turns.turnOpen) return;

@@ -112,6 +112,8 @@ export class S2sCallSession implements CallTransportHandler {
   }
 
   onEnd(reason: string): void {
+    if (this.item && !this.ended)
+      this.deps.record?.replyCut(this.item.timings, this.playout.heardMs(), this.item.receivedMs);
     if (!this.call.finish(reason)) return;
     this.dtmf.dispose();
     this.vad?.dispose();
@@ -207,6 +209,7 @@ export class S2sCallSession implements CallTransportHandler {
       };
       timings.ttsFirstAudioMs = elapsedSince(this.userSpokeAtMs);
       this.metrics.turns.push(timings);
+      this.deps.record?.replyStarted(timings, this.userSpokeAtMs);
       this.item = {
         id: itemId,
         generation: this.playout.startReply(),
@@ -269,6 +272,7 @@ export class S2sCallSession implements CallTransportHandler {
     const cleared = this.playout.clear();
     const heardMs = Math.min(cleared.heardMs, item.receivedMs);
     item.timings.interrupted = true;
+    this.deps.record?.replyCut(item.timings, heardMs, item.receivedMs);
     this.deps.events?.onBotSpeaking?.(false);
     this.cancelled.add(item.id);
     this.metrics.bargeIns += 1;

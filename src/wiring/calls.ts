@@ -9,6 +9,7 @@ import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
 import type { CallSessionDeps } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
+import type { CallRecordsService } from '../records/call-records-service.js';
 import { RoomManager } from '../rooms/room-manager.js';
 import { RoomTokens } from '../rooms/room-tokens.js';
 import type { ServiceKeys } from '../security/service-keys.js';
@@ -35,6 +36,7 @@ export interface CallsDeps {
   liveCalls: LiveCalls;
   accountCalls: AccountCalls;
   recordings: RecordingsService;
+  records: CallRecordsService;
   botConfigs: BotConfigService;
   carrier: Carrier;
   dialout: DialoutService;
@@ -57,6 +59,7 @@ export function buildCalls(deps: CallsDeps): { rooms: RoomManager; phoneCalls: P
     },
     session,
     recordings: deps.recordings,
+    records: deps.records,
     liveCalls: deps.liveCalls,
     log: deps.log,
   });
@@ -72,6 +75,7 @@ export function buildCalls(deps: CallsDeps): { rooms: RoomManager; phoneCalls: P
     rooms,
     dialout: deps.dialout,
     recordings: deps.recordings,
+    records: deps.records,
   });
   return { rooms, phoneCalls };
 }

@@ -8,6 +8,7 @@ import type { CallReport } from '../../src/tools/simulator/call-report.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import type { Scenario } from '../../src/tools/simulator/scenario.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
+import { TEST_KEY } from '../helpers/test-app.js';
 
 /**
  * Phone calls on the speech-to-speech profiles, through the real adapters and the vendors'
@@ -68,6 +69,18 @@ async function startOpenAi(protocol: 'ga' | 'beta' = 'ga', realTimeFactor = FAST
     service_options: protocol === 'beta' ? { openai_realtime: { protocol: 'beta' } } : {},
   });
   return { realtime, wssUrl };
+}
+
+async function endedCallRecord(): Promise<any> {
+  const headers = { authorization: `Bearer ${TEST_KEY}` };
+  for (let i = 0; ; i++) {
+    const list = (await (await fetch(`${server!.baseUrl}/v1/calls?status=ended`, { headers })).json()) as {
+      data: Array<{ id: string }>;
+    };
+    if (list.data[0]) return (await fetch(`${server!.baseUrl}/v1/calls/${list.data[0].id}`, { headers })).json();
+    if (i > 200) throw new Error('no ended call record');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 describe('a phone call on the OpenAI Realtime profile', () => {
@@ -134,6 +147,16 @@ describe('a phone call on the OpenAI Realtime profile', () => {
     // And the bot answered the interruption.
     expect(connection.responses).toHaveLength(2);
     expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
+
+    // The call's record gives the vendor's events for each turn, and the greeting's heard part.
+    const record = await endedCallRecord();
+    expect(record.counts).toMatchObject({ barge_ins: 1 });
+    const [greeting, answer] = record.turns;
+    expect(greeting).toMatchObject({ engine: 's2s', kind: 'greeting', interruption: expect.any(Object) });
+    expect(Math.abs(greeting.heard_ms - truncation!.audioEndMs)).toBeLessThan(25);
+    expect(answer).toMatchObject({ engine: 's2s', kind: 'answer' });
+    expect(answer.vendor_speech_started_ms).toBeLessThan(answer.tts_first_audio_ms);
+    expect(answer.tts_first_audio_ms).toBeLessThanOrEqual(answer.first_frame_sent_ms);
   });
 
   it('a burst that is not speech pauses the bot before the vendor could judge it, and the item resumes with nothing lost', async () => {
