@@ -12,7 +12,7 @@ import type { DialoutService } from '../dialout/dialout-service.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import type { RoomManager } from '../rooms/room-manager.js';
 import { startBot } from '../lifecycle/start-bot.js';
-import { type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
+import { type CallSessionDeps, PHRASES } from '../pipeline/call-deps.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
 import { CLOSE } from '../telephony/twilio-messages.js';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.js';

@@ -1,11 +1,8 @@
-import type { Logger } from 'pino';
 import { fromTelephony, toTelephony } from '../audio/format-converter.js';
-import { decodeMulaw } from '../audio/mulaw.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
-import type { AppConfig } from '../config/env.js';
 import { providerSettingsFor } from './provider-settings.js';
-import type { ProviderRegistry, ProviderSettings } from '../providers/registry.js';
+import type { ProviderSettings } from '../providers/registry.js';
 import {
   type LlmMessage,
   type LlmProvider,
@@ -17,13 +14,13 @@ import {
   isAbortError,
 } from '../providers/types.js';
 import { type BotSettings, type InterruptionSettings, botSettings } from './bot-settings.js';
-import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
-import { CallLifecycle, type CallLifecycleDeps } from './call-lifecycle.js';
-import { type CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
-import type { CallVad, CallVadFactory } from '../vad/call-vad.js';
+import { type CallSessionDeps, PHRASES } from './call-deps.js';
+import { CallEngine } from './call-engine.js';
+import type { CallTransport } from './call-transport.js';
+import { type TurnTimings, elapsedSince } from './call-metrics.js';
 import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
-import { CALL_FRAMES_PER_WRITE, Playout } from './playout.js';
+import { Reply, type ReplyEndCause, type ReplyEnded, type ReplyParts } from './reply.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { SentenceSplitter } from './sentence-splitter.js';
 import { SttInput } from './stt-input.js';
@@ -31,77 +28,18 @@ import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
 import { NATURAL_TURN_POLICY } from './natural-turn-policy.js';
 import { DEFAULT_TURN_POLICY, type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
 
-export interface CallSessionDeps extends CallLifecycleDeps {
-  registry: ProviderRegistry;
-  createVad: CallVadFactory;
-  env: AppConfig['env'];
-  /** Speaks apologies when the configured TTS cannot (an offline engine). */
-  fallbackTts: () => TtsProvider;
-  leadMs?: number;
-  turnPolicy?: TurnPolicy;
-  /** Told what the call says and does as it happens (a room shows it to its participants). */
-  events?: CallEvents;
-  /** The caller's latest camera frame (base64 JPEG), given to the LLM with each user turn. */
-  latestImage?: () => string | undefined;
-  /** How long after the end of a caller's turn they must hear something (SWITCHBOARD_TURN_DEADLINE_SECS), ms. */
-  turnDeadlineMs?: number;
-}
-
-/** Live happenings of a call, for whoever shows them; each is optional to handle. */
-export interface CallEvents {
-  onUserSpeaking?(speaking: boolean): void;
-  /** Interim (final=false) and final transcripts of the caller. */
-  onUserTranscript?(text: string, final: boolean): void;
-  /** Each sentence the bot is about to speak. */
-  onBotText?(text: string): void;
-  /** The bot's audio started going out (true), or finished playing or was cut off (false). */
-  onBotSpeaking?(speaking: boolean): void;
-  /** From the end of the caller's turn to the first frame of the answer, ms. */
-  onTurnLatency?(latencyMs: number): void;
-}
-
-/** Lines the bot says on its own. */
-export const PHRASES = {
-  goodbye: 'We have reached the time limit for this call. Thank you for calling, goodbye!',
-  shutdown: 'Sorry, I have to end our call now. Thank you for calling, goodbye!',
-  llmFailed: 'Sorry, I had a problem coming up with an answer. Could you say that again?',
-  ttsFailed: 'Sorry, I had a problem speaking. Could you say that again?',
-  sttFailed: 'Sorry, I cannot hear you right now. Please try calling again later.',
-  unavailable: 'Sorry, this assistant is not available right now. Please try again later.',
-} as const;
-
 /**
  * Frames held while the STT socket opens (5 s of 20 ms frames, 40 kB): a slow handshake must not
  * cut the middle out of a caller's first words.
  */
 const MAX_PENDING_STT_FRAMES = 250;
 /**
- * A reply paused on suspected speech resumes by itself after this long if nothing settled it
- * (VAD neither confirmed nor dismissed, and no turn of the caller is open): a stuck VAD must not
- * silence the bot for good.
- */
-const MAX_PAUSE_MS = 2000;
-
-interface Reply {
-  generation: number;
-  abort: AbortController;
-  timings: TurnTimings;
-  originMs: number;
-  /** Audio produced so far, ms (8 bytes of mu-law per ms). */
-  audioMs: number;
-  /** The goodbye (or the apology after a fatal error): the call ends once it has played. */
-  endsCall: boolean;
-}
-
-/**
  * One phone call with a bot: owns its lifetime (an AbortController, timers, the providers it
- * opened) and wires transport → VAD/STT → turn controller → LLM → TTS → Playout. Every background
- * promise ends in a catch here; nothing a call does can crash the process.
+ * opened) and wires transport → VAD/STT → turn controller → LLM → TTS → Playout. Each answer is a
+ * `Reply` (reply.ts), the one holder of "the bot is talking". Every background promise ends in a
+ * catch here; nothing a call does can crash the process.
  */
-export class CallSession implements CallTransportHandler {
-  private readonly call: CallLifecycle;
-  private readonly metrics: CallMetrics;
-  private readonly playout: Playout;
+export class CallSession extends CallEngine {
   private readonly turns: TurnController;
   private readonly deadline: TurnDeadline;
   private settings: BotSettings | undefined;
@@ -110,8 +48,7 @@ export class CallSession implements CallTransportHandler {
   private readonly sttInput = new SttInput(MAX_PENDING_STT_FRAMES);
   private llm: LlmProvider | undefined;
   private tts: TtsProvider | undefined;
-  private vad: CallVad | undefined;
-  private pcm = new Int16Array(160);
+  /** The reply that is live (being produced, playing or paused), if any. */
   private reply: Reply | undefined;
   private turnCount = 0;
   private vadStopAtMs: number | undefined;
@@ -119,32 +56,17 @@ export class CallSession implements CallTransportHandler {
   /** Providers are created: the call hears the caller and can speak. */
   private ready = false;
   private readonly interruptionMode: 'instant' | 'confirmed';
-  /** The reply was paused on suspected speech (see the barge-in section); its safety timer. */
-  private pauseTimer: NodeJS.Timeout | undefined;
 
-  constructor(
-    transport: CallTransport,
-    private readonly config: BotConfigForCall,
-    private readonly deps: CallSessionDeps,
-  ) {
-    this.playout = new Playout(
-      transport,
-      {
-        onFirstFrame: (generation) => {
-          this.deadline.met();
-          const reply = this.reply;
-          if (reply && reply.generation === generation) {
-            reply.timings.firstFrameSentMs = elapsedSince(reply.originMs);
-            this.deps.events?.onBotSpeaking?.(true);
-            if (reply.timings.kind === 'answer') this.deps.events?.onTurnLatency?.(reply.timings.firstFrameSentMs);
-          }
-        },
-        onReplyPlayed: (generation) => this.onReplyPlayed(generation),
+  constructor(transport: CallTransport, config: BotConfigForCall, deps: CallSessionDeps) {
+    super(transport, config, deps, {
+      onFirstFrame: (generation) => {
+        this.deadline.met();
+        if (this.reply?.generation === generation) this.reply.onFirstFrame();
       },
-      { leadMs: deps.leadMs, framesPerWrite: CALL_FRAMES_PER_WRITE },
-    );
-    this.call = new CallLifecycle(transport, config, this.playout, deps);
-    this.metrics = this.call.metrics;
+      onReplyPlayed: (generation) => {
+        if (this.reply?.generation === generation) this.reply.end('played');
+      },
+    });
     const interruption = botSettings(config.body).interruption;
     this.interruptionMode = interruption.mode;
     this.turns = new TurnController(
@@ -156,34 +78,10 @@ export class CallSession implements CallTransportHandler {
 
   // ---- transport events ----
 
-  private get log(): Logger {
-    return this.call.log;
-  }
-
-  private get ending(): boolean {
-    return this.call.ending;
-  }
-
-  private get ended(): boolean {
-    return this.call.ended;
-  }
-
-  onStart(start: CallStart): void {
-    this.call.start(start);
-    this.setUp().catch((err: unknown) => this.fail(err, 'call set-up failed'));
-  }
-
   onAudio(mulaw: Uint8Array): void {
     if (!this.ready || this.ended) return;
     this.sttInput.write(mulaw);
-    if (this.vad) {
-      if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
-      this.vad.push(decodeMulaw(mulaw, this.pcm));
-    }
-  }
-
-  onMark(name: string): void {
-    this.playout.onMarkEchoed(name);
+    this.hearCaller(mulaw);
   }
 
   onDtmf(digit: string): void {
@@ -195,12 +93,10 @@ export class CallSession implements CallTransportHandler {
   }
 
   onEnd(reason: string): void {
-    if (!this.call.finish(reason)) return;
+    if (!this.finishCore(reason)) return;
     this.dtmf.dispose();
-    clearTimeout(this.pauseTimer);
     this.turns.dispose();
     this.deadline.dispose();
-    this.vad?.dispose();
     const stt = this.sttInput.stop();
     stt?.close().catch((err: unknown) => this.log.debug({ err }, 'stt close failed'));
     this.tts?.close?.();
@@ -208,7 +104,7 @@ export class CallSession implements CallTransportHandler {
 
   // ---- set-up ----
 
-  private async setUp(): Promise<void> {
+  protected async setUp(): Promise<void> {
     const body = this.config.body;
     this.settings = botSettings(body);
     this.conversation = new Conversation(this.settings.initialMessages);
@@ -257,31 +153,35 @@ export class CallSession implements CallTransportHandler {
     return { signal, log: this.log };
   }
 
+  protected onSetUpFailed(err: unknown): void {
+    this.fail(err, 'call set-up failed');
+  }
+
+  protected callerSpeaking(): boolean {
+    return this.turns.turnOpen;
+  }
+
   // ---- turn-taking and barge-in ----
   //
   // Barge-in, from ear to clear, all of it in this section:
   //  1. Silero suspects speech (its first window above confidence and min_volume while the bot
-  //     is audible) → onCallerSpeechSuspected. In `instant` mode the reply pauses: Playout.pause()
-  //     sends `clear` through the transport (carrier or room) at once; the LLM and TTS go on, and
-  //     their audio waits in Playout behind the part the caller has not heard.
+  //     is audible) → onCallerSpeechSuspected. In `instant` mode the reply pauses
+  //     (barge-in-pause.ts): Playout.pause() sends `clear` through the transport (carrier or room)
+  //     at once; the LLM and TTS go on, and their audio waits in Playout behind the part the
+  //     caller has not heard.
   //  2. Silero confirms start_secs of speech → onCallerSpeechStart. The turn controller decides
   //     whether speech interrupts (min words from interims, never a backchannel) and answers
-  //     'barge-in' → onTurnDecision → interrupt(): the reply's abort stops the LLM, the TTS and any
-  //     retry, Playout.clear() drops the audio (and sends `clear` unless paused), and the context
-  //     keeps what was heard.
+  //     'barge-in' → onTurnDecision → interrupt() → reply.end('interrupted'): the reply's abort
+  //     stops the LLM, the TTS and any retry, Playout.clear() drops the audio (and sends `clear`
+  //     unless paused), and the context keeps what was heard.
   //  3. Not speech after all (dismissed: a cough, a clatter; or speech that did not interrupt: a
   //     backchannel, a turn with no words) → resumeReply(): Playout.resume() sends the reply again
   //     from the heard point, and the context records it as spoken when it ends.
-  // In `confirmed` mode step 1 does nothing: the bot talks on until step 2, as it always did.
+  // In `confirmed` mode step 1 does nothing: the bot talks on until step 2.
 
   private onCallerSpeechSuspected(): void {
-    if (this.interruptionMode !== 'instant' || !this.reply || this.ending || !this.playout.audible) return;
-    const heardMs = this.playout.pause();
-    if (heardMs === undefined) return;
-    this.metrics.paused();
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
-    this.log.debug({ heardMs }, 'speech suspected: bot paused');
+    if (this.interruptionMode !== 'instant' || !this.reply || this.ending) return;
+    this.bargeInPause.pause();
   }
 
   private onCallerSpeechDismissed(): void {
@@ -289,21 +189,10 @@ export class CallSession implements CallTransportHandler {
     if (!this.turns.turnOpen) this.resumeReply('noise');
   }
 
-  private onPauseTimeout(): void {
-    this.pauseTimer = undefined;
-    if (!this.playout.paused) return;
-    if (this.turns.turnOpen) this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
-    else this.resumeReply('timeout');
-  }
-
   /** Step 3: the caller did not interrupt after all; play on from the first unheard word. */
-  private resumeReply(cause: 'noise' | 'no-turn' | 'timeout'): void {
-    if (!this.playout.paused || !this.reply || this.ended) return;
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = undefined;
-    this.playout.resume();
-    this.metrics.resumed();
-    this.log.debug({ cause, heardMs: this.playout.heardMs() }, 'not an interruption: bot resumed');
+  private resumeReply(cause: 'noise' | 'no-turn'): void {
+    if (!this.reply || this.ended) return;
+    this.bargeInPause.resume(cause);
   }
 
   private onCallerSpeechStart(): void {
@@ -385,27 +274,17 @@ export class CallSession implements CallTransportHandler {
     this.answer('dtmf');
   }
 
-  /** Barge-in (step 3 above): stop the reply everywhere, clear the carrier, keep in context only what was heard. */
+  /** Barge-in (step 2 above): the reply ends, keeping in the context only what was heard. */
   private interrupt(cause: 'speech' | 'dtmf'): void {
-    const reply = this.reply;
-    if (!reply) return;
-    this.reply = undefined;
-    reply.abort.abort();
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = undefined;
-    const cleared = this.playout.clear();
-    const heardText = this.conversation!.truncateReply(cleared.heardMs, reply.audioMs);
-    reply.timings.interrupted = true;
-    this.metrics.bargeIns += 1;
-    this.turns.setBotSpeaking(false);
-    this.deps.events?.onBotSpeaking?.(false);
+    const ended = this.reply?.end('interrupted');
+    if (!ended) return;
     this.log.info(
       {
         cause,
-        heardMs: cleared.heardMs,
-        sentMs: cleared.sentMs,
-        clearSent: cleared.cleared,
-        heardChars: heardText.length,
+        heardMs: ended.heardMs,
+        sentMs: ended.sentMs,
+        clearSent: ended.clearSent,
+        heardChars: ended.keptText.length,
       },
       'caller interrupted the bot',
     );
@@ -475,33 +354,40 @@ export class CallSession implements CallTransportHandler {
     if (this.reply) this.interrupt('speech');
     // The history the model sees: everything before this reply, as it stands after any cut.
     const history = (this.conversation?.messages ?? []).map((m) => ({ ...m }));
-    const generation = this.playout.startReply();
-    this.conversation?.beginReply();
     this.turnCount += 1;
     const originMs = kind === 'answer' && this.vadStopAtMs !== undefined ? this.vadStopAtMs : performance.now();
     this.vadStopAtMs = undefined;
-    const reply: Reply = {
-      generation,
-      abort: new AbortController(),
-      timings: { turn: this.turnCount, kind, interrupted: false },
-      originMs,
-      audioMs: 0,
-      endsCall,
-    };
+    const reply = new Reply(this.replyParts(), { kind, turn: this.turnCount, originMs, endsCall });
     this.reply = reply;
     if (kind === 'answer' || kind === 'dtmf' || kind === 'greeting') this.deadline.owe(originMs);
-    this.metrics.turns.push(reply.timings);
-    this.turns.setBotSpeaking(true);
     const ctx = this.context(AbortSignal.any([this.call.abort.signal, reply.abort.signal]));
     this.runReply(reply, tts, this.queuedPieces(reply, text(this, reply, ctx, history)), ctx).catch((err: unknown) =>
       this.fail(err, 'reply failed'),
     );
   }
 
+  private replyParts(): ReplyParts {
+    return {
+      playout: this.playout,
+      conversation: this.conversation,
+      metrics: this.metrics,
+      events: this.deps.events,
+      turns: this.turns,
+      onEnded: (reply, cause, ended) => this.onReplyEnded(reply, cause, ended),
+    };
+  }
+
+  /** Every reply's end, whatever ended it. */
+  private onReplyEnded(reply: Reply, cause: ReplyEndCause, _ended: ReplyEnded): void {
+    if (this.reply === reply) this.reply = undefined;
+    this.bargeInPause.cancel();
+    if (cause === 'played' && reply.endsCall) this.call.endCall();
+  }
+
   /** The reply's pieces on their way to the voice, noted so an interruption can tell which sentence was playing. */
   private async *queuedPieces(reply: Reply, pieces: AsyncIterable<string>): AsyncIterable<string> {
     for await (const piece of pieces) {
-      if (this.reply === reply) this.conversation?.notePieceQueued(piece);
+      if (reply.live) this.conversation?.notePieceQueued(piece);
       yield piece;
     }
   }
@@ -547,8 +433,7 @@ export class CallSession implements CallTransportHandler {
         const mulaw = converter.convert(out.audio);
         if (mulaw.length === 0) continue;
         reply.timings.ttsFirstAudioMs ??= elapsedSince(reply.originMs);
-        reply.audioMs += mulaw.length / 8;
-        this.playout.enqueue(reply.generation, mulaw);
+        reply.enqueue(mulaw);
       } else {
         this.conversation?.notePiece(out.text, pieceStartMs, reply.audioMs);
         pieceStartMs = reply.audioMs;
@@ -556,8 +441,8 @@ export class CallSession implements CallTransportHandler {
     }
     if (ctx.signal.aborted) return;
     const tail = converter.flush();
-    if (tail.length > 0) this.playout.enqueue(reply.generation, tail);
-    this.playout.endReply(reply.generation);
+    if (tail.length > 0) reply.enqueue(tail);
+    reply.finishAudio();
   }
 
   private onReplyFailed(reply: Reply, err: unknown): void {
@@ -581,11 +466,12 @@ export class CallSession implements CallTransportHandler {
     }
     if (this.reply !== reply) return;
     if (reply.timings.kind === 'apology' || reply.endsCall) {
-      // Even the apology or goodbye could not be spoken: end the reply (and the call if due).
-      this.playout.endReply(reply.generation);
+      // Even the apology or goodbye could not be spoken: what it has plays out (and the call ends if due).
+      reply.finishAudio();
       if (reply.endsCall) this.call.endCall();
       return;
     }
+    reply.end('failed');
     if (fatal) {
       this.call.endWith('error', () => this.speakFixed('apology', PHRASES.unavailable, !llmFailed, true));
       return;
@@ -602,13 +488,7 @@ export class CallSession implements CallTransportHandler {
     if (this.ended || this.ending) return;
     const reply = this.reply;
     if (reply && reply.audioMs > 0) return; // its first audio is going out now
-    if (reply) {
-      this.reply = undefined;
-      reply.abort.abort();
-      this.playout.clear();
-      this.conversation?.truncateReply(0, 0);
-      this.turns.setBotSpeaking(false);
-    }
+    reply?.end('deadline');
     if (this.turns.turnOpen) return;
     this.apologiseForDeadline();
   }
@@ -626,16 +506,6 @@ export class CallSession implements CallTransportHandler {
       `${provider ?? stage} gave nothing to say within the turn deadline; apologising`,
     );
     this.speakFixed('apology', stage === 'llm' ? PHRASES.llmFailed : PHRASES.ttsFailed, true);
-  }
-
-  private onReplyPlayed(generation: number): void {
-    const reply = this.reply;
-    if (!reply || reply.generation !== generation) return;
-    this.reply = undefined;
-    this.conversation?.endReply();
-    this.turns.setBotSpeaking(false);
-    this.deps.events?.onBotSpeaking?.(false);
-    if (reply.endsCall) this.call.endCall();
   }
 
   // ---- ending ----
