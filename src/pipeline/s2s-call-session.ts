@@ -151,6 +151,7 @@ export class S2sCallSession extends CallEngine {
         this.deps.events?.onUserTranscript?.(text, true);
       },
       onBotTranscript: (_itemId, text) => this.deps.events?.onBotText?.(text),
+      onToolCall: (call) => this.log.debug({ tool: call.name }, 'function call not handled by this session'),
       onError: (error) => this.onVendorLost(error),
     };
   }
