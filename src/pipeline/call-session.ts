@@ -22,7 +22,10 @@ import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
 import { Reply, type ReplyEndCause, type ReplyEnded, type ReplyParts } from './reply.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
-import { SentenceSplitter } from './sentence-splitter.js';
+import { type BuiltInTool, CallTools, type CallToolsConfig, DEFAULT_MAX_TOOL_ROUNDS } from './call-tools.js';
+import { LlmFailure, type ModelRoundsParts, modelRounds } from './model-rounds.js';
+import { builtInTool } from './built-in-tools.js';
+import type { ToolHandler } from './tool-types.js';
 import { SttInput } from './stt-input.js';
 import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
 import { NATURAL_TURN_POLICY } from './natural-turn-policy.js';
@@ -56,6 +59,10 @@ export class CallSession extends CallEngine {
   /** Providers are created: the call hears the caller and can speak. */
   private ready = false;
   private readonly interruptionMode: 'instant' | 'confirmed';
+  /** The functions the model may call on this call. */
+  private tools: CallTools | undefined;
+  /** What ends the call after its last reply instead of hanging up (a transfer). */
+  private afterLastReply: (() => void) | undefined;
 
   constructor(transport: CallTransport, config: BotConfigForCall, deps: CallSessionDeps) {
     super(transport, config, deps, {
@@ -108,6 +115,20 @@ export class CallSession extends CallEngine {
     const body = this.config.body;
     this.settings = botSettings(body);
     this.conversation = new Conversation(this.settings.initialMessages);
+    this.tools = new CallTools(
+      {
+        tools: this.settings.llm.tools as CallToolsConfig['tools'],
+        webhookTools: body.webhook_tools as CallToolsConfig['webhookTools'],
+      },
+      {
+        webhook: this.deps.webhookTool,
+        builtIn: (name) => this.builtInTool(name),
+        client: this.deps.clientTools,
+        metrics: this.metrics,
+        log: () => this.log,
+        callSignal: this.call.abort.signal,
+      },
+    );
     if (isSpeechToSpeech(body.bot_profile)) {
       throw new Error(`profile ${body.bot_profile} (speech-to-speech) is not available in this build`);
     }
@@ -299,39 +320,42 @@ export class CallSession extends CallEngine {
       this.apologiseForDeadline();
       return;
     }
-    const llm = this.llm!;
-    const tools = this.settings!.llm.tools as Array<Record<string, unknown>> | undefined;
-    this.startReply(kind, false, this.tts!, async function* (session, reply, ctx, messages) {
-      const splitter = new SentenceSplitter();
-      for (let attempt = 0; ; attempt++) {
-        let used = false;
-        try {
-          for await (const delta of llm.complete({ messages, tools }, ctx)) {
-            if (delta.type !== 'text') continue;
-            used = true;
-            reply.timings.llmFirstTokenMs ??= elapsedSince(reply.originMs);
-            session.conversation!.appendReplyText(delta.text);
-            for (const piece of splitter.push(delta.text)) {
-              session.deps.events?.onBotText?.(piece);
-              yield piece;
-            }
-          }
-          break;
-        } catch (err) {
-          if (used || !mayRetry(err, attempt, ctx.signal)) throw new LlmFailure(err);
-          session.log.warn(
-            { err, provider: llm.name, attempt: attempt + 1 },
-            'llm request failed before any text; retrying',
-          );
-          await retryDelay(attempt, ctx.signal);
-          if (ctx.signal.aborted) return;
-        }
-      }
-      const rest = splitter.flush();
-      if (rest) {
-        session.deps.events?.onBotText?.(rest);
-        yield rest;
-      }
+    const parts = this.roundsParts();
+    this.startReply(kind, false, this.tts!, (_session, reply, ctx, history) => modelRounds(parts, reply, ctx, history));
+  }
+
+  private roundsParts(): ModelRoundsParts {
+    return {
+      llm: this.llm!,
+      conversation: this.conversation!,
+      tools: this.tools!,
+      maxRounds: maxToolRounds(this.settings!.llm),
+      events: this.deps.events,
+      log: () => this.log,
+      onEndCallAction: (reply) => this.endAfterReply(reply, 'end_call'),
+    };
+  }
+
+  // ---- functions the bot answers itself ----
+
+  private builtInTool(name: BuiltInTool): ToolHandler | undefined {
+    return builtInTool(name, {
+      currentReply: () => this.reply,
+      endAfterReply: (reply, reason, then) => this.endAfterReply(reply, reason, then),
+      transfer: this.call.canTransfer ? (target) => this.call.transfer(target) : undefined,
+      sendDigits: undefined,
+    });
+  }
+
+  /**
+   * The call ends once `reply` has played (the model's goodbye is part of it): no new turn starts
+   * and the caller cannot cut the goodbye off. `then` replaces the hang-up (a transfer).
+   */
+  private endAfterReply(reply: Reply, reason: string, then?: () => void): boolean {
+    if (!reply.live) return false;
+    return this.call.endWith(reason, () => {
+      reply.markEndsCall();
+      this.afterLastReply = then;
     });
   }
 
@@ -381,7 +405,9 @@ export class CallSession extends CallEngine {
   private onReplyEnded(reply: Reply, cause: ReplyEndCause, _ended: ReplyEnded): void {
     if (this.reply === reply) this.reply = undefined;
     this.bargeInPause.cancel();
-    if (cause === 'played' && reply.endsCall) this.call.endCall();
+    if (cause !== 'played' || !reply.endsCall) return;
+    if (this.afterLastReply) this.afterLastReply();
+    else this.call.endCall();
   }
 
   /** The reply's pieces on their way to the voice, noted so an interruption can tell which sentence was playing. */
@@ -549,9 +575,8 @@ function turnPolicyFor(interruption: InterruptionSettings, roomPolicy: TurnPolic
   return interruption.minWords === undefined ? policy : { ...policy, minInterruptionWords: interruption.minWords };
 }
 
-/** Marks an error as the LLM's, so the apology can still use the configured TTS. */
-class LlmFailure extends Error {
-  constructor(override readonly cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause));
-  }
+/** The llm option `max_tool_rounds`, else the default. */
+function maxToolRounds(llm: Record<string, unknown>): number {
+  const value = llm.max_tool_rounds;
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : DEFAULT_MAX_TOOL_ROUNDS;
 }

@@ -56,7 +56,7 @@ export class Reply {
   readonly abort = new AbortController();
   readonly timings: TurnTimings;
   readonly originMs: number;
-  readonly endsCall: boolean;
+  private endsCallValue: boolean;
   /** Audio produced so far, ms (8 bytes of mu-law per ms). */
   audioMs = 0;
   private cause: ReplyEndCause | undefined;
@@ -70,10 +70,20 @@ export class Reply {
     this.generation = parts.playout.startReply();
     parts.conversation?.beginReply();
     this.originMs = init.originMs;
-    this.endsCall = init.endsCall;
+    this.endsCallValue = init.endsCall;
     this.timings = { turn: init.turn, kind: init.kind, interrupted: false };
     parts.metrics.turns.push(this.timings);
     parts.turns.setBotSpeaking(true);
+  }
+
+  /** The call ends once this reply has played (a goodbye, an apology after a fatal error, `end_call`). */
+  get endsCall(): boolean {
+    return this.endsCallValue;
+  }
+
+  /** The model decided the call is over (end_call): it ends when this reply has played. */
+  markEndsCall(): void {
+    this.endsCallValue = true;
   }
 
   /** The reply has ended (and why), or undefined while it lives. */
