@@ -179,7 +179,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       emptyGraceMs: config.rooms.emptyGraceSecs * 1000,
       idleTimeoutMs: config.rooms.idleTimeoutSecs * 1000,
     },
-    session: { ...runtime, env: config.env, observer: metrics, turnDeadlineMs: config.turnDeadlineSecs * 1000 },
+    session: {
+      ...runtime,
+      env: config.env,
+      observer: metrics,
+      turnDeadlineMs: config.turnDeadlineSecs * 1000,
+      webhookPolicy: webhookAddressPolicy(config.webhookAllowLinkLocal),
+    },
     recordings,
     liveCalls,
     log: deps.logger as Logger,
@@ -243,6 +249,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         env: config.env,
         observer: metrics,
         turnDeadlineMs: config.turnDeadlineSecs * 1000,
+        webhookPolicy: webhookAddressPolicy(config.webhookAllowLinkLocal),
         // A call our side ends is ended at the carrier too (a live call: 'answered').
         hangUp: (callSid) => carrier.hangUp(callSid, 'answered'),
       },

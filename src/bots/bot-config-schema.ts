@@ -69,6 +69,8 @@ const OPTION_SCHEMAS: Record<string, Record<string, z.ZodType>> = {
     initial_messages: z.array(chatMessage).max(500),
     run_on_config: z.boolean(),
     tools: z.array(z.record(z.string(), z.unknown())).max(128),
+    // Passes with function calls one answer may make (README: Function calling).
+    max_tool_rounds: z.number().int().min(0).max(20),
     temperature: z.number().min(0).max(2),
     max_tokens: z.number().int().min(1).max(128_000),
     // Speech-to-speech profiles configure only the LLM, so its voice and language live here.
@@ -265,7 +267,12 @@ export const botConfigFields = {
   api_keys: z.record(shortText, providerKey).default({}),
   service_options: serviceOptions.default({}),
   webhook_tools: z
-    .record(z.string().regex(FUNCTION_NAME_PATTERN, 'must be a function name: a letter or _, then up to 63 letters, digits, _ or -'), webhookTool)
+    .record(
+      z
+        .string()
+        .regex(FUNCTION_NAME_PATTERN, 'must be a function name: a letter or _, then up to 63 letters, digits, _ or -'),
+      webhookTool,
+    )
     .optional(),
   /** Signs webhook tool requests (README: Function calling); generated when a configuration has tools and none is given. */
   webhook_secret: z

@@ -4,6 +4,7 @@ import type { TtsProvider } from '../providers/types.js';
 import type { CallVadFactory } from '../vad/call-vad.js';
 import type { CallLifecycleDeps } from './call-lifecycle.js';
 import type { ToolHandler } from './tool-types.js';
+import type { AddressPolicy } from '../security/address-policy.js';
 import type { TurnPolicy } from './turn-controller.js';
 
 /** What a bot call needs from the process, whichever engine answers it (the pipeline or speech-to-speech). */
@@ -21,8 +22,8 @@ export interface CallSessionDeps extends CallLifecycleDeps {
   latestImage?: () => string | undefined;
   /** How long after the end of a caller's turn they must hear something (SWITCHBOARD_TURN_DEADLINE_SECS), ms. */
   turnDeadlineMs?: number;
-  /** Runs a `webhook_tools` entry when the model calls its function (the webhook runner). */
-  webhookTool?: (name: string, entry: Record<string, unknown>) => ToolHandler;
+  /** Where function webhooks may go (the dial-in webhooks' policy); without it `webhook_tools` answer with an error. */
+  webhookPolicy?: AddressPolicy;
   /** Answers functions neither webhook nor built in: the room's client, over RTVI. */
   clientTools?: ToolHandler;
 }

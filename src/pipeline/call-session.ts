@@ -25,6 +25,8 @@ import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { type BuiltInTool, CallTools, type CallToolsConfig, DEFAULT_MAX_TOOL_ROUNDS } from './call-tools.js';
 import { LlmFailure, type ModelRoundsParts, modelRounds } from './model-rounds.js';
 import { builtInTool } from './built-in-tools.js';
+import { createWebhookToolRunner } from '../functions/index.js';
+import type { WebhookToolSettings } from '../bots/bot-config-schema.js';
 import type { ToolHandler } from './tool-types.js';
 import { SttInput } from './stt-input.js';
 import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
@@ -121,7 +123,7 @@ export class CallSession extends CallEngine {
         webhookTools: body.webhook_tools as CallToolsConfig['webhookTools'],
       },
       {
-        webhook: this.deps.webhookTool,
+        webhook: (_name, entry) => this.webhookRunner(entry),
         builtIn: (name) => this.builtInTool(name),
         client: this.deps.clientTools,
         metrics: this.metrics,
@@ -337,6 +339,16 @@ export class CallSession extends CallEngine {
   }
 
   // ---- functions the bot answers itself ----
+
+  private webhookRunner(entry: Record<string, unknown>): ToolHandler | undefined {
+    const policy = this.deps.webhookPolicy;
+    if (!policy) return undefined;
+    return createWebhookToolRunner(entry as WebhookToolSettings, {
+      policy,
+      signingSecret: this.config.body.webhook_secret ?? '',
+      log: this.log,
+    });
+  }
 
   private builtInTool(name: BuiltInTool): ToolHandler | undefined {
     return builtInTool(name, {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { DEFAULT_TOOL_TIMEOUT_SECS } from '../functions/index.js';
 import { openAiToolFunction } from '../providers/tool-schemas.js';
 import type { LlmToolCall } from '../providers/types.js';
 import type { CallMetrics } from './call-metrics.js';
@@ -9,7 +10,7 @@ export const BUILT_IN_TOOLS = ['end_call', 'transfer_call', 'send_dtmf'] as cons
 export type BuiltInTool = (typeof BUILT_IN_TOOLS)[number];
 
 /** A function without its own `timeout_secs` gets this long to answer, ms. */
-export const DEFAULT_TOOL_TIMEOUT_MS = 10_000;
+export const DEFAULT_TOOL_TIMEOUT_MS = DEFAULT_TOOL_TIMEOUT_SECS * 1000;
 /** Model passes with function calls one reply may make before the model must answer (llm option `max_tool_rounds`). */
 export const DEFAULT_MAX_TOOL_ROUNDS = 5;
 
@@ -74,7 +75,7 @@ export interface CallToolsConfig {
 
 export interface CallToolsDeps {
   /** Runs a `webhook_tools` entry (the webhook runner); without it webhook tools answer with an error. */
-  webhook?: (name: string, entry: Record<string, unknown>) => ToolHandler;
+  webhook?: (name: string, entry: Record<string, unknown>) => ToolHandler | undefined;
   /** The built-ins this call can carry out (a room cannot transfer, only dial-out sends keys). */
   builtIn(name: BuiltInTool): ToolHandler | undefined;
   /** The room's client, for functions neither webhook nor built in (rooms only). */
@@ -112,7 +113,12 @@ export class CallTools {
       const name = toolName(entry);
       if (name && isBuiltIn(name) && isBareName(entry)) {
         this.offered.push(BUILT_IN_SCHEMAS[name]);
-        this.specs.set(name, { name, kind: 'built-in', timeoutMs: DEFAULT_TOOL_TIMEOUT_MS, cancelOnInterruption: false });
+        this.specs.set(name, {
+          name,
+          kind: 'built-in',
+          timeoutMs: DEFAULT_TOOL_TIMEOUT_MS,
+          cancelOnInterruption: false,
+        });
         continue;
       }
       if (typeof entry === 'string') continue;
@@ -140,7 +146,12 @@ export class CallTools {
     const earlier = this.runs.get(call.id);
     if (earlier) return { ...earlier, repeated: true };
     const spec = this.specs.get(call.name);
-    const running: RunningTool = { call, spec, result: this.execute(call, spec, replySignal, onAction), repeated: false };
+    const running: RunningTool = {
+      call,
+      spec,
+      result: this.execute(call, spec, replySignal, onAction),
+      repeated: false,
+    };
     this.runs.set(call.id, running);
     return running;
   }

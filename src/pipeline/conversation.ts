@@ -79,7 +79,8 @@ export class Conversation {
   appendReplyPhrase(text: string): void {
     const message = this.currentSegment();
     if (!message) return;
-    message.content = message.content && !/\s$/.test(message.content) ? `${message.content} ${text}` : message.content + text;
+    message.content =
+      message.content && !/\s$/.test(message.content) ? `${message.content} ${text}` : message.content + text;
   }
 
   /**

@@ -49,9 +49,9 @@ export async function* modelRounds(
   const splitter = new SentenceSplitter();
   const filler = { said: false };
   let messages = history;
+  let wrote = false;
   for (let round = 0; ; round++) {
     const calls: LlmToolCall[] = [];
-    let wrote = false;
     for await (const piece of modelPass(parts, reply, ctx, messages, splitter, calls)) {
       wrote = true;
       yield piece;
@@ -64,6 +64,7 @@ export async function* modelRounds(
       yield rest;
     }
     if (calls.length === 0) {
+      // end_call in an answer that said nothing at all: the caller still hears goodbye.
       if (!wrote && reply.endsCall) yield* say(parts, END_CALL_GOODBYE);
       return;
     }
@@ -116,7 +117,9 @@ async function* modelPass(
       return;
     } catch (err) {
       if (used || !mayRetry(err, attempt, ctx.signal)) throw new LlmFailure(err);
-      parts.log().warn({ err, provider: llm.name, attempt: attempt + 1 }, 'llm request failed before any text; retrying');
+      parts
+        .log()
+        .warn({ err, provider: llm.name, attempt: attempt + 1 }, 'llm request failed before any text; retrying');
       await retryDelay(attempt, ctx.signal);
       if (ctx.signal.aborted) return;
     }
@@ -144,8 +147,11 @@ async function* runRound(
   };
   const onAction = (action: ToolAction) => {
     if (!reply.live) return;
-    if (action.type === 'say') spoken.push(action.text);
-    else if (action.type === 'append') appended.push(...action.messages);
+    if (action.type === 'say') {
+      spoken.push(action.text);
+      // The webhook speaks for itself: no filler on top.
+      filler.said = true;
+    } else if (action.type === 'append') appended.push(...action.messages);
     else parts.onEndCallAction(reply);
     poke();
   };
