@@ -252,6 +252,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         webhookPolicy: webhookAddressPolicy(config.webhookAllowLinkLocal),
         // A call our side ends is ended at the carrier too (a live call: 'answered').
         hangUp: (callSid) => carrier.hangUp(callSid, 'answered'),
+        transfer: (callSid, target) => carrier.transfer(callSid, target),
+        transferRefusal: (target) => carrier.refusal(target),
       },
     },
     rooms: { rooms, liveCalls, cluster },

@@ -12,7 +12,7 @@ export interface BuiltInHost {
    */
   endAfterReply(reply: Reply, reason: string, then?: () => void): boolean;
   /** Hands the caller to `target` at the carrier; undefined where a call cannot be transferred (rooms). */
-  transfer: ((target: string) => void) | undefined;
+  transfer: { refusal(target: string): string | undefined; start(target: string): void } | undefined;
   /** Presses keys towards the called party; undefined on calls that did not dial out. */
   sendDigits: ((digits: string) => Promise<void>) | undefined;
 }
@@ -54,8 +54,10 @@ export function builtInTool(name: BuiltInTool, host: BuiltInHost): ToolHandler |
           const target = argumentsOf(call.argumentsJson).target;
           if (typeof target !== 'string' || !TRANSFER_TARGET.test(target.trim()))
             return errorResult('error', 'target must be an E.164 phone number (+15551234567) or a sip: address.');
+          const refusal = transfer.refusal(target.trim());
+          if (refusal) return errorResult('error', `The call cannot be transferred there: ${refusal}`);
           const reply = host.currentReply();
-          if (!reply || !host.endAfterReply(reply, 'transferred', () => transfer(target.trim())))
+          if (!reply || !host.endAfterReply(reply, 'transferred', () => transfer.start(target.trim())))
             return errorResult('cancelled', 'The call is already ending.');
           return ok({
             status: `The caller is transferred to ${target.trim()} once you have finished speaking; tell them briefly.`,

@@ -18,6 +18,8 @@ export interface CallLifecycleDeps {
    * (E.164 or a SIP address), and the carrier ends the media stream.
    */
   transfer?: (callSid: string, target: string) => Promise<void>;
+  /** Why the carrier cannot reach a transfer target at all (the sandbox reaches only its own numbers). */
+  transferRefusal?: (target: string) => string | undefined;
   /** Told when the call starts and ends (/metrics counts calls and turn latencies). */
   observer?: { callStarted(): void; callEnded(reason: string, summary: CallSummary): void };
 }

@@ -354,7 +354,9 @@ export class CallSession extends CallEngine {
     return builtInTool(name, {
       currentReply: () => this.reply,
       endAfterReply: (reply, reason, then) => this.endAfterReply(reply, reason, then),
-      transfer: this.call.canTransfer ? (target) => this.call.transfer(target) : undefined,
+      transfer: this.call.canTransfer
+        ? { refusal: (target) => this.deps.transferRefusal?.(target), start: (target) => this.call.transfer(target) }
+        : undefined,
       sendDigits: undefined,
     });
   }

@@ -8,6 +8,7 @@ import { type ScriptedToolTurn, ScriptedLlm, ScriptedStt, ToneTts } from '../fak
 import { type ToolBehaviour, startToolReceiver } from '../fakes/tool-webhook-receiver.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { waitFor } from '../helpers/wait.js';
+import { startFakeTwilioRest } from '../fakes/fake-twilio-rest.js';
 
 /**
  * Function calling on a phone call, over real sockets: the simulator calls, real Silero VAD takes
@@ -48,6 +49,9 @@ interface ToolCallSetUp {
   entries?: Record<string, Record<string, unknown>>;
   extraTools?: Array<Record<string, unknown> | string>;
   scenario: Scenario;
+  env?: Record<string, string>;
+  callSid?: string;
+  authToken?: string;
 }
 
 async function toolCall(setUp: ToolCallSetUp) {
@@ -62,7 +66,7 @@ async function toolCall(setUp: ToolCallSetUp) {
         .registerLlm('scripted_llm', () => llm)
         .registerTts('tone_tts', () => tts);
     },
-    {},
+    setUp.env ?? {},
     { captureLogs: true },
   );
   const names = Object.keys(setUp.behaviours);
@@ -85,6 +89,8 @@ async function toolCall(setUp: ToolCallSetUp) {
   });
   const report = await runPhoneCall({
     target: { wssUrl },
+    callSid: setUp.callSid,
+    authToken: setUp.authToken,
     clips: {
       birch: { mulaw: await readMulawFile(fixture('A06_birch_canoe.ulaw')) },
       forward: { mulaw: await readMulawFile(fixture('A07_go_forward.ulaw')) },
@@ -290,5 +296,64 @@ describe('function calls on a phone call', () => {
     expect(tts.pieces).toEqual(['Goodbye, and thanks!']);
     expect(summary).toMatchObject({ reason: expect.any(String), tools: { end_call: { calls: 1, failures: 0 } } });
     await waitFor(() => server!.logs.find((r) => r.msg === 'call ended'));
+  });
+
+  const TRANSFER = { type: 'function', function: { name: 'transfer_call' } };
+  const transferTurn = (target: string): ScriptedToolTurn => ({
+    text: 'Putting you through to the front desk.',
+    calls: [{ name: 'transfer_call', arguments: { target } }],
+  });
+
+  it('transfer_call on Twilio: the call is redirected to <Dial> over REST, not hung up, and the summary says transferred', async () => {
+    const SID = `AC${'f'.repeat(32)}`;
+    const AUTH_TOKEN = 'transfer-test-token';
+    const twilio = await startFakeTwilioRest(SID, AUTH_TOKEN);
+    closers.push(twilio.close);
+    const callSid = `CA${'8'.repeat(32)}`;
+    twilio.addLiveCall(callSid);
+    const { report, tts, summary } = await toolCall({
+      replies: [transferTurn('+14155550100'), ''],
+      behaviours: {},
+      extraTools: [TRANSFER],
+      env: {
+        SWITCHBOARD_CARRIER: 'twilio',
+        TWILIO_ACCOUNT_SID: SID,
+        TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+        SWITCHBOARD_TWILIO_URL: twilio.url,
+      },
+      callSid,
+      authToken: AUTH_TOKEN,
+      scenario: { steps: [{ do: 'play', clip: 'birch' }], endOfScript: 'stay', maxDurationMs: 30_000 },
+    });
+    expect(report.outcome).toBe('server-closed');
+    // What the model said before the transfer is heard whole first.
+    expect(tts.pieces).toEqual(['Putting you through to the front desk.']);
+    const updates = twilio.requests.filter((r) => r.path.endsWith(`/Calls/${callSid}.json`));
+    expect(updates).toHaveLength(1);
+    expect(updates[0]!.form.Twiml).toContain('<Dial><Number>+14155550100</Number></Dial>');
+    expect(updates[0]!.form.Status).toBeUndefined();
+    expect(summary.reason).toBe('transferred');
+    expect(summary.tools).toMatchObject({ transfer_call: { calls: 1, failures: 0 } });
+  });
+
+  it('transfer_call on the sandbox carrier: a sandbox number is taken, anything else is an error the model explains', async () => {
+    const { report, llm, summary } = await toolCall({
+      replies: [
+        transferTurn('+15551234567'),
+        {
+          text: 'Let me try the desk instead.',
+          calls: [{ name: 'transfer_call', arguments: { target: '+14155550142' } }],
+        },
+        '',
+      ],
+      behaviours: {},
+      extraTools: [TRANSFER],
+      callSid: `CA${'9'.repeat(32)}`,
+      scenario: { steps: [{ do: 'play', clip: 'birch' }], endOfScript: 'stay', maxDurationMs: 30_000 },
+    });
+    expect(report.outcome).toBe('server-closed');
+    const refused = llm.requests[1]!.messages.find((m) => m.role === 'tool')!;
+    expect(JSON.parse(refused.content).error).toContain('not a sandbox number');
+    expect(summary.reason).toBe('transferred');
   });
 });
