@@ -150,6 +150,8 @@ describe('function calls on a phone call', () => {
     expect(second[3]).toMatchObject({ toolCallId: 'call_a', toolName: 'check_table' });
     expect(tts.pieces).toEqual(['Let me look.', 'A table for four is free at seven.']);
     expect(summary.tools).toEqual({ check_table: { calls: 1, failures: 0, latencyMs: [expect.any(Number)] } });
+    const metrics = await (await fetch(`${server!.baseUrl}/metrics`)).text();
+    expect(metrics).toContain('switchboard_tool_calls_total{tool="check_table",result="ok"} 1');
   });
 
   it('a slow function: the filler phrase (the tool `say`) is heard once while it runs', async () => {
@@ -263,6 +265,11 @@ describe('function calls on a phone call', () => {
     expect(tts.pieces).toEqual(['One moment, please.', 'Sorry, I cannot reach the booking system right now.']);
     expect(summary.tools.check_table).toMatchObject({ calls: 1, failures: 1 });
     expect(summary.tools.check_weather).toMatchObject({ calls: 1, failures: 1 });
+    // /metrics counts them too, per function.
+    const metrics = await (await fetch(`${server!.baseUrl}/metrics`)).text();
+    expect(metrics).toContain('switchboard_tool_calls_total{tool="check_table",result="failed"} 1');
+    expect(metrics).toContain('switchboard_tool_calls_total{tool="check_weather",result="failed"} 1');
+    expect(metrics).toMatch(/switchboard_tool_call_seconds_count\{tool="check_weather"\} 1/);
   });
 
   it('a streaming webhook: its tts:say is spoken at once and its result goes to the model', async () => {
