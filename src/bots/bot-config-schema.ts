@@ -265,7 +265,12 @@ export const botConfigFields = {
   api_keys: z.record(shortText, providerKey).default({}),
   service_options: serviceOptions.default({}),
   webhook_tools: z
-    .record(z.string().regex(FUNCTION_NAME_PATTERN, 'must be a function name: a letter or _, then up to 63 letters, digits, _ or -'), webhookTool)
+    .record(
+      z
+        .string()
+        .regex(FUNCTION_NAME_PATTERN, 'must be a function name: a letter or _, then up to 63 letters, digits, _ or -'),
+      webhookTool,
+    )
     .optional(),
   /** Signs webhook tool requests (README: Function calling); generated when a configuration has tools and none is given. */
   webhook_secret: z
