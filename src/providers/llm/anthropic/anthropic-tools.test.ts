@@ -131,7 +131,7 @@ describe('Anthropic function calling against the emulator', () => {
       const res = await fetch(`${server!.url}/v1/messages`, {
         method: 'POST',
         headers: { 'x-api-key': KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
-        body: JSON.stringify({ model: 'claude-sonnet-4-5', max_tokens: 100, ...body }),
+        body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 100, ...body }),
       });
       return { status: res.status, message: ((await res.json()) as { error?: { message: string } }).error?.message };
     };
