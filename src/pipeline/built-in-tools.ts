@@ -1,16 +1,13 @@
 import type { BuiltInTool } from './call-tools.js';
-import type { Reply } from './reply.js';
 import { type ToolCallResult, type ToolHandler, errorResult } from './tool-types.js';
 
 /** What the built-in functions need from the call that runs them. */
 export interface BuiltInHost {
-  /** The reply whose model called the function. */
-  currentReply(): Reply | undefined;
   /**
-   * The call ends once `reply` has played; `then` replaces the hang-up. False when the call was
-   * already ending.
+   * The call ends once the answer the model is giving has played (its goodbye included); `then`
+   * replaces the hang-up. False when the call was already ending or the answer was cut off.
    */
-  endAfterReply(reply: Reply, reason: string, then?: () => void): boolean;
+  endAfterAnswer(reason: string, then?: () => void): boolean;
   /** Hands the caller to `target` at the carrier; undefined where a call cannot be transferred (rooms). */
   transfer: { refusal(target: string): string | undefined; start(target: string): void } | undefined;
   /** Presses keys towards the called party; undefined on calls that did not dial out. */
@@ -40,9 +37,7 @@ export function builtInTool(name: BuiltInTool, host: BuiltInHost): ToolHandler |
     case 'end_call':
       return {
         run: async () => {
-          const reply = host.currentReply();
-          if (!reply || !host.endAfterReply(reply, 'end_call'))
-            return errorResult('cancelled', 'The call is already ending.');
+          if (!host.endAfterAnswer('end_call')) return errorResult('cancelled', 'The call is already ending.');
           return ok({ status: 'The call ends once you have said goodbye; say it now, briefly.' });
         },
       };
@@ -56,8 +51,7 @@ export function builtInTool(name: BuiltInTool, host: BuiltInHost): ToolHandler |
             return errorResult('error', 'target must be an E.164 phone number (+15551234567) or a sip: address.');
           const refusal = transfer.refusal(target.trim());
           if (refusal) return errorResult('error', `The call cannot be transferred there: ${refusal}`);
-          const reply = host.currentReply();
-          if (!reply || !host.endAfterReply(reply, 'transferred', () => transfer.start(target.trim())))
+          if (!host.endAfterAnswer('transferred', () => transfer.start(target.trim())))
             return errorResult('cancelled', 'The call is already ending.');
           return ok({
             status: `The caller is transferred to ${target.trim()} once you have finished speaking; tell them briefly.`,

@@ -8,6 +8,10 @@ import { CallLifecycle } from './call-lifecycle.js';
 import type { CallMetrics } from './call-metrics.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
 import { CALL_FRAMES_PER_WRITE, Playout, type PlayoutEvents } from './playout.js';
+import type { WebhookToolSettings } from '../bots/bot-config-schema.js';
+import { createWebhookToolRunner } from '../functions/index.js';
+import { type BuiltInTool, CallTools, type CallToolsConfig } from './call-tools.js';
+import type { ToolHandler } from './tool-types.js';
 
 /**
  * The core every bot call shares, whichever engine answers (`CallSession`: VAD + STT → LLM → TTS;
@@ -83,6 +87,37 @@ export abstract class CallEngine implements CallTransportHandler {
 
   /** The caller is speaking, or their turn is still being decided: a paused reply keeps waiting. */
   protected abstract callerSpeaking(): boolean;
+
+  /** The functions the model may call on this call: `llm` option `tools`, `webhook_tools`, the built-ins. */
+  protected createCallTools(
+    llmOptions: Record<string, unknown>,
+    builtIn: (name: BuiltInTool) => ToolHandler | undefined,
+  ): CallTools {
+    return new CallTools(
+      {
+        tools: llmOptions.tools as CallToolsConfig['tools'],
+        webhookTools: this.config.body.webhook_tools as CallToolsConfig['webhookTools'],
+      },
+      {
+        webhook: (_name, entry) => this.webhookRunner(entry),
+        builtIn,
+        client: this.deps.clientTools,
+        metrics: this.metrics,
+        log: () => this.log,
+        callSignal: this.call.abort.signal,
+      },
+    );
+  }
+
+  private webhookRunner(entry: Record<string, unknown>): ToolHandler | undefined {
+    const policy = this.deps.webhookPolicy;
+    if (!policy) return undefined;
+    return createWebhookToolRunner(entry as WebhookToolSettings, {
+      policy,
+      signingSecret: this.config.body.webhook_secret ?? '',
+      log: this.log,
+    });
+  }
 
   /** A caller frame for the local VAD (decoded to PCM in one reused buffer). */
   protected hearCaller(mulaw: Uint8Array): void {

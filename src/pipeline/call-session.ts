@@ -22,11 +22,9 @@ import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
 import { Reply, type ReplyEndCause, type ReplyEnded, type ReplyParts } from './reply.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
-import { type BuiltInTool, CallTools, type CallToolsConfig, DEFAULT_MAX_TOOL_ROUNDS } from './call-tools.js';
+import { type BuiltInTool, type CallTools, DEFAULT_MAX_TOOL_ROUNDS } from './call-tools.js';
 import { LlmFailure, type ModelRoundsParts, modelRounds } from './model-rounds.js';
 import { builtInTool } from './built-in-tools.js';
-import { createWebhookToolRunner } from '../functions/index.js';
-import type { WebhookToolSettings } from '../bots/bot-config-schema.js';
 import type { ToolHandler } from './tool-types.js';
 import { SttInput } from './stt-input.js';
 import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
@@ -117,20 +115,7 @@ export class CallSession extends CallEngine {
     const body = this.config.body;
     this.settings = botSettings(body);
     this.conversation = new Conversation(this.settings.initialMessages);
-    this.tools = new CallTools(
-      {
-        tools: this.settings.llm.tools as CallToolsConfig['tools'],
-        webhookTools: body.webhook_tools as CallToolsConfig['webhookTools'],
-      },
-      {
-        webhook: (_name, entry) => this.webhookRunner(entry),
-        builtIn: (name) => this.builtInTool(name),
-        client: this.deps.clientTools,
-        metrics: this.metrics,
-        log: () => this.log,
-        callSignal: this.call.abort.signal,
-      },
-    );
+    this.tools = this.createCallTools(this.settings.llm, (name) => this.builtInTool(name));
     if (isSpeechToSpeech(body.bot_profile)) {
       throw new Error(`profile ${body.bot_profile} (speech-to-speech) is not available in this build`);
     }
@@ -340,20 +325,9 @@ export class CallSession extends CallEngine {
 
   // ---- functions the bot answers itself ----
 
-  private webhookRunner(entry: Record<string, unknown>): ToolHandler | undefined {
-    const policy = this.deps.webhookPolicy;
-    if (!policy) return undefined;
-    return createWebhookToolRunner(entry as WebhookToolSettings, {
-      policy,
-      signingSecret: this.config.body.webhook_secret ?? '',
-      log: this.log,
-    });
-  }
-
   private builtInTool(name: BuiltInTool): ToolHandler | undefined {
     return builtInTool(name, {
-      currentReply: () => this.reply,
-      endAfterReply: (reply, reason, then) => this.endAfterReply(reply, reason, then),
+      endAfterAnswer: (reason, then) => (this.reply ? this.endAfterReply(this.reply, reason, then) : false),
       transfer: this.call.canTransfer
         ? { refusal: (target) => this.deps.transferRefusal?.(target), start: (target) => this.call.transfer(target) }
         : undefined,

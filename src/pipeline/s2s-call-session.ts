@@ -5,7 +5,11 @@ import { type ProviderError, isAbortError } from '../providers/types.js';
 import { botSettings } from './bot-settings.js';
 import { type CallSessionDeps, PHRASES } from './call-deps.js';
 import { CallEngine } from './call-engine.js';
-import { HeldFrames } from './call-lifecycle.js';
+import { CLOSING_PHRASE_CAP_MS, HeldFrames } from './call-lifecycle.js';
+import { builtInTool } from './built-in-tools.js';
+import type { BuiltInTool } from './call-tools.js';
+import { S2sToolBatch } from './s2s-tool-batch.js';
+import type { ToolHandler } from './tool-types.js';
 import { type TurnTimings, elapsedSince } from './call-metrics.js';
 import type { CallTransport } from './call-transport.js';
 import { Conversation } from './conversation.js';
@@ -48,6 +52,12 @@ export class S2sCallSession extends CallEngine {
   /** The local VAD heard the caller speaking (its start, not yet its stop). */
   private callerSpeakingNow = false;
   private userSpokeAtMs = performance.now();
+  /** The model's function calls, run and answered in batches. */
+  private toolBatch: S2sToolBatch | undefined;
+  /** end_call or transfer_call was called: the call ends after the model's next answer. */
+  private lastAnswer:
+    | { reason: string; then?: () => void; afterItemId: string | undefined; capTimer: NodeJS.Timeout }
+    | undefined;
 
   constructor(transport: CallTransport, config: BotConfigForCall, deps: CallSessionDeps) {
     super(transport, config, deps, { onReplyPlayed: (generation) => this.onPlayed(generation) });
@@ -70,6 +80,7 @@ export class S2sCallSession extends CallEngine {
   onEnd(reason: string): void {
     if (!this.finishCore(reason)) return;
     this.dtmf.dispose();
+    clearTimeout(this.lastAnswer?.capTimer);
     const session = this.session;
     this.session = undefined;
     session?.close().catch((err: unknown) => this.log.debug({ err }, 'speech-to-speech close failed'));
@@ -95,8 +106,15 @@ export class S2sCallSession extends CallEngine {
       providerSettingsFor(body, llmName, settings.llm, this.deps.env),
     );
     const history = new Conversation(settings.initialMessages).messages;
+    const tools = this.createCallTools(settings.llm, (name) => this.builtInTool(name));
+    this.toolBatch = new S2sToolBatch(
+      tools,
+      (results) => this.session?.sendToolResults(results),
+      () => this.log,
+    );
     const options = {
       history,
+      tools: tools.any ? tools.offered : undefined,
       greet: settings.runOnConfig,
       model: typeof settings.llm.model === 'string' ? settings.llm.model : undefined,
       voice: typeof settings.llm.voice === 'string' ? settings.llm.voice : undefined,
@@ -151,7 +169,7 @@ export class S2sCallSession extends CallEngine {
         this.deps.events?.onUserTranscript?.(text, true);
       },
       onBotTranscript: (_itemId, text) => this.deps.events?.onBotText?.(text),
-      onToolCall: (call) => this.log.debug({ tool: call.name }, 'function call not handled by this session'),
+      onToolCall: (call) => this.toolBatch?.onToolCall(call),
       onError: (error) => this.onVendorLost(error),
     };
   }
@@ -191,9 +209,46 @@ export class S2sCallSession extends CallEngine {
       return;
     }
     if (this.item?.generation === generation) {
+      const item = this.item;
       this.item = undefined;
       this.deps.events?.onBotSpeaking?.(false);
+      const last = this.lastAnswer;
+      if (last && item.id !== last.afterItemId) {
+        // The model's answer after end_call or transfer_call (its goodbye) has played.
+        this.lastAnswer = undefined;
+        clearTimeout(last.capTimer);
+        if (last.then) last.then();
+        else this.call.endCall(last.reason);
+      }
     }
+  }
+
+  // ---- functions the bot answers itself ----
+
+  private builtInTool(name: BuiltInTool): ToolHandler | undefined {
+    return builtInTool(name, {
+      endAfterAnswer: (reason, then) => this.endAfterAnswer(reason, then),
+      transfer: this.call.canTransfer
+        ? { refusal: (target) => this.deps.transferRefusal?.(target), start: (target) => this.call.transfer(target) }
+        : undefined,
+      sendDigits: undefined,
+    });
+  }
+
+  /**
+   * The call ends once the model's next answer (the one after the function's result, with its
+   * goodbye) has played, or after CLOSING_PHRASE_CAP_MS if it never comes. The vendor's audio
+   * still plays meanwhile, so the lifecycle is told only when the call ends.
+   */
+  private endAfterAnswer(reason: string, then?: () => void): boolean {
+    if (this.ending || this.lastAnswer) return false;
+    const capTimer = setTimeout(() => {
+      this.lastAnswer = undefined;
+      if (then) then();
+      else this.call.endCall(reason);
+    }, CLOSING_PHRASE_CAP_MS);
+    this.lastAnswer = { reason, then, afterItemId: this.item?.id, capTimer };
+    return true;
   }
 
   /** Suspected speech over the bot (local VAD): the line is cleared at once, the item's audio waits. */
@@ -214,6 +269,7 @@ export class S2sCallSession extends CallEngine {
     if (!item) return;
     this.item = undefined;
     this.bargeInPause.cancel();
+    this.toolBatch?.interrupt();
     const cleared = this.playout.clear();
     const heardMs = Math.min(cleared.heardMs, item.receivedMs);
     item.timings.interrupted = true;
