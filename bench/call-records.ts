@@ -49,6 +49,7 @@ function playCall(service: CallRecordsService, config: BotConfigForCall, turns: 
     pausedMs: [],
     providerErrors: 0,
     droppedTranscripts: 0,
+    tools: {},
     dtmfDigits: 0,
     perTurn: [],
   };

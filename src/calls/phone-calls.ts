@@ -4,7 +4,7 @@ import type { AccountCalls } from '../cluster/account-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import { startBot } from '../lifecycle/start-bot.js';
-import { type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
+import { type CallSessionDeps, PHRASES } from '../pipeline/call-deps.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
 import type { CallRecordsService } from '../records/call-records-service.js';
 import type { RoomManager } from '../rooms/room-manager.js';

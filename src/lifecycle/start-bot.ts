@@ -1,7 +1,8 @@
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import type { CallRecordBuilder } from '../records/call-record-builder.js';
-import { type CallEvents, CallSession, type CallSessionDeps } from '../pipeline/call-session.js';
+import type { CallEvents, CallSessionDeps } from '../pipeline/call-deps.js';
+import { CallSession } from '../pipeline/call-session.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import { S2sCallSession } from '../pipeline/s2s-call-session.js';
 import type { CallRecorder } from '../recordings/call-tracks-recorder.js';

@@ -14,6 +14,13 @@ export interface CallLifecycleDeps {
    * a carrier that runs TwiML after <Connect> would otherwise keep the caller on the line.
    */
   hangUp?: (callSid: string) => Promise<void>;
+  /**
+   * A cold transfer at the carrier (its `Carrier.transfer`): the call leaves the bot for `target`
+   * (E.164 or a SIP address), and the carrier ends the media stream.
+   */
+  transfer?: (callSid: string, target: string) => Promise<void>;
+  /** Why the carrier cannot reach a transfer target at all (the sandbox reaches only its own numbers). */
+  transferRefusal?: (target: string) => string | undefined;
   /** Told when the call starts and ends (/metrics counts calls and turn latencies). */
   observer?: { callStarted(): void; callEnded(reason: string, summary: CallSummary): void };
   /** Watches this call closely, to write its record (calls/). */
@@ -73,6 +80,37 @@ export class CallLifecycle {
     return this.started;
   }
 
+  /** The carrier's id for the call (phone calls; undefined in a room). */
+  get callSid(): string | undefined {
+    return this.transport.callSid;
+  }
+
+  /** The call is a phone call on a carrier that can transfer it. */
+  get canTransfer(): boolean {
+    return this.transport.callSid !== undefined && this.deps.transfer !== undefined;
+  }
+
+  /**
+   * Hands the caller to `target` (a cold transfer): the carrier dials it and ends our media
+   * stream; our side closes the stream without hanging up, which would end the transferred call.
+   * If the carrier refuses, the call ends as any other would.
+   */
+  transfer(target: string): void {
+    const callSid = this.transport.callSid;
+    if (!callSid || !this.deps.transfer) {
+      this.endCall();
+      return;
+    }
+    this.log.info({ target }, 'transferring the call');
+    this.deps.transfer(callSid, target).then(
+      () => this.endCall(this.endReason, { hangUp: false }),
+      (err: unknown) => {
+        this.log.warn({ err, target }, 'carrier transfer failed; ending the call');
+        this.endCall();
+      },
+    );
+  }
+
   /** The transport's start: Playout joins the clock, the call is counted and logged. */
   start(start: CallStart): void {
     this.log = this.log.child({ callSid: start.callSid, streamSid: start.streamSid });
@@ -111,13 +149,13 @@ export class CallLifecycle {
     return true;
   }
 
-  /** Our side ends the call: close the stream and hang up at the carrier. */
-  endCall(reason: string = this.endReason): void {
+  /** Our side ends the call: close the stream and (unless the call was handed on) hang up at the carrier. */
+  endCall(reason: string = this.endReason, options: { hangUp: boolean } = { hangUp: true }): void {
     if (this.endedValue) return;
     const callSid = this.transport.callSid;
     this.closedByUs = true;
     this.transport.close(this.closeCode, reason);
-    if (callSid && this.deps.hangUp) {
+    if (callSid && this.deps.hangUp && options.hangUp) {
       this.deps.hangUp(callSid).catch((err: unknown) => this.log.warn({ err }, 'carrier hang-up failed'));
     }
   }

@@ -26,7 +26,16 @@ export interface CallSummary {
   /** STT transcripts dropped because the caller's audio could not hold them (a provider fault). */
   droppedTranscripts: number;
   dtmfDigits: number;
+  /** Function calls per function: how many, how many failed (error, timeout, cancelled), and each one's time, ms. */
+  tools: Record<string, ToolFigures>;
   perTurn: Array<Omit<TurnTimings, 'turn'>>;
+}
+
+/** One function's calls on a call. */
+export interface ToolFigures {
+  calls: number;
+  failures: number;
+  latencyMs: number[];
 }
 
 export class CallMetrics {
@@ -60,6 +69,16 @@ export class CallMetrics {
   providerErrors = 0;
   droppedTranscripts = 0;
   dtmfDigits = 0;
+  readonly tools: Record<string, ToolFigures> = {};
+
+  /** A function call was answered (or failed, timed out, was cancelled). */
+  toolCalled(name: string, outcome: 'ok' | 'error' | 'timeout' | 'cancelled', latencyMs: number): void {
+    this.tools[name] ??= { calls: 0, failures: 0, latencyMs: [] };
+    const figures = this.tools[name];
+    figures.calls += 1;
+    if (outcome !== 'ok') figures.failures += 1;
+    figures.latencyMs.push(latencyMs);
+  }
 
   summary(): CallSummary {
     return {
@@ -73,6 +92,7 @@ export class CallMetrics {
       providerErrors: this.providerErrors,
       droppedTranscripts: this.droppedTranscripts,
       dtmfDigits: this.dtmfDigits,
+      tools: this.tools,
       perTurn: this.turns.map((t) => ({
         kind: t.kind,
         llmFirstTokenMs: t.llmFirstTokenMs,

@@ -14,6 +14,7 @@ const summary = (over: Partial<CallSummary> = {}): CallSummary => ({
   pausedMs: [],
   providerErrors: 0,
   droppedTranscripts: 0,
+  tools: {},
   dtmfDigits: 0,
   perTurn: [],
   ...over,

@@ -1,4 +1,4 @@
-import type { CallEvents } from '../pipeline/call-session.js';
+import type { CallEvents } from '../pipeline/call-deps.js';
 import type { CallSummary, TurnTimings } from '../pipeline/call-metrics.js';
 import type { CallObserver } from '../pipeline/call-observer.js';
 import type { CallStart } from '../pipeline/call-transport.js';
@@ -182,7 +182,7 @@ export class CallRecordBuilder implements CallObserver {
         pauses: summary.pauses,
         resumes: summary.resumes,
         apologies: summary.perTurn.filter((t) => t.kind === 'apology').length,
-        tool_calls: 0,
+        tool_calls: Object.values(summary.tools).reduce((sum, tool) => sum + tool.calls, 0),
         provider_errors: summary.providerErrors,
         dtmf_digits: summary.dtmfDigits,
       },

@@ -5,7 +5,7 @@ import type { Coordinator } from '../cluster/coordinator.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import { ApiError } from '../shared/api-error.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
-import type { CallSessionDeps } from '../pipeline/call-session.js';
+import type { CallSessionDeps } from '../pipeline/call-deps.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
 import type { CallRecordsService } from '../records/call-records-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';

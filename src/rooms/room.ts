@@ -4,7 +4,7 @@ import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import type { AttachableTransport, DialoutRoom } from '../dialout/dialout-service.js';
 import { SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import { type BotOnCall, startBot } from '../lifecycle/start-bot.js';
-import { type CallEvents, type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
+import { type CallEvents, type CallSessionDeps, PHRASES } from '../pipeline/call-deps.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
 import type { CallRecordsService } from '../records/call-records-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
