@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { AnthropicEmulator } from '../tools/emulators/anthropic-emulator.js';
 import { CartesiaEmulator } from '../tools/emulators/cartesia-emulator.js';
 import { DeepgramEmulator } from '../tools/emulators/deepgram-emulator.js';
@@ -8,6 +9,7 @@ import { OpenAiEmulator } from '../tools/emulators/openai-emulator.js';
 import { GeminiLiveEmulator } from '../tools/emulators/gemini-live-emulator.js';
 import { OpenAiRealtimeEmulator } from '../tools/emulators/openai-realtime-emulator.js';
 import { OpenAiTtsEmulator } from '../tools/emulators/openai-tts-emulator.js';
+import type { EmulatedReply, EmulatedToolResult } from '../tools/emulators/llm-emulator-base.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from '../tools/emulators/types.js';
 import { USAGE_EXIT, UsageError, listenFailure, parseCommandLine, usageLine } from './usage.js';
 
@@ -33,6 +35,12 @@ options:
   --tts-real-time-factor <n>    audio seconds made per second (default ${DEFAULT_EMULATOR_LATENCIES.ttsRealTimeFactor})
   --transcript <text>           what the STT "hears"; repeatable, used in turn (default: a few phrases)
   --reply <text>                what the LLMs answer; repeatable, used in turn
+  --reply-json <json>           a reply with function calls, taken in turn with the --reply lines:
+                                {"text": "...", "tool_calls": [{"name": "f", "arguments": {...}}]}
+                                (several calls are parallel calls)
+  --after-tool-results <text>   the answer to a request that ends with function results (the
+                                model's pass after its calls), instead of the next reply;
+                                {results} in it becomes the results' JSON
   --api-key <key>               accept only this key (default: any non-empty key, or none for ollama)
   -h, --help                    show this text
 `;
@@ -69,15 +77,18 @@ export interface EmulateOptions {
   host: string;
   latencies: EmulatorLatencies;
   transcripts: string[];
-  replies: string[];
+  replies: EmulatedReply[];
+  /** The answer once function results come back; `{results}` is replaced by them. */
+  afterToolResults?: string;
   apiKey: string | undefined;
 }
 
 /** Parses the flags; throws a UsageError with a message for the user on bad input. */
 export function parseEmulateArgs(argv: string[]): EmulateOptions | 'help' {
-  const { values } = parseCommandLine({
+  const { values, tokens } = parseCommandLine({
     args: argv,
     strict: true,
+    tokens: true,
     options: {
       port: { type: 'string' },
       host: { type: 'string' },
@@ -88,6 +99,8 @@ export function parseEmulateArgs(argv: string[]): EmulateOptions | 'help' {
       'tts-real-time-factor': { type: 'string' },
       transcript: { type: 'string', multiple: true },
       reply: { type: 'string', multiple: true },
+      'reply-json': { type: 'string', multiple: true },
+      'after-tool-results': { type: 'string' },
       'api-key': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -114,26 +127,72 @@ export function parseEmulateArgs(argv: string[]): EmulateOptions | 'help' {
       ttsRealTimeFactor: number('tts-real-time-factor', defaults.ttsRealTimeFactor, 0.1, 1000),
     },
     transcripts: values.transcript && values.transcript.length > 0 ? values.transcript : DEFAULT_TRANSCRIPTS,
-    replies: values.reply ?? [],
+    // --reply and --reply-json are one script, in the order given.
+    replies: tokens.flatMap((token) => {
+      if (token.kind !== 'option' || token.value === undefined) return [];
+      if (token.name === 'reply') return [token.value];
+      if (token.name === 'reply-json') return [scriptedReply(token.value)];
+      return [];
+    }),
+    afterToolResults: values['after-tool-results'],
     apiKey: values['api-key'],
   };
+}
+
+const scriptedReplyJson = z
+  .object({
+    text: z.string().optional(),
+    tool_calls: z
+      .array(z.object({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()).default({}) }).strict())
+      .default([]),
+  })
+  .strict();
+
+/** A --reply-json value as the emulators' reply; a UsageError says what is wrong with it. */
+function scriptedReply(raw: string): EmulatedReply {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new UsageError(`--reply-json must be JSON, got ${JSON.stringify(raw.slice(0, 60))}`);
+  }
+  const parsed = scriptedReplyJson.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new UsageError(`--reply-json ${issue.path.join('.') || 'value'}: ${issue.message}`);
+  }
+  if (!parsed.data.text && parsed.data.tool_calls.length === 0)
+    throw new UsageError('--reply-json needs "text" or "tool_calls"');
+  return {
+    text: parsed.data.text,
+    toolCalls: parsed.data.tool_calls.map((call) => ({
+      name: call.name,
+      argumentsJson: JSON.stringify(call.arguments),
+    })),
+  };
+}
+
+/** The --after-tool-results answer, with the results' JSON where it says `{results}`. */
+function afterResults(template: string): (results: EmulatedToolResult[]) => EmulatedReply {
+  return (results) => template.replaceAll('{results}', results.map((result) => result.content).join(' '));
 }
 
 /** Every vendor emulator, configured alike; the providers' tests build the same classes. */
 export function createEmulators(options: Omit<EmulateOptions, 'port' | 'host'>): VendorEmulator[] {
   const { latencies, apiKey } = options;
   const replies = options.replies.length > 0 ? options.replies : undefined;
+  const afterToolResults = options.afterToolResults === undefined ? undefined : afterResults(options.afterToolResults);
   return [
     new DeepgramEmulator({ latencies, apiKey, transcripts: options.transcripts }),
     // Without a key to check, bearer-less requests (Ollama, a local server) are served too.
-    new OpenAiEmulator({ latencies, apiKey, replies, requireKey: apiKey !== undefined }),
+    new OpenAiEmulator({ latencies, apiKey, replies, afterToolResults, requireKey: apiKey !== undefined }),
     new OpenAiTtsEmulator({ latencies, apiKey }),
-    new AnthropicEmulator({ latencies, apiKey, replies }),
-    new GeminiEmulator({ latencies, apiKey, replies }),
+    new AnthropicEmulator({ latencies, apiKey, replies, afterToolResults }),
+    new GeminiEmulator({ latencies, apiKey, replies, afterToolResults }),
     new CartesiaEmulator({ latencies, apiKey }),
     new ElevenLabsEmulator({ latencies, apiKey }),
-    new OpenAiRealtimeEmulator({ latencies, apiKey, replies, transcripts: options.transcripts }),
-    new GeminiLiveEmulator({ latencies, apiKey, replies, transcripts: options.transcripts }),
+    new OpenAiRealtimeEmulator({ latencies, apiKey, replies, afterToolResults, transcripts: options.transcripts }),
+    new GeminiLiveEmulator({ latencies, apiKey, replies, afterToolResults, transcripts: options.transcripts }),
   ];
 }
 

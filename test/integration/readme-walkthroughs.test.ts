@@ -40,6 +40,7 @@ const CALL_RECORDS = 'Call records';
 const DIAL_IN = 'Try it with no carrier account';
 const DIAL_OUT = 'Dial-out';
 const LOADTEST = 'Load testing and the benchmark';
+const BOOKING = 'Try it: a bot that books a table';
 
 const dirs: string[] = [];
 
@@ -113,7 +114,17 @@ function explain(run: { code: number | null; output: string; script: string }): 
 // start's load test it once never finished its call on a two-core machine.
 describe('the README, executed', () => {
   it('every sh block belongs to a walk-through this file runs, and CI runs the quick start test command', () => {
-    const covered = new Set([QUICK_START, OFFLINE, ROOMS, RECORDINGS, CALL_RECORDS, DIAL_IN, DIAL_OUT, LOADTEST]);
+    const covered = new Set([
+      QUICK_START,
+      OFFLINE,
+      ROOMS,
+      RECORDINGS,
+      CALL_RECORDS,
+      DIAL_IN,
+      DIAL_OUT,
+      LOADTEST,
+      BOOKING,
+    ]);
     const uncovered = BLOCKS.filter((b) => !covered.has(b.section)).map((b) => `line ${b.line} (${b.section})`);
     expect(uncovered).toEqual([]);
     const [serve, test] = block(QUICK_START)
@@ -179,5 +190,19 @@ describe('the README, executed', () => {
     expect(run.output, context).toMatch(
       /"calleeTurns":2,"replyLatenciesMs":\[\d+,\d+\],"msg":"sandbox callee hung up"/,
     );
+  });
+
+  it('a bot that books a table through the example receiver', { timeout: SCRIPT_TIMEOUT_MS + 30_000 }, async () => {
+    const run = await follow([block(BOOKING).text]);
+    const context = explain(run);
+    expect(run.code, context).toBe(0);
+    expect(errorLogLines(run.output), context).toEqual([]);
+    // The model's call reached the receiver, signed, and booked: its own log line says so.
+    expect(run.output, context).toMatch(/^booked T1001: 2 at 19:00 for Ada$/m);
+    expect(run.output, context).not.toMatch(/refused a request with a bad or missing signature/);
+    // The caller heard an answer after the function's result, and the server counted the call.
+    expect(run.output, context).toMatch(/utterance 1 "A06_birch_canoe.8k": .*reply latency \d+ ms/);
+    expect(run.output, context).toMatch(/^switchboard_tool_calls_total\{tool="book_table",result="ok"\} 1$/m);
+    expect(run.output, context).toMatch(/"tool":"book_table","toolCallId":"[^"]+","outcome":"ok"/);
   });
 });
