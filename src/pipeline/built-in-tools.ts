@@ -10,8 +10,12 @@ export interface BuiltInHost {
   endAfterAnswer(reason: string, then?: () => void): boolean;
   /** Hands the caller to `target` at the carrier; undefined where a call cannot be transferred (rooms). */
   transfer: { refusal(target: string): string | undefined; start(target: string): void } | undefined;
-  /** Presses keys towards the called party; undefined on calls that did not dial out. */
-  sendDigits: ((digits: string) => Promise<void>) | undefined;
+  /**
+   * Plays the keys' tones to the other party once the bot has finished what it is saying, and
+   * resolves when they have been played; undefined where no phone is on the line (a room, a
+   * speech-to-speech call). Rejects when the reply is cut first (nothing more is played).
+   */
+  sendDigits: ((digits: string, signal: AbortSignal) => Promise<void>) | undefined;
 }
 
 /** E.164, or a SIP address (`sip:user@host`). */
@@ -61,14 +65,16 @@ export function builtInTool(name: BuiltInTool, host: BuiltInHost): ToolHandler |
     }
     case 'send_dtmf': {
       const sendDigits = host.sendDigits;
-      if (!sendDigits) return undefined;
       return {
-        run: async (call) => {
+        run: async (call, options) => {
+          // Listed in the configuration but not possible here: an answer the model can explain.
+          if (!sendDigits)
+            return errorResult('error', 'Keys can only be pressed on a phone call with a pipeline profile.');
           const digits = argumentsOf(call.argumentsJson).digits;
           if (typeof digits !== 'string' || !DTMF_DIGITS.test(digits))
-            return errorResult('error', 'digits must be 1 to 32 of 0-9, * and #.');
-          await sendDigits(digits);
-          return ok({ sent: digits });
+            return errorResult('error', 'digits must be 1 to 32 of 0-9, * and # (w waits half a second).');
+          await sendDigits(digits, options.signal);
+          return ok({ sent: digits, status: 'The keys were pressed; listen for what the other party says next.' });
         },
       };
     }

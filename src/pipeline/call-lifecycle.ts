@@ -85,6 +85,11 @@ export class CallLifecycle {
     return this.transport.callSid;
   }
 
+  /** A phone is on the other end of the transport (not a room's participants). */
+  get onPhone(): boolean {
+    return this.transport.callSid !== undefined;
+  }
+
   /** The call is a phone call on a carrier that can transfer it. */
   get canTransfer(): boolean {
     return this.transport.callSid !== undefined && this.deps.transfer !== undefined;

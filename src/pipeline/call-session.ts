@@ -1,4 +1,6 @@
+import { DTMF_GAP_MS, dtmfToneMulaw } from '../audio/dtmf-tones.js';
 import { fromTelephony, toTelephony } from '../audio/format-converter.js';
+import { FRAME_MS } from '../audio/frames.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
 import { providerSettingsFor } from './provider-settings.js';
@@ -37,6 +39,12 @@ import { DEFAULT_TURN_POLICY, type TurnDecision, TurnController, type TurnPolicy
  * cut the middle out of a caller's first words.
  */
 const MAX_PENDING_STT_FRAMES = 250;
+/**
+ * The voice's audio before a key press must have stopped this long (and all of it played) before
+ * the tones go out: a streaming voice delivers its chunks closer together than this.
+ */
+const DIGITS_QUIET_MS = 2 * DTMF_GAP_MS;
+
 /**
  * One phone call with a bot: owns its lifetime (an AbortController, timers, the providers it
  * opened) and wires transport → VAD/STT → turn controller → LLM → TTS → Playout. Each answer is a
@@ -378,7 +386,44 @@ export class CallSession extends CallEngine {
       transfer: this.call.canTransfer
         ? { refusal: (target) => this.deps.transferRefusal?.(target), start: (target) => this.call.transfer(target) }
         : undefined,
-      sendDigits: undefined,
+      sendDigits: this.call.onPhone ? (digits, signal) => this.playDigits(digits, signal) : undefined,
+    });
+  }
+
+  /**
+   * send_dtmf: the keys' tones go out in the reply that pressed them, after what the bot said
+   * before the call has been heard, and the function answers once they have been played, so the
+   * model's next pass comes after the other party got them. In-band tones reach the called party
+   * through any carrier, without touching the call's TwiML (which would end the media stream).
+   */
+  private async playDigits(digits: string, signal: AbortSignal): Promise<void> {
+    const reply = this.reply;
+    if (!reply?.live) throw new Error('the answer that pressed the keys had already ended');
+    await this.untilReplyQuiet(reply, signal);
+    reply.enqueue(dtmfToneMulaw(digits));
+    await this.untilReplyQuiet(reply, signal);
+  }
+
+  /** Resolves once `reply` has had no new audio for a moment and the carrier played all it got. */
+  private untilReplyQuiet(reply: Reply, signal: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      let audioMs = reply.audioMs;
+      let quietSinceMs = performance.now();
+      const timer = setInterval(() => {
+        if (signal.aborted || !reply.live) {
+          clearInterval(timer);
+          reject(new Error('the answer was cut off before the keys were played'));
+          return;
+        }
+        const now = performance.now();
+        if (reply.audioMs !== audioMs || this.playout.audible) {
+          audioMs = reply.audioMs;
+          quietSinceMs = now;
+        } else if (now - quietSinceMs >= DIGITS_QUIET_MS) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, FRAME_MS);
     });
   }
 

@@ -11,6 +11,8 @@ export type BuiltInTool = (typeof BUILT_IN_TOOLS)[number];
 
 /** A function without its own `timeout_secs` gets this long to answer, ms. */
 export const DEFAULT_TOOL_TIMEOUT_MS = DEFAULT_TOOL_TIMEOUT_SECS * 1000;
+/** send_dtmf's time limit, ms: the sentence before the keys, then up to 32 keys of 200 ms and their waits. */
+const SEND_DTMF_TIMEOUT_MS = 30_000;
 /** Model passes with function calls one reply may make before the model must answer (llm option `max_tool_rounds`). */
 export const DEFAULT_MAX_TOOL_ROUNDS = 5;
 
@@ -60,6 +62,8 @@ export interface ToolSpec {
   kind: 'webhook' | 'built-in' | 'client';
   /** The filler phrase while it runs (the entry's `say`). */
   say?: string;
+  /** It plays audio of its own (send_dtmf's tones): no filler phrase over it, however long it takes. */
+  noFiller?: boolean;
   timeoutMs: number;
   /** A barge-in cancels it (the entry's `cancel_on_interruption`); by default it runs on. */
   cancelOnInterruption: boolean;
@@ -116,8 +120,10 @@ export class CallTools {
         this.specs.set(name, {
           name,
           kind: 'built-in',
-          timeoutMs: DEFAULT_TOOL_TIMEOUT_MS,
+          // 32 keys of tones, after the bot's sentence before them, take longer than a webhook should.
+          timeoutMs: name === 'send_dtmf' ? SEND_DTMF_TIMEOUT_MS : DEFAULT_TOOL_TIMEOUT_MS,
           cancelOnInterruption: false,
+          noFiller: name === 'send_dtmf',
         });
         continue;
       }

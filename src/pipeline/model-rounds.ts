@@ -165,7 +165,7 @@ async function* runRound(
     poke();
   });
   const fillerTimer = setTimeout(() => {
-    if (settled || filler.said) return;
+    if (settled || filler.said || running.every((run) => run.spec?.noFiller)) return;
     filler.said = true;
     spoken.push(running.find((run) => run.spec?.say)?.spec?.say ?? DEFAULT_FILLER);
     poke();

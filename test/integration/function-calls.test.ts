@@ -305,6 +305,36 @@ describe('function calls on a phone call', () => {
     await waitFor(() => server!.logs.find((r) => r.msg === 'call ended'));
   });
 
+  it('send_dtmf: the keys sound after what the bot said, the other end hears them, no filler, then the model goes on', async () => {
+    const { report, llm, tts, summary } = await toolCall({
+      replies: [
+        {
+          text: 'Pressing two for bookings.',
+          calls: [{ name: 'send_dtmf', arguments: { digits: '2w#' }, id: 'call_k' }],
+        },
+        'I am through to bookings.',
+      ],
+      behaviours: {},
+      extraTools: [{ type: 'function', function: { name: 'send_dtmf' } }],
+      scenario: ASK_AND_LISTEN,
+    });
+    expect(report.outcome).toBe('completed');
+    // The simulated far end decoded the tones in the audio it heard, as an IVR does.
+    expect(report.metrics.bot.keysHeard).toBe('2#');
+    // After the sentence before them had been played (the tone voice speaks 40 ms per character).
+    const speechStartMs = report.timeline.find((e) => e.kind === 'bot-audio-start')!.atMs;
+    const firstKeyMs = report.timeline.find((e) => e.kind === 'dtmf-heard')!.atMs;
+    expect(firstKeyMs - speechStartMs).toBeGreaterThanOrEqual('Pressing two for bookings.'.length * 40);
+    // The sentence, two keys of 200 ms and a 500 ms wait, and the answer all reached the far end.
+    expect(report.metrics.bot.playedAudioMs).toBeGreaterThanOrEqual((26 + 25) * 40 + 900);
+    // Tones are not speech: no filler phrase over them, although they took over a second.
+    expect(tts.pieces).toEqual(['Pressing two for bookings.', 'I am through to bookings.']);
+    const second = llm.requests[1]!.messages;
+    expect(second[3]).toMatchObject({ role: 'tool', toolCallId: 'call_k' });
+    expect(JSON.parse(second[3]!.content)).toMatchObject({ sent: '2w#' });
+    expect(summary.tools).toEqual({ send_dtmf: { calls: 1, failures: 0, latencyMs: [expect.any(Number)] } });
+  });
+
   const TRANSFER = { type: 'function', function: { name: 'transfer_call' } };
   const transferTurn = (target: string): ScriptedToolTurn => ({
     text: 'Putting you through to the front desk.',

@@ -56,6 +56,7 @@ function report(over: {
         underrunTotalMs: 0,
         longestUnderrunMs: over.longest ?? 0,
         shortFrames: 0,
+        keysHeard: '',
       },
       marks: { received: 1, echoed: 1 },
       caller: { framesSent: 500, dtmfSent: 0 },

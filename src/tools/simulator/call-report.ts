@@ -21,6 +21,8 @@ export type TimelineKind =
   | 'mark-echoed'
   | 'clear-received'
   | 'dtmf-sent'
+  /** The bot pressed a key: its tones were in the audio the caller heard. */
+  | 'dtmf-heard'
   | 'wait-timeout'
   | 'violation'
   | 'hangup'
@@ -126,6 +128,8 @@ export interface CallMetrics {
     longestUnderrunMs: number;
     /** Ticks that played less than a full 20 ms frame because the bot sent odd-sized chunks. */
     shortFrames: number;
+    /** Keys the bot pressed (in-band DTMF tones heard in its audio), in order. */
+    keysHeard: string;
   };
   marks: { received: number; echoed: number };
   caller: { framesSent: number; dtmfSent: number };

@@ -4,6 +4,7 @@ import { BotAudioTracker } from './bot-audio-tracker.js';
 import { type CallerClip, type PreparedClip, prepareClip } from './caller-clip.js';
 import { CallerScript, type ScriptHost } from './caller-script.js';
 import { CarrierMessages } from './carrier-messages.js';
+import { DtmfDetector } from '../../audio/dtmf-tones.js';
 import { CallRecorder } from './line-audio-recorder.js';
 import {
   type CallOutcome,
@@ -126,6 +127,9 @@ export class PhoneCall {
   private readonly botFrame = new Uint8Array(MULAW_FRAME_BYTES);
   private framesSent = 0;
   private dtmfSent = 0;
+  /** Hears the keys the bot presses (send_dtmf plays their tones), as the called party's IVR would. */
+  private readonly keyDetector = new DtmfDetector();
+  private keysHeard = '';
   private marksReceived = 0;
   private marksEchoed = 0;
 
@@ -357,6 +361,11 @@ export class PhoneCall {
       return;
     }
     const botBytes = this.bot.tick(nowMs, this.botFrame);
+    // Silence while the bot is quiet, so a key pressed twice is heard twice.
+    for (const key of this.keyDetector.push(botBytes > 0 ? this.botFrame.subarray(0, botBytes) : SILENCE_FRAME)) {
+      this.keysHeard += key;
+      this.event(nowMs, 'dtmf-heard', key);
+    }
     if (this.playing === null) this.script.advance(nowMs, this.scriptHost);
     if (this.ending) return;
 
@@ -577,6 +586,7 @@ export class PhoneCall {
           underrunTotalMs: bot.underrunTotalMs,
           longestUnderrunMs: bot.longestUnderrunMs,
           shortFrames: bot.shortFrames,
+          keysHeard: this.keysHeard,
         },
         marks: { received: this.marksReceived, echoed: this.marksEchoed },
         caller: { framesSent: this.framesSent, dtmfSent: this.dtmfSent },

@@ -59,7 +59,8 @@ export function formatSummary(report: CallReport): string {
   lines.push(
     `  bot audio: ${b.segments} segment(s), received ${b.receivedAudioMs} ms, played ${b.playedAudioMs} ms, ` +
       `underruns ${b.underruns}${b.underruns ? ` (total ${b.underrunTotalMs} ms, longest ${b.longestUnderrunMs} ms)` : ''}` +
-      `${b.shortFrames ? `, ${b.shortFrames} short frames` : ''}`,
+      `${b.shortFrames ? `, ${b.shortFrames} short frames` : ''}` +
+      `${b.keysHeard ? `; pressed keys ${b.keysHeard}` : ''}`,
   );
   lines.push(
     `  marks: ${m.marks.received} received, ${m.marks.echoed} echoed; caller sent ${m.caller.framesSent} frames, ${m.caller.dtmfSent} DTMF`,
