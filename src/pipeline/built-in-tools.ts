@@ -69,7 +69,10 @@ export function builtInTool(name: BuiltInTool, host: BuiltInHost): ToolHandler |
         run: async (call, options) => {
           // Listed in the configuration but not possible here: an answer the model can explain.
           if (!sendDigits)
-            return errorResult('error', 'Keys can only be pressed on a phone call with a pipeline profile.');
+            return errorResult(
+              'error',
+              'Keys can only be pressed towards a phone: on a phone call or a room that dials out, with a pipeline profile.',
+            );
           const digits = argumentsOf(call.argumentsJson).digits;
           if (typeof digits !== 'string' || !DTMF_DIGITS.test(digits))
             return errorResult('error', 'digits must be 1 to 32 of 0-9, * and # (w waits half a second).');

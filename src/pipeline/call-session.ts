@@ -386,8 +386,13 @@ export class CallSession extends CallEngine {
       transfer: this.call.canTransfer
         ? { refusal: (target) => this.deps.transferRefusal?.(target), start: (target) => this.call.transfer(target) }
         : undefined,
-      sendDigits: this.call.onPhone ? (digits, signal) => this.playDigits(digits, signal) : undefined,
+      sendDigits: this.reachesPhone ? (digits, signal) => this.playDigits(digits, signal) : undefined,
     });
+  }
+
+  /** A phone hears the bot: a phone call, or a room that dials out (its legs hear the bot's audio as sent). */
+  private get reachesPhone(): boolean {
+    return this.call.onPhone || (this.config.body.dialout_settings?.length ?? 0) > 0;
   }
 
   /**

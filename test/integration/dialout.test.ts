@@ -3,7 +3,7 @@ import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { twilioSignatureFor } from '../../src/telephony/twilio-signature.js';
 import { startFakeTwilioRest } from '../fakes/fake-twilio-rest.js';
-import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
+import { type ScriptedToolTurn, ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { TEST_KEY } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
@@ -36,9 +36,12 @@ interface Bot {
   start(dialout: unknown, maxDurationSecs?: number): Promise<string>;
 }
 
-async function startServer(env: Record<string, string> = {}): Promise<Bot> {
+async function startServer(
+  env: Record<string, string> = {},
+  replies: Array<string | ScriptedToolTurn> = [GREETING, ...ANSWERS],
+): Promise<Bot> {
   const stt = new ScriptedStt(['Yes, Tuesday at ten works for me.', 'No, that is all.']);
-  const llm = new ScriptedLlm({ replies: [GREETING, ...ANSWERS] });
+  const llm = new ScriptedLlm({ replies });
   const tts = new ToneTts(20);
   server = await startCallServer(
     (registry) => {
@@ -110,6 +113,35 @@ describe('dial-out on the sandbox carrier', () => {
     // The callee hung up: the room, now empty, closed.
     await bot.server.waitForLog(byMsg('room closed', (r) => r.room === room && r.reason === 'everyone left'));
     expect(bot.server.logs.filter((r) => r.msg === 'twilio webhook signature rejected')).toEqual([]);
+  }, 90_000);
+
+  it('send_dtmf on a dial-out: the callee hears the keys the bot pressed after its greeting', async () => {
+    const bot = await startServer({}, [
+      { text: GREETING, calls: [{ name: 'send_dtmf', arguments: { digits: '1#' }, id: 'call_keys' }] },
+      ...ANSWERS,
+    ]);
+    await bot.api('POST', '/v1/buy-phone-number', { number: FROM });
+    const res = await bot.api('POST', '/v1/bots/start', {
+      bot_profile: 'voice_2024_10',
+      services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+      config: [
+        { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.4 } }] },
+        {
+          service: 'llm',
+          options: [
+            { name: 'run_on_config', value: true },
+            { name: 'tools', value: [{ type: 'function', function: { name: 'send_dtmf' } }] },
+          ],
+        },
+      ],
+      max_duration: 120,
+      dialout_settings: [{ phoneNumber: '+14155550123' }],
+    });
+    expect(res.status, JSON.stringify(res.body)).toBe(200);
+    const callee = await bot.server.waitForLog(byMsg('sandbox callee hung up'), 60_000);
+    expect(callee).toMatchObject({ outcome: 'completed', keysHeard: '1#' });
+    const second = bot.llm.requests[1]!.messages;
+    expect(JSON.parse(second.find((m) => m.role === 'tool')!.content)).toMatchObject({ sent: '1#' });
   }, 90_000);
 
   it('ends busy, unanswered and unreachable legs cleanly, logged with their outcome, and closes a room nobody answered', async () => {

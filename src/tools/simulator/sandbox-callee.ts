@@ -68,6 +68,7 @@ export const simulatedCallee: SandboxCallee = async (answered: AnsweredSandboxCa
       botAudioMs: report.metrics.bot.receivedAudioMs,
       calleeTurns: report.metrics.utterances.length,
       replyLatenciesMs: report.metrics.utterances.map((u) => u.replyLatencyMs),
+      ...(report.metrics.bot.keysHeard ? { keysHeard: report.metrics.bot.keysHeard } : {}),
     },
     'sandbox callee hung up',
   );
