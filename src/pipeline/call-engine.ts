@@ -103,6 +103,7 @@ export abstract class CallEngine implements CallTransportHandler {
         builtIn,
         client: this.deps.clientTools,
         metrics: this.metrics,
+        signal: (name) => this.playout.sendSignal(name),
         log: () => this.log,
         callSignal: this.call.abort.signal,
       },

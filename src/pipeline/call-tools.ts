@@ -85,6 +85,8 @@ export interface CallToolsDeps {
   /** The room's client, for functions neither webhook nor built in (rooms only). */
   client?: ToolHandler;
   metrics: CallMetrics;
+  /** Each call's start and end as a mark towards the carrier (`tool:<name>:started`, then `:ok`, `:error`…). */
+  signal?(name: string): void;
   log: () => Logger;
   /** Aborted when the call ends: every function of the call stops then. */
   callSignal: AbortSignal;
@@ -169,6 +171,7 @@ export class CallTools {
     onAction: (action: ToolAction) => void,
   ): Promise<ToolCallResult> {
     const startedAtMs = performance.now();
+    this.deps.signal?.(`tool:${call.name}:started`);
     const handler = spec ? this.handlerFor(spec) : undefined;
     let result: ToolCallResult;
     if (!spec || !handler) {
@@ -178,6 +181,7 @@ export class CallTools {
     }
     const latencyMs = Math.round(performance.now() - startedAtMs);
     this.deps.metrics.toolCalled(call.name, result.outcome, latencyMs);
+    this.deps.signal?.(`tool:${call.name}:${result.outcome}`);
     const log = this.deps.log();
     const fields = { tool: call.name, toolCallId: call.id, outcome: result.outcome, latencyMs };
     if (result.outcome === 'ok') log.info(fields, 'function call answered');

@@ -315,6 +315,15 @@ export class Playout {
     this.pump();
   }
 
+  /**
+   * A mark that is not about audio: it tells the carrier's side that something happened at this
+   * point of the call (a function call, `tool:<name>:<phase>`), which the phone simulator shows on
+   * its timeline. Its echo matches no pending mark and is ignored; it moves no bookkeeping.
+   */
+  sendSignal(name: string): void {
+    this.sink.sendMark(name);
+  }
+
   private sendMark(): void {
     this.markSeq += 1;
     const name = `${this.generationValue}:${this.markSeq}`;

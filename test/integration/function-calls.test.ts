@@ -150,6 +150,11 @@ describe('function calls on a phone call', () => {
     expect(second[3]).toMatchObject({ toolCallId: 'call_a', toolName: 'check_table' });
     expect(tts.pieces).toEqual(['Let me look.', 'A table for four is free at seven.']);
     expect(summary.tools).toEqual({ check_table: { calls: 1, failures: 0, latencyMs: [expect.any(Number)] } });
+    // The simulated carrier saw the call start and end (the server marks them on the media stream).
+    const toolEvents = report.timeline.filter((e) => e.kind === 'tool-call').map((e) => e.detail);
+    expect(toolEvents).toEqual(['check_table started', 'check_table ok']);
+    expect(report.metrics.tools).toEqual({ started: 1, byOutcome: { ok: 1 }, byTool: { check_table: 1 } });
+    expect(report.metrics.violations.total).toBe(0);
     const metrics = await (await fetch(`${server!.baseUrl}/metrics`)).text();
     expect(metrics).toContain('switchboard_tool_calls_total{tool="check_table",result="ok"} 1');
   });
@@ -242,7 +247,7 @@ describe('function calls on a phone call', () => {
   });
 
   it('a failing and a hanging webhook: error results the model explains; the caller hears it', async () => {
-    const { llm, tts, summary } = await toolCall({
+    const { report, llm, tts, summary } = await toolCall({
       replies: [
         {
           calls: [
@@ -265,6 +270,11 @@ describe('function calls on a phone call', () => {
     expect(tts.pieces).toEqual(['One moment, please.', 'Sorry, I cannot reach the booking system right now.']);
     expect(summary.tools.check_table).toMatchObject({ calls: 1, failures: 1 });
     expect(summary.tools.check_weather).toMatchObject({ calls: 1, failures: 1 });
+    expect(report.metrics.tools).toEqual({
+      started: 2,
+      byOutcome: { error: 1, timeout: 1 },
+      byTool: { check_table: 1, check_weather: 1 },
+    });
     // /metrics counts them too, per function.
     const metrics = await (await fetch(`${server!.baseUrl}/metrics`)).text();
     expect(metrics).toContain('switchboard_tool_calls_total{tool="check_table",result="failed"} 1');

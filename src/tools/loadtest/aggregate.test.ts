@@ -59,6 +59,7 @@ function report(over: {
         keysHeard: '',
       },
       marks: { received: 1, echoed: 1 },
+      tools: { started: 0, byOutcome: {}, byTool: {} },
       caller: { framesSent: 500, dtmfSent: 0 },
       violations: { total: over.violations ?? 0, byKind: {}, samples: [] },
       clockMaxLagMs: over.lagMs ?? 4,

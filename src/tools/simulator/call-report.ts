@@ -23,6 +23,8 @@ export type TimelineKind =
   | 'dtmf-sent'
   /** The bot pressed a key: its tones were in the audio the caller heard. */
   | 'dtmf-heard'
+  /** The server signalled a function call of the bot (a `tool:<name>:<phase>` mark): detail `<name> started` or `<name> ok`. */
+  | 'tool-call'
   | 'wait-timeout'
   | 'violation'
   | 'hangup'
@@ -132,6 +134,8 @@ export interface CallMetrics {
     keysHeard: string;
   };
   marks: { received: number; echoed: number };
+  /** The bot's function calls the server signalled: started, and ended by outcome (ok, error, timeout, cancelled). */
+  tools: { started: number; byOutcome: Record<string, number>; byTool: Record<string, number> };
   caller: { framesSent: number; dtmfSent: number };
   violations: { total: number; byKind: Partial<Record<ViolationKind, number>>; samples: ViolationSample[] };
   /**

@@ -7,6 +7,7 @@ import { CarrierMessages } from './carrier-messages.js';
 import { DtmfDetector } from '../../audio/dtmf-tones.js';
 import { CallRecorder } from './line-audio-recorder.js';
 import {
+  type CallMetrics,
   type CallOutcome,
   type CallReport,
   type TimelineEvent,
@@ -131,6 +132,7 @@ export class PhoneCall {
   private readonly keyDetector = new DtmfDetector();
   private keysHeard = '';
   private marksReceived = 0;
+  private readonly tools: CallMetrics['tools'] = { started: 0, byOutcome: {}, byTool: {} };
   private marksEchoed = 0;
 
   private readonly timeline: TimelineEvent[] = [];
@@ -456,12 +458,25 @@ export class PhoneCall {
       case 'mark':
         this.marksReceived += 1;
         this.event(nowMs, 'mark-received', message.mark.name);
+        this.noteToolSignal(nowMs, message.mark.name);
         this.bot.mark(message.mark.name);
         return;
       case 'clear':
         this.bot.clear(nowMs);
         return;
     }
+  }
+
+  /** Switchboard marks each function call's start and end (`tool:<name>:<phase>`); other marks are audio's. */
+  private noteToolSignal(nowMs: number, name: string): void {
+    const match = /^tool:([^:]+):(started|ok|error|timeout|cancelled)$/.exec(name);
+    if (!match) return;
+    const [, tool, phase] = match as unknown as [string, string, string];
+    if (phase === 'started') {
+      this.tools.started += 1;
+      this.tools.byTool[tool] = (this.tools.byTool[tool] ?? 0) + 1;
+    } else this.tools.byOutcome[phase] = (this.tools.byOutcome[phase] ?? 0) + 1;
+    this.event(nowMs, 'tool-call', `${tool} ${phase}`);
   }
 
   private violation(atMs: number, kind: ViolationKind, detail: string): void {
@@ -589,6 +604,11 @@ export class PhoneCall {
           keysHeard: this.keysHeard,
         },
         marks: { received: this.marksReceived, echoed: this.marksEchoed },
+        tools: {
+          started: this.tools.started,
+          byOutcome: { ...this.tools.byOutcome },
+          byTool: { ...this.tools.byTool },
+        },
         caller: { framesSent: this.framesSent, dtmfSent: this.dtmfSent },
         violations: { total: this.violationTotal, byKind: { ...this.violationCounts }, samples: this.violationSamples },
         clockMaxLagMs: round(this.clockMaxLagMs),

@@ -62,6 +62,11 @@ export function formatSummary(report: CallReport): string {
       `${b.shortFrames ? `, ${b.shortFrames} short frames` : ''}` +
       `${b.keysHeard ? `; pressed keys ${b.keysHeard}` : ''}`,
   );
+  if (m.tools.started > 0) {
+    const tools = Object.entries(m.tools.byTool).map(([tool, n]) => `${tool} ×${n}`);
+    const outcomes = Object.entries(m.tools.byOutcome).map(([outcome, n]) => `${outcome} ${n}`);
+    lines.push(`  function calls: ${m.tools.started} (${tools.join(', ')}); ${outcomes.join(', ') || 'none ended'}`);
+  }
   lines.push(
     `  marks: ${m.marks.received} received, ${m.marks.echoed} echoed; caller sent ${m.caller.framesSent} frames, ${m.caller.dtmfSent} DTMF`,
   );
