@@ -8,7 +8,8 @@ import { writeReports } from '../tools/loadtest/report-file.js';
 import { loadScenarioClips } from '../tools/simulator/clip-file.js';
 import type { PhoneCallTarget } from '../tools/simulator/phone-call.js';
 import { clipsPlayedBy, parseScenario } from '../tools/simulator/scenario.js';
-import { USAGE_EXIT, UsageError, parseCommandLine, usageLine } from './usage.js';
+import { type FunctionReceiver, startFunctionReceiver } from '../tools/loadtest/function-receiver.js';
+import { USAGE_EXIT, UsageError, listenFailure, parseCommandLine, portOption, usageLine } from './usage.js';
 
 const DEFAULT_SCENARIO = fileURLToPath(new URL('../../scenarios/default.json', import.meta.url));
 
@@ -37,6 +38,10 @@ load:
                          relative to the file
   --workers <n>          generator threads (default one per 100 simultaneous calls)
   --auth-token <token>   sign webhooks and upgrades (X-Twilio-Signature); default $TWILIO_AUTH_TOKEN
+  --function-receiver-port <n>
+                         answer the bot's function webhooks on http://localhost:<n>/<function>
+                         (each after 200 ms, {"ok": true, ...}) for a configuration whose
+                         webhook_tools point there; the summary counts its requests
 
 output:
   --out <dir>            where report.json and report.html go (default ./loadtest-report-<time>)
@@ -126,6 +131,8 @@ interface Plan {
   scenarioFile: string;
   out: string | undefined;
   quiet: boolean;
+  /** Start the function receiver on this port (0: any free one). */
+  functionReceiverPort?: number;
 }
 
 async function planOf(argv: string[]): Promise<Plan | 'help'> {
@@ -144,6 +151,7 @@ async function planOf(argv: string[]): Promise<Plan | 'help'> {
       scenario: { type: 'string' },
       workers: { type: 'string' },
       'auth-token': { type: 'string' },
+      'function-receiver-port': { type: 'string' },
       out: { type: 'string' },
       quiet: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
@@ -206,6 +214,10 @@ async function planOf(argv: string[]): Promise<Plan | 'help'> {
     scenarioFile,
     out: values.out as string | undefined,
     quiet: values.quiet === true,
+    functionReceiverPort:
+      values['function-receiver-port'] === undefined
+        ? undefined
+        : portOption(values['function-receiver-port'] as string),
   };
 }
 
@@ -244,6 +256,20 @@ export async function runLoadtestCli(argv: string[], io: LoadtestIo = process): 
   io.stdout.write(
     `load test: ${label}, ${options.concurrency} simultaneous, ${options.durationMs === undefined ? `${options.calls ?? options.concurrency} calls` : `${options.durationMs / 1000} s`}, ramp-up ${options.rampUpMs / 1000} s, scenario ${plan.scenarioFile}\n`,
   );
+  let receiver: FunctionReceiver | undefined;
+  if (plan.functionReceiverPort !== undefined) {
+    try {
+      receiver = await startFunctionReceiver(plan.functionReceiverPort);
+    } catch (err) {
+      process.off('SIGINT', onSigint);
+      const why =
+        listenFailure(err, 'localhost', plan.functionReceiverPort) ??
+        (err instanceof Error ? err.message : String(err));
+      io.stderr.write(`switchboard loadtest: the function receiver cannot listen: ${why}\n`);
+      return 1;
+    }
+    io.stdout.write(`function receiver: ${receiver.url}/<function>\n`);
+  }
   let result;
   try {
     result = await runLoadTest(options);
@@ -252,6 +278,7 @@ export async function runLoadtestCli(argv: string[], io: LoadtestIo = process): 
     return 1;
   } finally {
     process.off('SIGINT', onSigint);
+    await receiver?.close();
   }
   if (tty && !quiet) io.stdout.write('\n');
 
@@ -290,6 +317,18 @@ export async function runLoadtestCli(argv: string[], io: LoadtestIo = process): 
       `audio after clear: ${ms(a.lateAudioMs)}`,
       `bot stops: ${a.stops.resumed} resumed (nothing lost), ${a.stops.cut} cut off (over noise alone: words lost)`,
       `gaps in bot audio: ${a.underruns.total} in ${a.underruns.callsWithAny} calls, longest ${a.underruns.longestMs} ms`,
+      ...(a.toolCalls.total > 0
+        ? [`function calls: ${a.toolCalls.total} in ${a.toolCalls.callsWithAny} calls, ${a.toolCalls.failed} failed`]
+        : []),
+      ...(receiver
+        ? [
+            `function receiver: ${Object.values(receiver.requests).reduce((n, c) => n + c, 0)} requests (${
+              Object.entries(receiver.requests)
+                .map(([name, n]) => `${name} ${n}`)
+                .join(', ') || 'none'
+            })`,
+          ]
+        : []),
       `protocol violations: ${a.violations}`,
       `generator clock lag: max ${a.generatorClockMaxLagMs} ms`,
       ...(a.generatorOverloaded

@@ -12,6 +12,7 @@ import { runCli } from '../helpers/cli-process.js';
 import { removeDir, tempDataDir } from '../helpers/test-app.js';
 
 const SCENARIO = fileURLToPath(new URL('../../scenarios/default.json', import.meta.url));
+const FUNCTION_SCENARIO = fileURLToPath(new URL('../../scenarios/function-calls.json', import.meta.url));
 const LONG_REPLY =
   'Certainly, we have rooms with a view of the harbour and rooms with a garden terrace, all with breakfast.';
 
@@ -127,6 +128,78 @@ describe('switchboard loadtest', () => {
     // Self-contained: nothing fetched from elsewhere.
     expect(html).not.toMatch(/<script|<link|src=/);
     expect(existsSync(join(out, 'report.html'))).toBe(true);
+  });
+
+  it('a scenario whose answers need a function: the load test answers the webhooks itself and counts the calls', async () => {
+    const receiverPort = await freePort();
+    server = await startCallServer((registry) => {
+      registry
+        .registerStt('scripted_stt', () => new ScriptedStt(['a table for two please', 'thank you']))
+        .registerLlm(
+          'scripted_llm',
+          () =>
+            new ScriptedLlm({
+              replies: [
+                'Welcome to the harbour restaurant.',
+                { text: 'Let me book that.', calls: [{ name: 'book_table', arguments: { party: 2 } }] },
+                'You are booked.',
+                'You are welcome.',
+              ],
+            }),
+        )
+        .registerTts('tone_tts', () => new ToneTts());
+    });
+    const { id } = await server.createConfig({
+      services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+      config: [
+        {
+          service: 'llm',
+          options: [
+            { name: 'run_on_config', value: true },
+            {
+              name: 'tools',
+              value: [{ type: 'function', function: { name: 'book_table', parameters: { type: 'object' } } }],
+            },
+          ],
+        },
+      ],
+      webhook_tools: { book_table: { url: `http://localhost:${receiverPort}/book_table` } },
+    });
+    const out = tempDataDir();
+    dirs.push(out);
+    const run = await runCli(
+      [
+        'loadtest',
+        '--server',
+        server.baseUrl,
+        '--config',
+        id,
+        '--calls',
+        '2',
+        '--concurrency',
+        '2',
+        '--ramp-up-s',
+        '0.2',
+        '--scenario',
+        FUNCTION_SCENARIO,
+        '--function-receiver-port',
+        String(receiverPort),
+        '--quiet',
+        '--out',
+        out,
+      ],
+      {},
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`function receiver: http://localhost:${receiverPort}/<function>`);
+    expect(run.stdout).toContain('calls: 2, ok 2, failed 0');
+    // What the callers' streams showed, and what the receiver got, agree: one booking per call.
+    expect(run.stdout).toContain('function calls: 2 in 2 calls, 0 failed');
+    expect(run.stdout).toContain('function receiver: 2 requests (book_table 2)');
+    const report = JSON.parse(readFileSync(join(out, 'report.json'), 'utf8'));
+    expect(report.aggregate.toolCalls).toEqual({ total: 2, failed: 0, callsWithAny: 2 });
+    expect(readFileSync(join(out, 'report.html'), 'utf8')).toContain('function calls');
   });
 
   it('for a duration, keeps the calls up by starting a new one as each ends, then hangs up the rest', async () => {

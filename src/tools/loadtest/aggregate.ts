@@ -44,6 +44,8 @@ export interface LoadAggregate {
   stops: { resumed: number; cut: number };
   /** Gaps in bot audio longer than a frame, over all calls. */
   underruns: { total: number; callsWithAny: number; longestMs: number };
+  /** The bot's function calls (as the server marked them on the streams): all, failed, and calls with any. */
+  toolCalls: { total: number; failed: number; callsWithAny: number };
   violations: number;
   /** The load generator's own clock lag, worst over all calls. */
   generatorClockMaxLagMs: number;
@@ -76,6 +78,11 @@ export function aggregate(calls: readonly LoadCallSummary[]): LoadAggregate {
       total: calls.reduce((n, c) => n + c.underruns, 0),
       callsWithAny: calls.filter((c) => c.underruns > 0).length,
       longestMs: calls.reduce((n, c) => Math.max(n, c.longestUnderrunMs), 0),
+    },
+    toolCalls: {
+      total: calls.reduce((n, c) => n + c.toolCalls, 0),
+      failed: calls.reduce((n, c) => n + c.toolFailures, 0),
+      callsWithAny: calls.filter((c) => c.toolCalls > 0).length,
     },
     violations: calls.reduce((n, c) => n + c.violations, 0),
     generatorClockMaxLagMs: lagMs,

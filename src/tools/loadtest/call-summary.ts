@@ -8,6 +8,8 @@ const DRAWN_KINDS: ReadonlySet<TimelineKind> = new Set<TimelineKind>([
   'bot-audio-end',
   'clear-received',
   'dtmf-sent',
+  'dtmf-heard',
+  'tool-call',
   'wait-timeout',
   'violation',
   'hangup',
@@ -39,6 +41,9 @@ export interface LoadCallSummary {
   cutReplies: number;
   underruns: number;
   longestUnderrunMs: number;
+  /** The bot's function calls the server marked on the stream, and those that ended in anything but ok. */
+  toolCalls: number;
+  toolFailures: number;
   violations: number;
   clockMaxLagMs: number;
   timeline: Array<{ atMs: number; kind: TimelineKind; detail?: string }>;
@@ -66,6 +71,11 @@ export function summarizeCall(report: CallReport, index: number, startedAtMs: nu
     cutReplies: m.clears.filter((c) => c.resumedAfterMs === null).length,
     underruns: m.bot.underruns,
     longestUnderrunMs: m.bot.longestUnderrunMs,
+    toolCalls: m.tools.started,
+    toolFailures: Object.entries(m.tools.byOutcome).reduce(
+      (n, [outcome, count]) => (outcome === 'ok' ? n : n + count),
+      0,
+    ),
     violations: m.violations.total,
     clockMaxLagMs: m.clockMaxLagMs,
     timeline: report.timeline.filter((e) => DRAWN_KINDS.has(e.kind)).slice(0, 500),

@@ -21,6 +21,8 @@ function call(index: number, over: Partial<LoadCallSummary> = {}): LoadCallSumma
     cutReplies: 0,
     underruns: 0,
     longestUnderrunMs: 0,
+    toolCalls: 0,
+    toolFailures: 0,
     violations: 0,
     clockMaxLagMs: 2,
     timeline: [

@@ -28,6 +28,7 @@ export function renderHtmlReport(report: LoadTestReport): string {
       'gaps in bot audio',
       `${a.underruns.total} in ${a.underruns.callsWithAny} calls, longest ${a.underruns.longestMs} ms`,
     ],
+    ['function calls', `${a.toolCalls.total} in ${a.toolCalls.callsWithAny} calls, ${a.toolCalls.failed} failed`],
     ['protocol violations', String(a.violations)],
     ['generator clock lag (max)', `${a.generatorClockMaxLagMs} ms`],
   ];

@@ -295,6 +295,8 @@ function failedCall(index: number, reason: string, atMs: number): LoadCallSummar
     cutReplies: 0,
     underruns: 0,
     longestUnderrunMs: 0,
+    toolCalls: 0,
+    toolFailures: 0,
     violations: 0,
     clockMaxLagMs: 0,
     timeline: [],
