@@ -204,5 +204,7 @@ describe('the README, executed', () => {
     expect(run.output, context).toMatch(/utterance 1 "A06_birch_canoe.8k": .*reply latency \d+ ms/);
     expect(run.output, context).toMatch(/^switchboard_tool_calls_total\{tool="book_table",result="ok"\} 1$/m);
     expect(run.output, context).toMatch(/"tool":"book_table","toolCallId":"[^"]+","outcome":"ok"/);
+    // The phone simulator saw it on the media stream too.
+    expect(run.output, context).toMatch(/function calls: 1 \(book_table ×1\); ok 1/);
   });
 });
