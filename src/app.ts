@@ -203,7 +203,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     auth: { accounts, defaultAccount, envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)) },
     corsOrigins: config.corsOrigins,
     operator: { database, liveCalls, metrics, metricsToken: config.metricsToken, version: VERSION, cluster },
-    botConfigs: { service: botConfigs, registry: runtime.registry, env: config.env, dialout },
+    botConfigs: {
+      service: botConfigs,
+      registry: runtime.registry,
+      env: config.env,
+      dialout,
+      webhookPolicy: webhookAddressPolicy(config.webhookAllowLinkLocal),
+    },
     phoneNumbers: { service: phoneNumbers },
     domain: { service: pinless },
     recordings: { service: recordings, cluster },
@@ -216,6 +222,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       dialout,
       cluster,
       accountCalls,
+      webhookPolicy: webhookAddressPolicy(config.webhookAllowLinkLocal),
     },
     webhooks: {
       service: botConfigs,
