@@ -9,7 +9,8 @@ import {
 import { StreamingResampler } from '../audio/resample.js';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
 import { pipecatWire } from './pipecat-wire.js';
-import { type ClientMessage, ROOM_CLOSE, RTVI_LABEL, serverMessage } from './room-messages.js';
+import { CLOSE } from '../shared/close-codes.js';
+import { type ClientMessage, RTVI_LABEL, serverMessage } from './room-messages.js';
 import type { RoomInput, RoomListener } from './room-transport.js';
 import { jsonWire, type RoomWire } from './room-wire.js';
 
@@ -127,7 +128,7 @@ export class BrowserParticipant implements RoomListener {
   private writable(): boolean {
     if (this.gone || this.socket.readyState !== this.socket.OPEN) return false;
     if (this.socket.bufferedAmount > this.limits.maxBufferedBytes) {
-      this.close(ROOM_CLOSE.flood, 'client is not reading');
+      this.close(CLOSE.flood, 'client is not reading');
       return false;
     }
     return true;
@@ -146,7 +147,7 @@ export class BrowserParticipant implements RoomListener {
     const frame = this.wire.decode(bytes, isBinary);
     switch (frame.kind) {
       case 'malformed':
-        this.close(ROOM_CLOSE.policyViolation, frame.reason);
+        this.close(CLOSE.policyViolation, frame.reason);
         return;
       case 'refused':
         this.send(frame.reply);
@@ -164,16 +165,13 @@ export class BrowserParticipant implements RoomListener {
     switch (message.type) {
       case 'client-ready': {
         if (this.ready) {
-          this.close(ROOM_CLOSE.policyViolation, 'client-ready sent twice');
+          this.close(CLOSE.policyViolation, 'client-ready sent twice');
           return;
         }
         this.declaredRateHz = message.data.audio?.sampleRateHz;
         const playerRateHz = wire.playerRateHz ?? this.declaredRateHz;
         if (playerRateHz === undefined) {
-          this.close(
-            ROOM_CLOSE.policyViolation,
-            'malformed message: client-ready must declare data.audio.sampleRateHz',
-          );
+          this.close(CLOSE.policyViolation, 'malformed message: client-ready must declare data.audio.sampleRateHz');
           return;
         }
         this.playerRateHz = playerRateHz;
@@ -186,7 +184,7 @@ export class BrowserParticipant implements RoomListener {
         return;
       case 'disconnect-bot':
         if (wire.disconnectBotEndsRoom) this.events.onDisconnectBot(this);
-        else this.close(ROOM_CLOSE.normal, 'participant left');
+        else this.close(CLOSE.normal, 'participant left');
         return;
     }
   }
@@ -195,7 +193,7 @@ export class BrowserParticipant implements RoomListener {
   private onAudio(pcm: Int16Array, frameRateHz: number | undefined): void {
     const rateHz = frameRateHz ?? this.declaredRateHz;
     if (!this.ready || rateHz === undefined) {
-      this.close(ROOM_CLOSE.policyViolation, 'audio before client-ready');
+      this.close(CLOSE.policyViolation, 'audio before client-ready');
       return;
     }
     // A microphone cannot produce audio faster than time passes; a little burst is network jitter.
@@ -213,7 +211,7 @@ export class BrowserParticipant implements RoomListener {
 
   private refuse(refusal: PeerRefusal): void {
     this.log.warn({ limits: this.limits, why: refusal.reason }, 'room client exceeds its budget; closing');
-    this.close(refusal.kind === 'flood' ? ROOM_CLOSE.flood : ROOM_CLOSE.messageTooBig, refusal.reason);
+    this.close(refusal.kind === 'flood' ? CLOSE.flood : CLOSE.messageTooBig, refusal.reason);
   }
 
   private finish(reason: string): void {

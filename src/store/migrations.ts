@@ -9,7 +9,7 @@ import {
 
 /**
  * The same migrations build both stores; only column types Kysely cannot express portably
- * differ. With SQLite they compile to exactly the SQL they always did.
+ * differ, so SQLite gets plain SQLite types and a data dir written by any version opens unchanged.
  */
 function isPostgres(db: Kysely<unknown>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
@@ -136,6 +136,18 @@ const migrations: Record<string, Migration> = {
     async up(db: Kysely<unknown>) {
       // Whose data dir holds the files: start-up recovery takes only its own (null: any node's).
       await db.schema.alterTable('recordings').addColumn('node_id', 'text').execute();
+    },
+  },
+  '0007_key_fingerprints': {
+    async up(db: Kysely<unknown>) {
+      // What each service key was when the store first used it, so a node given another key
+      // refuses to start instead of failing every read of what the others sealed.
+      await db.schema
+        .createTable('key_fingerprints')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('fingerprint', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
     },
   },
 };

@@ -1,6 +1,6 @@
 /**
- * Runs Silero batches in a worker thread that owns its own session (DESIGN.md: one ONNX session
- * per process or per worker thread). The main thread only gathers and scatters state rows and
+ * Runs Silero batches in a worker thread that owns its own session (an ONNX Runtime session is
+ * not shared between threads: one per process or per worker thread). The main thread only gathers and scatters state rows and
  * posts one message per batch; bench/hot-path.ts shows why: at 300 calls, inference in the main
  * thread takes a third of a core in runs of up to 8 ms, which the event loop cannot spare on a
  * 2-core box.
@@ -12,7 +12,12 @@
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../shared/worker-thread.js';
 import { SileroBatcher, type SileroBatchResult, type SileroBatchRunner } from './silero-batcher.js';
-import { SILERO_GEOMETRY, SILERO_STATE_SIZE, type SileroSampleRateHz } from './silero-model.js';
+import {
+  SILERO_GEOMETRY,
+  SILERO_STATE_SIZE,
+  type SileroSampleRateHz,
+  disableOnnxRuntimeTelemetry,
+} from './silero-model.js';
 import type { SileroWorkerMessage, SileroWorkerRequest, SileroWorkerResponse } from './silero-worker.js';
 
 interface InFlight {
@@ -71,6 +76,7 @@ export class SileroWorkerRunner implements SileroBatchRunner {
   }
 
   private start(): Worker {
+    disableOnnxRuntimeTelemetry();
     const worker = startModuleWorker(import.meta.url, 'silero-worker');
     worker.on('message', (response: SileroWorkerResponse) => {
       const pending = this.inFlight.get(response.id);
