@@ -71,6 +71,8 @@ const OPTION_SCHEMAS: Record<string, Record<string, z.ZodType>> = {
     run_on_config: z.boolean(),
     // Functions in OpenAI's format, or a built-in by its bare name ("end_call"); see function-tools.ts.
     tools: z.array(z.union([z.string().min(1).max(64), z.record(z.string(), z.unknown())])).max(128),
+    // Passes with function calls one answer may make (README: Function calling).
+    max_tool_rounds: z.number().int().min(0).max(20),
     temperature: z.number().min(0).max(2),
     max_tokens: z.number().int().min(1).max(128_000),
     // Speech-to-speech profiles configure only the LLM, so its voice and language live here.
@@ -273,6 +275,20 @@ export const recordingSettings = z
   .object({ type: z.enum(['cloud']), recordings_bucket: recordingsBucket.optional() })
   .strict();
 
+/** What is kept of each call (calls/): the transcript holds callers' words, personal data, so it can be turned off. */
+export const callRecordSettings = z.object({ transcript: z.boolean().default(true) }).strict();
+
+/** Told when each call ends, signed with `hmac` (base64, as pinless dial-in's). */
+export const statusCallback = z
+  .object({
+    url: z.string().url().max(2048),
+    hmac: z
+      .string()
+      .regex(/^[A-Za-z0-9+/]{22,}={0,2}$/, 'must be a base64 secret of at least 16 bytes')
+      .max(512),
+  })
+  .strict();
+
 const serviceOptions = z.union([
   z.record(z.string(), z.record(z.string(), z.unknown())),
   z.array(z.record(z.string(), z.record(z.string(), z.unknown()))),
@@ -311,6 +327,8 @@ export const botConfigFields = {
   rtvi_client_version: shortText.optional(),
   dialin_settings: dialinSettings.optional(),
   recording_settings: recordingSettings.optional(),
+  call_record_settings: callRecordSettings.optional(),
+  status_callback: statusCallback.optional(),
 };
 
 /** Speech-to-speech profiles need only an LLM; pipeline profiles need all three services. */
