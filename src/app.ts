@@ -38,6 +38,7 @@ import { AccountCalls } from './cluster/account-calls.js';
 import type { Coordinator } from './cluster/coordinator.js';
 import { createCoordinator, nodeUrlOf } from './cluster/create-coordinator.js';
 import { RoomTokens } from './rooms/room-tokens.js';
+import { WebRtcPeers } from './rooms/webrtc/webrtc-peers.js';
 
 export interface AppDeps {
   config: AppConfig;
@@ -184,6 +185,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     liveCalls,
     log: deps.logger as Logger,
   });
+  const webrtcPeers = new WebRtcPeers({
+    rooms,
+    network: { publicIp: config.webrtc.publicIp, udpPortRange: config.webrtc.udpPortRange },
+    maxPeers: config.rooms.maxRooms * config.rooms.maxParticipants,
+    log: deps.logger as Logger,
+  });
   // Closing the app ends whatever calls are still live, each closed with 1001 "going away".
   // Added before the websocket plugin, so it runs before that plugin closes the sockets without a code.
   app.addHook('preClose', async () => liveCalls.endAllNow());
@@ -216,6 +223,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       dialout,
       cluster,
       accountCalls,
+      iceServers: config.webrtc.iceServers,
     },
     webhooks: {
       service: botConfigs,
@@ -248,6 +256,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       },
     },
     rooms: { rooms, liveCalls, cluster },
+    webrtc: { peers: webrtcPeers, tokens: rooms.tokens, liveCalls, cluster, corsOrigins: config.corsOrigins },
   });
 
   return app;

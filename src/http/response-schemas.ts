@@ -18,6 +18,20 @@ export const deletedConfig = z.object({ deleted: z.literal(true), id: z.string()
 export const startedBot = z.union([
   z.object({ room_url: z.string(), token: z.string() }),
   z.object({ ws_url: z.string() }).describe('with "transport": "websocket"'),
+  z
+    .object({
+      webrtcRequestParams: z.object({ endpoint: z.string() }),
+      iceConfig: z.object({
+        iceServers: z.array(
+          z.object({
+            urls: z.union([z.string(), z.array(z.string())]),
+            username: z.string().optional(),
+            credential: z.string().optional(),
+          }),
+        ),
+      }),
+    })
+    .describe('with "transport": "webrtc"'),
 ]);
 
 export const availableNumbers = z.object({

@@ -12,6 +12,7 @@ import { recordingDownloadRoutes, recordingRoutes } from './recording-routes.js'
 import { type RoomRoutesOptions, roomRoutes } from './room-routes.js';
 import { startBotCors } from './start-bot-cors.js';
 import { type TwilioWebhookOptions, twilioWebhookRoutes } from './twilio-webhook-routes.js';
+import { type WebRtcRoutesOptions, webrtcRoutes } from './webrtc-routes.js';
 
 type Options<T extends (app: FastifyInstance, opts: never) => unknown> = Parameters<T>[1];
 
@@ -30,6 +31,8 @@ export interface RouteDeps {
   mediaStreams: MediaStreamOptions;
   /** The room page and the room websocket. */
   rooms: RoomRoutesOptions;
+  /** The WebRTC offer endpoint of rooms (Pipecat's SmallWebRTC transport). */
+  webrtc: WebRtcRoutesOptions;
 }
 
 /**
@@ -59,6 +62,7 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDeps): Pro
 
   await app.register(twilioWebhookRoutes, deps.webhooks);
   await app.register(recordingDownloadRoutes, deps.recordings);
+  await app.register(webrtcRoutes, deps.webrtc);
   // The websocket plugin is registered once, in app.ts; both kinds of socket share its upgrade handler.
   await app.register(async (sockets) => {
     await mediaStreamRoutes(sockets, deps.mediaStreams);
