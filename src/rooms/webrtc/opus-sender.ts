@@ -2,6 +2,10 @@ import { randomInt } from 'node:crypto';
 import { FRAME_MS, SAMPLES_PER_FRAME_8K } from '../../audio/frames.js';
 import { OPUS_TICKS_PER_FRAME, OpusEncoder8k } from '../../audio/opus.js';
 
+/** Frames of silence sent after a cut: enough for the browser's decoder to settle on silence. */
+const SILENCE_FRAMES_AFTER_CLEAR = 3;
+const SILENCE = new Int16Array(SAMPLES_PER_FRAME_8K);
+
 /** One encoded frame, ready for the RTP sender (which stamps its SSRC and payload type). */
 export interface OpusRtpFrame {
   sequenceNumber: number;
@@ -59,12 +63,18 @@ export class OpusSender {
     if (this.timer === undefined) this.pump();
   }
 
-  /** Drops what has not been sent (a barge-in); the next frame starts a new talkspurt. */
+  /**
+   * Drops what has not been sent (a barge-in). A few frames of silence follow what was sent: a
+   * stream that just stops makes the browser conceal the "loss" by stretching the last sound and
+   * fading it out over 100-200 ms, while silence ends it at once.
+   */
   clear(): void {
     this.stats.framesDropped += this.queue.length;
     this.queue = [];
     this.stopTimer();
-    this.nextDueMs = undefined;
+    if (this.closed || this.sentUntilMs === undefined || this.sentUntilMs < this.now() - FRAME_MS) return;
+    for (let i = 0; i < SILENCE_FRAMES_AFTER_CLEAR; i++) this.queue.push(SILENCE);
+    this.pump();
   }
 
   close(): void {

@@ -288,10 +288,15 @@ export class WebRtcParticipant implements RoomParticipant {
     this.heard();
     this.stats.messagesIn += 1;
     const flood = this.budget.message();
-    if (flood) return this.refuse(flood);
+    if (flood) {
+      this.refuse(flood);
+      return;
+    }
     const size = typeof data === 'string' ? Buffer.byteLength(data) : data.byteLength;
-    if (size > this.limits.maxMessageBytes)
-      return this.refuse({ kind: 'too-big', reason: `message over ${this.limits.maxMessageBytes} bytes` });
+    if (size > this.limits.maxMessageBytes) {
+      this.refuse({ kind: 'too-big', reason: `message over ${this.limits.maxMessageBytes} bytes` });
+      return;
+    }
     if (typeof data !== 'string') {
       this.close(ROOM_CLOSE.policyViolation, 'malformed message: binary data on the data channel; send RTVI as text');
       return;
@@ -319,8 +324,8 @@ export class WebRtcParticipant implements RoomParticipant {
       case 'message': {
         const message = frame.message;
         if (message.type === 'client-ready') {
-          if (this.isReady) return this.close(ROOM_CLOSE.policyViolation, 'client-ready sent twice');
-          this.markReady();
+          if (this.isReady) this.close(ROOM_CLOSE.policyViolation, 'client-ready sent twice');
+          else this.markReady();
         } else if (message.type === 'user-image') {
           if (this.isReady) this.events.onImage(message.data.imageBase64);
         } else {
@@ -338,7 +343,10 @@ export class WebRtcParticipant implements RoomParticipant {
 
   private onMicrophone(pcm8k: Int16Array): void {
     const refusal = this.budget.audio((pcm8k.length / TELEPHONY_SAMPLE_RATE_HZ) * 1000);
-    if (refusal) return this.refuse(refusal);
+    if (refusal) {
+      this.refuse(refusal);
+      return;
+    }
     this.stats.audioIn += 1;
     this.input?.push(pcm8k);
   }
