@@ -1,9 +1,13 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { AccountCalls } from '../cluster/account-calls.js';
-import type { Coordinator } from '../cluster/coordinator.js';
-import { forwardRequest, wasForwarded } from '../cluster/forward.js';
-import { asBotConfigBody, dialinCall, dialoutTargets, startBotBody } from '../bots/start-bot-schema.js';
+import {
+  type StartBotBody,
+  asBotConfigBody,
+  dialinCall,
+  dialoutTargets,
+  startBotBody,
+} from '../bots/start-bot-schema.js';
 import { type AppConfig, type WebRtcIceServer, websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
@@ -11,6 +15,7 @@ import { NATURAL_TURN_POLICY, NATURAL_VAD_STOP_SECS } from '../pipeline/natural-
 import type { ProviderRegistry } from '../providers/registry.js';
 import type { RoomManager } from '../rooms/room-manager.js';
 import { errorResponses } from './error-responses.js';
+import type { Forwarding } from './forwarding.js';
 import { named } from './openapi.js';
 import { assertProvidersSetUp, withKnownProviders } from './provider-checks.js';
 import { startedBot } from './response-schemas.js';
@@ -25,7 +30,7 @@ export interface BotStartRoutesOptions {
   /** Places the calls of dialout_settings once the room is open. */
   dialout: DialoutService;
   /** Which node holds a dial-in caller on hold: a bot for a caller held elsewhere is started there. */
-  cluster: Coordinator;
+  forwarding: Forwarding;
   /** The account's concurrent calls (SWITCHBOARD_ACCOUNT_MAX_CALLS); a room is one. */
   accountCalls: AccountCalls;
   /** STUN/TURN servers handed to WebRTC clients (SWITCHBOARD_ICE_SERVERS). */
@@ -52,16 +57,18 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
     },
   };
 
-  app.post('/bots/start', { schema }, async (request, reply) => {
+  // The caller's audio is on the node that answered the carrier: a room for a held caller opens there.
+  const preHandler = opts.forwarding.hook((request: FastifyRequest) => {
+    const dialin = dialinCall(request.body as StartBotBody);
+    if (!dialin || opts.dialinCalls.holds(dialin.callId)) return undefined;
+    return opts.forwarding.nodeHolding('dialin', dialin.callId);
+  });
+
+  app.post('/bots/start', { schema, preHandler }, async (request) => {
     const body = request.body;
     assertProvidersSetUp(body, registry, env);
     opts.rooms.assertCapacity();
     const dialin = dialinCall(body);
-    if (dialin && !opts.dialinCalls.holds(dialin.callId) && !wasForwarded(request)) {
-      // The caller's audio is on the node that answered the carrier: the room opens there.
-      const holder = await opts.cluster.holderOf('dialin', dialin.callId);
-      if (holder && !holder.self) return forwardRequest(request, reply, holder.url, opts.cluster.nodeId);
-    }
     // Every target is checked (caller ids, reachable destinations) before a room or call exists.
     const dialPlans = await opts.dialout.plan(request.account.id, dialoutTargets(body), dialin ? 1 : 0);
     const releaseCall = await opts.accountCalls.take(request.account.id);

@@ -1,11 +1,10 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import type { Coordinator } from '../cluster/coordinator.js';
-import { forwardRequest, wasForwarded } from '../cluster/forward.js';
 import { ACCESS_LINK_TRACKS, type RecordingsService } from '../recordings/recordings-service.js';
 import { pageQuery } from '../store/paging.js';
 import { errorResponses } from './error-responses.js';
+import type { Forwarding } from './forwarding.js';
 import { ApiError } from '../shared/api-error.js';
 import { named } from './openapi.js';
 import { accessLink, recording, recordings } from './response-schemas.js';
@@ -33,30 +32,34 @@ const idParams = z.object({ id: recordingId.min(1, 'must be a recording id').max
 export interface RecordingRoutesOptions {
   service: RecordingsService;
   /** With several nodes, a recording kept in a node's data dir (no bucket) is that node's to serve. */
-  cluster: Coordinator;
+  forwarding: Forwarding;
 }
 
 /**
- * Whether the request was passed to the node that holds the recording's files (its answer is
- * sent); a 503 when that node is not running, since the files are only there.
+ * The node that keeps recording `id`'s files, when that is another one; a 503 when that node is
+ * not running, since the files are only there.
  */
-async function forwardedToFilesNode(
-  opts: RecordingRoutesOptions,
-  id: string,
-  request: FastifyRequest,
-  reply: FastifyReply,
-): Promise<boolean> {
-  if (!opts.cluster.clustered || wasForwarded(request)) return false;
+async function filesNodeElsewhere(opts: RecordingRoutesOptions, id: string): Promise<string | undefined> {
   const nodeId = await opts.service.filesNodeOf(id);
-  if (nodeId === undefined) return false;
-  const url = await opts.cluster.nodeUrl(nodeId);
+  if (nodeId === undefined) return undefined;
+  const url = await opts.forwarding.nodeUrl(nodeId);
   if (url === undefined)
     throw new ApiError(
       'service-unavailable',
       `recording ${id} is kept on node ${nodeId}, which is not running; try again when it is`,
     );
-  await forwardRequest(request, reply, url, opts.cluster.nodeId);
-  return true;
+  return url;
+}
+
+/** A download link's parts, or the error its handler answers with. */
+function downloadOf(request: FastifyRequest<{ Params: { id: string; file: string } }>) {
+  const { id, file } = request.params;
+  const track = ACCESS_LINK_TRACKS.find((t) => file === `${t}.wav`);
+  if (!track || !recordingId.safeParse(id).success) throw new ApiError('not-found', 'no such recording file');
+  const query = downloadQuery.safeParse(request.query);
+  if (!query.success)
+    throw new ApiError('forbidden-error', 'the download link is incomplete: it needs expires and signature');
+  return { id, track, ...query.data };
 }
 
 /** Endpoint 10 of the spec and its siblings. Mounted under /v1 behind the API-key check. */
@@ -89,14 +92,13 @@ export async function recordingRoutes(instance: FastifyInstance, opts: Recording
         params: idParams,
         response: { 200: one, ...errorResponses('not-found', 'service-unavailable') },
       },
+      preHandler: opts.forwarding.hook(async (request: FastifyRequest<{ Params: { id: string } }>) => {
+        // Only the owner's rows are looked at: another account's recording stays a 404 here.
+        await service.get(request.account, request.params.id);
+        return filesNodeElsewhere(opts, request.params.id);
+      }),
     },
-    async (request, reply) => {
-      const { id } = request.params;
-      // Only the owner's rows are looked at: another account's recording stays a 404 below.
-      await service.get(request.account, id);
-      if (await forwardedToFilesNode(opts, id, request, reply)) return reply;
-      return service.delete(request.account, id);
-    },
+    async (request) => service.delete(request.account, request.params.id),
   );
 
   app.get(
@@ -138,17 +140,13 @@ export async function recordingDownloadRoutes(app: FastifyInstance, opts: Record
           ...errorResponses('forbidden-error', 'not-found', 'service-unavailable'),
         },
       },
+      // The link is checked where the file is (every node shares the signing key).
+      preHandler: opts.forwarding.hook((request: FastifyRequest<{ Params: { id: string; file: string } }>) =>
+        filesNodeElsewhere(opts, downloadOf(request).id),
+      ),
     },
     async (request, reply) => {
-      const { id, file } = request.params;
-      const track = ACCESS_LINK_TRACKS.find((t) => file === `${t}.wav`);
-      if (!track || !recordingId.safeParse(id).success) throw new ApiError('not-found', 'no such recording file');
-      const query = downloadQuery.safeParse(request.query);
-      if (!query.success)
-        throw new ApiError('forbidden-error', 'the download link is incomplete: it needs expires and signature');
-      // The link is checked where the file is (every node shares the signing key).
-      if (await forwardedToFilesNode(opts, id, request, reply)) return reply;
-      const download = await service.openDownload({ id, track, ...query.data });
+      const download = await service.openDownload(downloadOf(request));
       reply.type('audio/wav').header('content-disposition', `attachment; filename="${download.filename}"`);
       if (download.sizeBytes !== undefined) reply.header('content-length', download.sizeBytes);
       return reply.send(download.body);

@@ -1,12 +1,12 @@
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Coordinator } from '../cluster/coordinator.js';
-import { relaySocket, wasForwarded } from '../cluster/forward.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import { roomPageHtml } from '../rooms/client/room-page.js';
 import { ROOM_CLOSE } from '../rooms/room-messages.js';
 import type { RoomManager } from '../rooms/room-manager.js';
+import type { Coordinator } from '../cluster/coordinator.js';
+import type { Forwarding } from './forwarding.js';
 
 export interface RoomRoutesOptions {
   rooms: RoomManager;
@@ -18,6 +18,7 @@ export interface RoomRoutesOptions {
    * are kept where the room is).
    */
   cluster: Coordinator;
+  forwarding: Forwarding;
 }
 
 /** Room names are base64url; anything else is not a room. */
@@ -72,28 +73,22 @@ export async function roomRoutes(app: FastifyInstance, opts: RoomRoutesOptions):
     return roomPageHtml(name, room !== undefined || elsewhere);
   });
 
+  type SocketRequest = FastifyRequest<{ Params: { name: string }; Querystring: { token?: string } }>;
+  // A good token is good on every node (they share the key); the room's node checks it and takes the participant.
+  const preHandler = opts.forwarding.hook((request: SocketRequest) => {
+    const { name } = request.params;
+    return opts.rooms.get(name) || !ROOM_NAME.test(name) ? undefined : opts.forwarding.nodeHolding('room', name);
+  });
   app.get<{ Params: { name: string }; Querystring: { token?: string } }>(
     '/rooms/:name/ws',
-    { websocket: true, schema: socketDoc },
-    (socket, request) => {
+    { websocket: true, schema: socketDoc, preHandler },
+    opts.forwarding.relaying((socket, request: SocketRequest) => {
       const { name } = request.params;
       const log = request.log.child({ room: name }) as Logger;
       const check = opts.rooms.tokens.verify(tokenOf(request.headers['sec-websocket-protocol'], request.query), name);
       if (!check.ok) {
         log.info({ why: check.why }, 'room token refused');
         socket.close(check.why === 'wrong-room' ? ROOM_CLOSE.wrongRoom : ROOM_CLOSE.invalidToken, check.message);
-        return;
-      }
-      if (!opts.rooms.get(name) && opts.cluster.clustered && !wasForwarded(request)) {
-        // The token is good (every node shares the key); the room's node takes the participant.
-        relaySocket(socket, request, {
-          fromNodeId: opts.cluster.nodeId,
-          log,
-          target: opts.cluster
-            .holderOf('room', name)
-            .then((holder) => (holder && !holder.self ? holder.url : undefined)),
-          onNowhere: () => socket.close(ROOM_CLOSE.unknownRoom, 'room not found or has closed'),
-        });
         return;
       }
       if (opts.liveCalls.isDraining) {
@@ -107,6 +102,6 @@ export async function roomRoutes(app: FastifyInstance, opts: RoomRoutesOptions):
         return;
       }
       room.admit(socket, log);
-    },
+    }),
   );
 }

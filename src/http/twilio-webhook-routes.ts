@@ -1,7 +1,5 @@
 import formbody from '@fastify/formbody';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Coordinator } from '../cluster/coordinator.js';
-import { forwardRequest, wasForwarded } from '../cluster/forward.js';
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { PinlessConfigService } from '../dialin/pinless-config.js';
@@ -12,6 +10,7 @@ import type { AccountsRepo } from '../store/accounts-repo.js';
 import { buildSayHangupTwiml, buildStreamTwiml } from '../telephony/twiml.js';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.js';
 import { errorResponses } from './error-responses.js';
+import type { Forwarding } from './forwarding.js';
 import { noBody, twimlResponse } from './response-schemas.js';
 
 export interface TwilioWebhookOptions {
@@ -25,7 +24,7 @@ export interface TwilioWebhookOptions {
   /** Outbound legs of rooms: the carrier asks for their TwiML on answer and reports their status. */
   dialout: DialoutService;
   /** Which node placed a dial-out leg: its callbacks that land elsewhere are passed to it. */
-  cluster: Coordinator;
+  forwarding: Forwarding;
   /** While the server drains, new calls get a 503 so the carrier can try its fallback URL. */
   liveCalls: LiveCalls;
 }
@@ -69,14 +68,13 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
   }
 
   /**
-   * The node that placed a dial-out leg, when it is another one: the carrier calls the public
+   * A dial-out leg's callbacks go to the node that placed it: the carrier calls the public
    * address, which may be any node, and only the placing node has the leg's room.
    */
-  async function legNodeElsewhere(request: FastifyRequest, legId: string): Promise<string | undefined> {
-    if (!opts.cluster.clustered || opts.dialout.holds(legId) || wasForwarded(request)) return undefined;
-    const holder = await opts.cluster.holderOf('dialout', legId);
-    return holder && !holder.self ? holder.url : undefined;
-  }
+  const toLegNode = opts.forwarding.hook((request: FastifyRequest<{ Params: { legId: string } }>) => {
+    const { legId } = request.params;
+    return opts.dialout.holds(legId) ? undefined : opts.forwarding.nodeHolding('dialout', legId);
+  });
 
   /** A new call while the server drains: 503, which makes Twilio use the number's fallback URL if it has one. */
   function refusedWhileDraining(request: FastifyRequest, reply: FastifyReply): boolean {
@@ -130,12 +128,11 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
       schema: webhookSchema('Answer webhook of a dial-out leg: streams it into its room', {
         200: twimlResponse('TwiML'),
       }),
+      preHandler: toLegNode,
     },
     async (request, reply) => {
       const params = (request.body ?? {}) as Record<string, unknown>;
       if (!verified(request, reply, params)) return reply;
-      const elsewhere = await legNodeElsewhere(request, request.params.legId);
-      if (elsewhere) return forwardRequest(request, reply, elsewhere, opts.cluster.nodeId);
       const leg = opts.dialout.legFor(request.params.legId);
       if (!leg) {
         request.log.info({ legId: request.params.legId }, 'answer webhook for an unknown or finished dial-out leg');
@@ -151,12 +148,10 @@ export async function twilioWebhookRoutes(app: FastifyInstance, opts: TwilioWebh
   /** Status callbacks of dial-out legs: ringing, answered, and how the call ended. */
   app.post<{ Params: { legId: string } }>(
     '/twilio/dialout/:legId/status',
-    { schema: webhookSchema('Status callback of a dial-out leg', { 204: noBody('Noted') }) },
+    { schema: webhookSchema('Status callback of a dial-out leg', { 204: noBody('Noted') }), preHandler: toLegNode },
     async (request, reply) => {
       const params = (request.body ?? {}) as Record<string, unknown>;
       if (!verified(request, reply, params)) return reply;
-      const elsewhere = await legNodeElsewhere(request, request.params.legId);
-      if (elsewhere) return forwardRequest(request, reply, elsewhere, opts.cluster.nodeId);
       const status = typeof params.CallStatus === 'string' ? params.CallStatus : '';
       const duration = Number(params.CallDuration);
       opts.dialout.onStatus(request.params.legId, status, {

@@ -1,22 +1,21 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Coordinator } from '../cluster/coordinator.js';
-import { forwardRequest, wasForwarded } from '../cluster/forward.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import type { RoomTokens } from '../rooms/room-tokens.js';
 import { answerBody, MAX_SDP_BYTES, offerBody, patchBody } from '../rooms/webrtc/webrtc-messages.js';
 import type { WebRtcPeers } from '../rooms/webrtc/webrtc-peers.js';
 import { ApiError } from '../shared/api-error.js';
 import { BODY_ERRORS, errorResponses } from './error-responses.js';
+import type { Forwarding } from './forwarding.js';
 
 export interface WebRtcRoutesOptions {
   peers: WebRtcPeers;
   tokens: RoomTokens;
   liveCalls: LiveCalls;
   /** A room lives on one node: another node forwards its offers and candidates there. */
-  cluster: Coordinator;
+  forwarding: Forwarding;
   /** Browser origins (or `*`) whose pages may send offers (CORS), as for POST /v1/bots/start. */
   corsOrigins: readonly string[];
 }
@@ -81,33 +80,27 @@ export async function webrtcRoutes(instance: FastifyInstance, opts: WebRtcRoutes
     },
   );
 
-  /** Checks the token, then: forwarded to the room's node (the reply sent), refused, or the room is here. */
-  async function admit(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    name: string,
-    queryToken: string | undefined,
-  ): Promise<'forwarded' | 'here'> {
+  /** The room is held by another node: its offers and candidates are answered there. */
+  const preHandler = opts.forwarding.hook((request: FastifyRequest<{ Params: { name: string } }>) => {
+    const { name } = request.params;
+    return opts.peers.hasRoom(name) || !ROOM_NAME.test(name) ? undefined : opts.forwarding.nodeHolding('room', name);
+  });
+
+  /** The room token (every node checks it with the deployment's key), and no joining while draining. */
+  function admit(request: FastifyRequest, name: string, queryToken: string | undefined): void {
     const check = opts.tokens.verify(tokenOf(request, queryToken), name);
     if (!check.ok) {
       request.log.info({ room: name, why: check.why }, 'room token refused');
       throw new ApiError(check.why === 'wrong-room' ? 'forbidden-error' : 'authentication-error', check.message);
     }
-    if (!opts.peers.hasRoom(name) && opts.cluster.clustered && !wasForwarded(request)) {
-      const holder = await opts.cluster.holderOf('room', name);
-      if (holder && !holder.self) {
-        await forwardRequest(request, reply, holder.url, opts.cluster.nodeId);
-        return 'forwarded';
-      }
-    }
     if (opts.liveCalls.isDraining) throw new ApiError('service-unavailable', SHUTDOWN_REASON);
-    return 'here';
   }
 
   app.post(
     OFFER_PATH,
     {
       bodyLimit: BODY_LIMIT_BYTES,
+      preHandler,
       schema: {
         summary: "Join a room over WebRTC: the SDP offer of Pipecat's SmallWebRTC transport",
         description:
@@ -131,8 +124,8 @@ export async function webrtcRoutes(instance: FastifyInstance, opts: WebRtcRoutes
         },
       },
     },
-    async (request, reply) => {
-      if ((await admit(request, reply, request.params.name, request.query.token)) === 'forwarded') return reply;
+    async (request) => {
+      admit(request, request.params.name, request.query.token);
       const log = request.log.child({ room: request.params.name }) as Logger;
       return opts.peers.offer(request.params.name, request.body, log);
     },
@@ -142,6 +135,7 @@ export async function webrtcRoutes(instance: FastifyInstance, opts: WebRtcRoutes
     OFFER_PATH,
     {
       bodyLimit: BODY_LIMIT_BYTES,
+      preHandler,
       schema: {
         summary: 'Trickled ICE candidates of a WebRTC participant',
         params,
@@ -153,8 +147,8 @@ export async function webrtcRoutes(instance: FastifyInstance, opts: WebRtcRoutes
         },
       },
     },
-    async (request, reply) => {
-      if ((await admit(request, reply, request.params.name, request.query.token)) === 'forwarded') return reply;
+    async (request) => {
+      admit(request, request.params.name, request.query.token);
       const added = await opts.peers.patch(request.params.name, request.body);
       return { status: 'success' as const, added };
     },

@@ -75,9 +75,8 @@ function sendableCode(code: number): number | undefined {
 export interface RelayOptions {
   fromNodeId: string;
   log: Logger;
-  /** Where the socket's subject lives, once looked up; undefined: nowhere, and `onNowhere` answers. */
-  target: Promise<string | undefined>;
-  onNowhere(): void;
+  /** The node that holds the socket's subject. */
+  nodeUrl: string;
 }
 
 /**
@@ -89,65 +88,45 @@ const NODE_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
 /**
  * Relays an accepted websocket to the same path on another node, message for message (text stays
  * text, binary stays binary) and close code for close code, both ways. Messages that arrive while
- * the target is looked up and the relay connects are kept and sent first, in order: a carrier
+ * the relay connects are kept and sent first, in order: a carrier
  * sends `connected` and `start` right after the upgrade. When the other node dies, the socket is
  * closed with 1001, as when a node shuts down.
  */
 export function relaySocket(socket: WebSocket, request: FastifyRequest, options: RelayOptions): void {
+  const { nodeUrl } = options;
+  const protocols = String(request.headers['sec-websocket-protocol'] ?? '')
+    .split(',')
+    .map((p) => p.trim())
+    .filter((p) => p !== '');
+  const headers: Record<string, string> = { [FORWARDED_HEADER]: options.fromNodeId };
+  const signature = request.headers['x-twilio-signature'];
+  if (typeof signature === 'string') headers['x-twilio-signature'] = signature;
+  const relay = new WebSocket(nodeUrl.replace(/^http/i, 'ws') + request.url, protocols, {
+    headers,
+    maxPayload: NODE_MAX_PAYLOAD_BYTES,
+  });
   const waiting: Array<{ data: RawData; isBinary: boolean }> = [];
-  let upstream: WebSocket | undefined;
-  let clientClosed: { code: number; reason: Buffer } | undefined;
   socket.on('message', (data, isBinary) => {
-    if (upstream?.readyState === WebSocket.OPEN) upstream.send(data, { binary: isBinary });
+    if (relay.readyState === WebSocket.OPEN) relay.send(data, { binary: isBinary });
     else waiting.push({ data, isBinary });
   });
-  socket.on('close', (code, reason) => {
-    clientClosed = { code, reason };
-    if (upstream?.readyState === WebSocket.OPEN || upstream?.readyState === WebSocket.CONNECTING)
-      closeWith(upstream, code, reason);
+  socket.on('close', (code, reason) => closeWith(relay, code, reason));
+  relay.on('open', () => {
+    for (const { data, isBinary } of waiting.splice(0)) relay.send(data, { binary: isBinary });
   });
-
-  options.target.then(
-    (nodeUrl) => {
-      if (clientClosed) return;
-      if (nodeUrl === undefined) return options.onNowhere();
-      const protocols = String(request.headers['sec-websocket-protocol'] ?? '')
-        .split(',')
-        .map((p) => p.trim())
-        .filter((p) => p !== '');
-      const headers: Record<string, string> = { [FORWARDED_HEADER]: options.fromNodeId };
-      const signature = request.headers['x-twilio-signature'];
-      if (typeof signature === 'string') headers['x-twilio-signature'] = signature;
-      const relay = new WebSocket(nodeUrl.replace(/^http/i, 'ws') + request.url, protocols, {
-        headers,
-        maxPayload: NODE_MAX_PAYLOAD_BYTES,
-      });
-      upstream = relay;
-      relay.on('open', () => {
-        for (const { data, isBinary } of waiting.splice(0)) relay.send(data, { binary: isBinary });
-      });
-      relay.on('message', (data, isBinary) => {
-        if (socket.readyState === WebSocket.OPEN) socket.send(data, { binary: isBinary });
-      });
-      relay.on('close', (code, reason) => closeWith(socket, code, reason));
-      relay.on('unexpected-response', (_req, res) => {
-        options.log.warn(
-          { nodeUrl, status: res.statusCode },
-          'the node holding this socket’s subject refused the relay',
-        );
-        relay.terminate();
-        closeWith(socket, 1011, Buffer.from('the node serving this refused the connection'));
-      });
-      relay.on('error', (err) => {
-        options.log.warn({ err: err.message, nodeUrl }, 'relay to another node failed');
-        closeWith(socket, NODE_GONE, Buffer.from('the node serving this went away'));
-      });
-    },
-    (err: unknown) => {
-      options.log.error({ err }, 'could not look up which node serves this socket');
-      closeWith(socket, 1011, Buffer.from('internal error'));
-    },
-  );
+  relay.on('message', (data, isBinary) => {
+    if (socket.readyState === WebSocket.OPEN) socket.send(data, { binary: isBinary });
+  });
+  relay.on('close', (code, reason) => closeWith(socket, code, reason));
+  relay.on('unexpected-response', (_req, res) => {
+    options.log.warn({ nodeUrl, status: res.statusCode }, 'the node holding this socket’s subject refused the relay');
+    relay.terminate();
+    closeWith(socket, 1011, Buffer.from('the node serving this refused the connection'));
+  });
+  relay.on('error', (err) => {
+    options.log.warn({ err: err.message, nodeUrl }, 'relay to another node failed');
+    closeWith(socket, NODE_GONE, Buffer.from('the node serving this went away'));
+  });
 }
 
 function closeWith(socket: WebSocket, code: number, reason: Buffer): void {

@@ -1,0 +1,39 @@
+import { BotConfigService } from '../bots/bot-config-service.js';
+import type { AppConfig } from '../config/env.js';
+import type { AuthDeps } from '../http/auth.js';
+import { SecretBox } from '../security/secret-box.js';
+import { type ServiceKeys, loadServiceKeys } from '../security/service-keys.js';
+import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../store/accounts-repo.js';
+import { hashApiKey } from '../store/api-key-hash.js';
+import { BotConfigsRepo } from '../store/bot-configs-repo.js';
+import type { OpenedDatabase } from '../store/database.js';
+import { buildStreamTwiml } from '../telephony/twiml.js';
+
+export interface Accounts {
+  /** The deployment's keys: every node on one PostgreSQL store loads the same ones. */
+  keys: ServiceKeys;
+  /** Seals what the store keeps secret (provider keys in configurations). */
+  secrets: SecretBox;
+  accounts: AccountsRepo;
+  /** Who may call the API: stored keys, and the keys of the environment as the default account. */
+  auth: AuthDeps;
+  botConfigsRepo: BotConfigsRepo;
+  botConfigs: BotConfigService;
+}
+
+/** Accounts, their keys and their bot configurations, from the store. */
+export async function buildAccounts(config: AppConfig, database: OpenedDatabase): Promise<Accounts> {
+  const keys = await loadServiceKeys(config, database);
+  const secrets = new SecretBox(keys.secret);
+  const accounts = new AccountsRepo(database.db);
+  const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
+  const botConfigsRepo = new BotConfigsRepo(database.db);
+  return {
+    keys,
+    secrets,
+    accounts,
+    auth: { accounts, defaultAccount, envKeyHashes: new Set(config.envApiKeys.map(hashApiKey)) },
+    botConfigsRepo,
+    botConfigs: new BotConfigService(botConfigsRepo, secrets, config.publicUrl, buildStreamTwiml),
+  };
+}
