@@ -191,7 +191,6 @@ async function main(): Promise<void> {
       SWITCHBOARD_OPENAI_URL: vendors,
       SWITCHBOARD_CARTESIA_URL: vendors,
       SWITCHBOARD_MAX_ROOMS: '200',
-      LOG_LEVEL: 'warn',
     },
     [],
     pinning.server,
