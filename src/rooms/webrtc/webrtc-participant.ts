@@ -79,8 +79,10 @@ type PeerState = 'new' | 'connected' | 'gone';
  */
 export class WebRtcParticipant implements RoomParticipant {
   readonly stats = { audioIn: 0, audioOut: 0, messagesIn: 0, restarts: 0, bytesIn: 0, videoPackets: 0 };
-  /** Set on client-ready, or carried over when a peer comes back under its pc_id. */
-  private isReady: boolean;
+  /** Set on client-ready, or when the data channel of a peer back under its pc_id opens. */
+  private isReady = false;
+  /** A peer back under its pc_id said client-ready before and will not say it again. */
+  private resumeReady: boolean;
   private input: RoomInput | undefined;
   private pc: RTCPeerConnection | undefined;
   private dc: RTCDataChannel | undefined;
@@ -102,17 +104,13 @@ export class WebRtcParticipant implements RoomParticipant {
     /** A client that said client-ready before (a peer back under its pc_id): it will not say it again. */
     resumed = false,
   ) {
-    this.isReady = false;
+    this.resumeReady = resumed;
     this.budget = new PeerBudget({ maxMessagesPerSec: limits.maxMessagesPerSec, audio: DEFAULT_AUDIO_RATE_LIMITS });
     this.receiver = new OpusReceiver((pcm) => this.onMicrophone(pcm));
     this.sender = new OpusSender((frame) => this.sendRtp(frame));
     this.watchdog = setInterval(() => this.checkAlive(), Math.min(1000, limits.silentPeerTimeoutMs / 2));
     this.watchdog.unref();
-    if (resumed) this.resumeReady = true;
   }
-
-  /** A resumed peer becomes ready when its data channel opens. */
-  private resumeReady = false;
 
   get ready(): boolean {
     return this.isReady;
