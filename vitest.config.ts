@@ -34,6 +34,7 @@ const PROCESS_TESTS = [
   'test/integration/cli-db.test.ts',
   'test/integration/cli-keys.test.ts',
   'test/integration/cli-usage.test.ts',
+  'test/integration/dist-build.test.ts',
   'test/integration/file-modes.test.ts',
   'test/integration/loadtest.test.ts',
   'test/integration/node-lts.test.ts',

@@ -78,6 +78,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const recorded = await buildRecordings({ config, database, nodeId, keys, cluster, log });
   const { recordings } = recorded;
   app.addHook('onClose', async () => {
+    keys.secretRing.stop();
     await recorded.close();
     await cluster.close();
   });

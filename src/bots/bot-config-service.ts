@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { websocketBase } from '../config/env.js';
 import { ApiError } from '../shared/api-error.js';
-import { maskSecret, type SecretBox } from '../security/secret-box.js';
+import { maskSecret, type SecretBox, SealedSecretError } from '../security/secret-box.js';
 import type { Account } from '../store/accounts-repo.js';
 import type { BotConfigRow, BotConfigsRepo } from '../store/bot-configs-repo.js';
 import type { PageDirection, PageQuery } from '../store/paging.js';
@@ -66,7 +66,10 @@ export class BotConfigService {
   async replace(account: Account, id: string, body: TelephonyConfigBody): Promise<BotConfigView> {
     const existing = await this.repo.get(account.id, id);
     if (!existing) throw notFound(id);
-    const storedKeys = this.openKeys(existing);
+    // Keys this node cannot open are replaced by a body that sends every key in full; a masked
+    // key would mean "keep the stored one", which cannot be read.
+    const sendsMasked = Object.values(body.api_keys).some((value) => value.startsWith('****'));
+    const storedKeys = sendsMasked ? this.openKeys(existing) : (this.openKeysIfReadable(existing) ?? {});
     const keys: Record<string, string> = {};
     for (const [vendor, value] of Object.entries(body.api_keys)) {
       const stored = storedKeys[vendor];
@@ -87,6 +90,8 @@ export class BotConfigService {
   async list(account: Account, page: PageQuery): Promise<BotConfigView[]> {
     const direction = await this.direction(account, page);
     const rows = await this.repo.list(account.id, direction, page.limit);
+    const unreadable = rows.filter((row) => this.openKeysIfReadable(row) === undefined).map((row) => row.id);
+    if (unreadable.length > 0) throw unreadableKeys(unreadable);
     return rows.map((row) => this.view(account, row));
   }
 
@@ -140,11 +145,39 @@ export class BotConfigService {
     return Object.keys(keys).length === 0 ? null : this.secrets.seal(JSON.stringify(keys));
   }
 
+  /** The configuration's provider keys; an ApiError naming it when they cannot be opened. */
   private openKeys(row: BotConfigRow): Record<string, string> {
-    return row.apiKeysSealed ? (JSON.parse(this.secrets.open(row.apiKeysSealed)) as Record<string, string>) : {};
+    const keys = this.openKeysIfReadable(row);
+    if (keys === undefined) throw unreadableKeys([row.id]);
+    return keys;
+  }
+
+  /** Undefined when the keys were sealed with a secret key this server does not hold. */
+  private openKeysIfReadable(row: BotConfigRow): Record<string, string> | undefined {
+    if (!row.apiKeysSealed) return {};
+    try {
+      return JSON.parse(this.secrets.open(row.apiKeysSealed)) as Record<string, string>;
+    } catch (err) {
+      if (err instanceof SealedSecretError) return undefined;
+      throw err;
+    }
   }
 }
 
 function notFound(id: string): ApiError {
   return new ApiError('not-found', `no configuration with id ${id}`);
+}
+
+/**
+ * Provider keys sealed with a secret key this server does not hold (rotated away, or this node
+ * was given another SWITCHBOARD_SECRET_KEY): a server error, since the caller did nothing wrong,
+ * that names the configuration and the field, and says how to recover.
+ */
+function unreadableKeys(ids: readonly string[]): ApiError {
+  const which = ids.length === 1 ? `configuration ${ids[0]}` : `configurations ${ids.join(', ')}`;
+  return new ApiError(
+    'server-error',
+    `${which}: botConfig.api_keys cannot be opened: they were sealed with a secret key this server does not hold (SWITCHBOARD_SECRET_KEY); ` +
+      'the operator must give this node the store’s key, or you can send the configuration again with every api_keys value in full (POST /v1/bots/twilio-config/{id})',
+  );
 }

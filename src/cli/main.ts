@@ -2,8 +2,9 @@
 // First: it acts before the other modules load.
 import './hold-young-generation.js';
 import { EnvError, loadConfig } from '../config/env.js';
+import { KeyMismatchError } from '../security/key-fingerprint.js';
 import { StoreError } from '../store/store-error.js';
-import { USAGE_EXIT } from './usage.js';
+import { KEY_MISMATCH_EXIT, USAGE_EXIT } from './usage.js';
 
 const USAGE = `usage: switchboard <command> [options]
 
@@ -23,6 +24,8 @@ commands:
                                 reports
   db copy --from DATA_DIR --to postgres://…
                                 copy a SQLite store into PostgreSQL
+  db rotate-key <secret|link-signing|room-token> [--new-key BASE64]
+                                change one of the store's keys, with the nodes running
   emulate [--port N] [--llm-first-token-ms N] ...
                                 serve stand-ins for the vendors' APIs on one port, for offline calls
                                 and load tests
@@ -74,6 +77,11 @@ main(process.argv.slice(2)).then(
     if (code !== 0 || process.exitCode === undefined) process.exitCode = code;
   },
   (err: unknown) => {
+    if (err instanceof KeyMismatchError) {
+      process.stderr.write(`switchboard: ${err.message}\n`);
+      process.exitCode = KEY_MISMATCH_EXIT;
+      return;
+    }
     if (err instanceof EnvError || err instanceof StoreError) process.stderr.write(`switchboard: ${err.message}\n`);
     else process.stderr.write(`switchboard: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
     process.exitCode = 1;

@@ -6,6 +6,9 @@ export class UsageError extends Error {}
 /** Exit status for misuse of the command line. */
 export const USAGE_EXIT = 2;
 
+/** Exit status of a node (or `db rotate-key`) whose key is not the one its store uses (security/key-fingerprint.ts). */
+export const KEY_MISMATCH_EXIT = 3;
+
 /**
  * `parseArgs` of node:util with its errors as one-line UsageErrors: "Unknown option '--bogus'",
  * "Option '--port <value>' argument missing", "Unexpected argument 'x'" (the first sentence of

@@ -23,6 +23,18 @@ const serviceKey = z
   )
   .transform((value) => Buffer.from(value, 'base64'));
 
+/**
+ * SWITCHBOARD_SECRET_KEY: one key, or while it is being rotated the new and the old one,
+ * comma-separated (the node opens values sealed with either; see security/key-rotation.ts).
+ */
+const secretKeys = z
+  .string()
+  .refine((value) => {
+    const keys = value.split(',').map((key) => key.trim());
+    return keys.length <= 2 && keys.every((key) => serviceKey.safeParse(key).success);
+  }, 'must be 32 bytes in base64 (openssl rand -base64 32), or while it is rotated the new and the old key, comma-separated')
+  .transform((value) => value.split(',').map((key) => Buffer.from(key.trim(), 'base64')));
+
 /** What DATABASE_URL (and `db copy --to`) accepts: a PostgreSQL connection URL. */
 export function isPostgresUrl(value: string): boolean {
   return /^postgres(ql)?:\/\/[^/]/i.test(value) && URL.canParse(value);
@@ -45,7 +57,7 @@ const envSchema = z.object({
     .max(64 * 1024 * 1024)
     .default(1024 * 1024),
   DATABASE_URL: postgresUrl.optional(),
-  SWITCHBOARD_SECRET_KEY: serviceKey.optional(),
+  SWITCHBOARD_SECRET_KEY: secretKeys.optional(),
   SWITCHBOARD_LINK_SIGNING_KEY: serviceKey.optional(),
   SWITCHBOARD_ROOM_TOKEN_KEY: serviceKey.optional(),
   REDIS_URL: z
@@ -145,7 +157,7 @@ export interface AppConfig {
   /** The PostgreSQL store's connection URL; unset means SQLite in the data dir. */
   databaseUrl?: string;
   /** Keys given in the environment, which win over the stored ones (see security/service-keys.ts). */
-  serviceKeys: { secret?: Buffer; linkSigning?: Buffer; roomToken?: Buffer };
+  serviceKeys: { secret?: Buffer[]; linkSigning?: Buffer; roomToken?: Buffer };
   /** Keys accepted for the default account, from SWITCHBOARD_API_KEY. */
   envApiKeys: string[];
   bodyLimitBytes: number;

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { ApiError } from '../shared/api-error.js';
 import type { AddressPolicy } from '../security/address-policy.js';
-import type { SecretBox } from '../security/secret-box.js';
+import { type SecretBox, SealedSecretError } from '../security/secret-box.js';
 import type { Account } from '../store/accounts-repo.js';
 import type { DialinConfigsRepo } from '../store/dialin-configs-repo.js';
 import type { PhoneNumbersRepo } from '../store/phone-numbers-repo.js';
@@ -80,7 +80,20 @@ export class PinlessConfigService {
   ) {}
 
   async get(account: Account): Promise<DomainView> {
-    return this.view(account, await this.entries(account.id));
+    const sealed = await this.repo.get(account.id);
+    const entries = sealed ? this.openEntries(sealed) : [];
+    if (entries === undefined) {
+      this.log.error(
+        { accountId: account.id },
+        'pinless dial-in entries cannot be opened with this server’s secret key',
+      );
+      throw new ApiError(
+        'server-error',
+        `domain ${account.domainId}: config.pinless_dialin cannot be opened: the entries were sealed with a secret key this server does not hold (SWITCHBOARD_SECRET_KEY); ` +
+          'the operator must give this node the store’s key, or you can set them again (POST /v1/)',
+      );
+    }
+    return this.view(account, entries);
   }
 
   async set(account: Account, body: DomainConfigBody): Promise<DomainView> {
@@ -132,14 +145,28 @@ export class PinlessConfigService {
       // released it must never receive the calls of the number's next owner.
       const holder = await this.numbers.findByNumber(to);
       if (!holder) return undefined;
-      const entry = (await this.entries(holder.account_id)).find((e) => e.phone_number === to);
+      const sealed = await this.repo.get(holder.account_id);
+      const entries = sealed ? this.openForCall(holder.account_id, sealed) : [];
+      const entry = entries.find((e) => e.phone_number === to);
       return entry ? { accountId: holder.account_id, entry } : undefined;
     }
+    // One account's unreadable entries must not stop the others' SIP calls.
     for (const { accountId, entriesSealed } of await this.repo.all()) {
-      const entry = this.open(entriesSealed).find((e) => sipUserOf(e.sip_uri) === user);
+      const entry = this.openForCall(accountId, entriesSealed).find((e) => sipUserOf(e.sip_uri) === user);
       if (entry) return { accountId, entry };
     }
     return undefined;
+  }
+
+  /** The entries for routing a call; none (and the reason logged) when they cannot be opened. */
+  private openForCall(accountId: string, sealed: string): PinlessEntry[] {
+    const entries = this.openEntries(sealed);
+    if (entries) return entries;
+    this.log.error(
+      { accountId },
+      'pinless dial-in entries cannot be opened with this server’s secret key (SWITCHBOARD_SECRET_KEY): the call is not routed to them',
+    );
+    return [];
   }
 
   private async verify(entry: PinlessEntry): Promise<void> {
@@ -165,13 +192,14 @@ export class PinlessConfigService {
     }
   }
 
-  private async entries(accountId: string): Promise<PinlessEntry[]> {
-    const sealed = await this.repo.get(accountId);
-    return sealed ? this.open(sealed) : [];
-  }
-
-  private open(sealed: string): PinlessEntry[] {
-    return JSON.parse(this.secrets.open(sealed)) as PinlessEntry[];
+  /** Undefined when the entries were sealed with a secret key this server does not hold. */
+  private openEntries(sealed: string): PinlessEntry[] | undefined {
+    try {
+      return JSON.parse(this.secrets.open(sealed)) as PinlessEntry[];
+    } catch (err) {
+      if (err instanceof SealedSecretError) return undefined;
+      throw err;
+    }
   }
 
   private view(account: Account, entries: PinlessEntry[]): DomainView {

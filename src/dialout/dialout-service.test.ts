@@ -169,13 +169,64 @@ describe('DialoutService', () => {
     expect(service.active).toBe(0);
   });
 
+  it('counts and logs a leg cancelled by its room closing once, as canceled; the carrier’s canceled callback adds nothing', async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const { carrier, room, outcomes, cluster } = setUp();
+    const service = new DialoutService({
+      carrier: carrier as unknown as Carrier,
+      numbers: {} as PhoneNumbersRepo,
+      publicUrl: 'https://sb.example.com',
+      ringTimeoutSecs: 30,
+      maxParticipants: 4,
+      log: pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line)) }),
+      cluster,
+      metrics: { dialoutLeg: (outcome) => outcomes.push(outcome) },
+    });
+    service.start(room, [
+      { to: '+14155550123', from: '+1' },
+      { to: '+14155550124', from: '+1' },
+    ]);
+    await settle();
+    carrier.queue(0, 'CA-ringing');
+    carrier.queue(1, 'CA-answered');
+    await settle();
+    const [ringing, answered] = carrier.dialled.map(legIdOf);
+    service.onStatus(ringing!, 'ringing', {});
+    service.onStatus(answered!, 'answered', {});
+    room.close();
+    expect(outcomes).toEqual(['canceled', 'canceled']);
+    expect(carrier.hungUp).toEqual([
+      { ref: 'CA-ringing', stage: 'ringing' },
+      { ref: 'CA-answered', stage: 'answered' },
+    ]);
+    // The carrier's callbacks after the cancel still come to this node, and count nothing more.
+    expect(service.holds(ringing!)).toBe(true);
+    expect(await cluster.holderOf('dialout', ringing!)).toEqual({ self: true });
+    service.onStatus(ringing!, 'canceled', {});
+    service.onStatus(ringing!, 'canceled', {});
+    service.onStatus(answered!, 'completed', {});
+    expect(outcomes).toEqual(['canceled', 'canceled']);
+    expect(room.ended).toEqual([]);
+    const ended = lines.filter((l) => typeof l.msg === 'string' && (l.msg as string).includes('ended:'));
+    expect(ended.map((l) => l.msg)).toEqual([
+      'dial-out to +14155550123 ended: canceled',
+      'dial-out to +14155550124 ended: canceled',
+    ]);
+    expect(ended[0]).toMatchObject({ outcome: 'canceled', dialoutLeg: ringing });
+    // Once the carrier has confirmed, nothing of the legs is left.
+    expect(service.holds(ringing!)).toBe(false);
+    expect(service.holds(answered!)).toBe(false);
+    expect(await cluster.holderOf('dialout', ringing!)).toBeUndefined();
+  });
+
   it('never dials a leg whose room closed while the leg was being registered', async () => {
-    const { carrier, service, room, cluster } = setUp();
+    const { carrier, service, room, cluster, outcomes } = setUp();
     service.start(room, [{ to: '+14155550123', from: '+1' }]);
     room.close();
     await settle();
     expect(carrier.dialled).toEqual([]);
     expect(service.active).toBe(0);
+    expect(outcomes).toEqual(['canceled']);
     // Nothing of the leg is left registered: the cluster holds no dial-out leg at all.
     expect(await cluster.claim('dialout', 'probe', 1)).toBe(true);
   });

@@ -71,6 +71,13 @@ export type LegOutcome = 'answered' | 'busy' | 'no-answer' | 'failed' | 'cancele
 const FINAL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'canceled']);
 
 /**
+ * How long a leg cancelled by its room's closing waits for the carrier's last status callback
+ * (Twilio sends `canceled` within seconds of the REST request). Long enough for a carrier that
+ * retries, short enough that a callback that never comes costs nothing.
+ */
+const LAST_STATUS_WAIT_MS = 5 * 60_000;
+
+/**
  * Dial-out legs: a room's bot dials each target when it starts; the carrier reports progress to
  * `/twilio/dialout/:leg/status` and, when the callee answers, asks `/twilio/dialout/:leg` for TwiML
  * that streams the leg to `/ws/dialout/:leg`, where it joins the room. Busy, unanswered and
@@ -79,6 +86,12 @@ const FINAL_STATUSES = new Set(['completed', 'busy', 'no-answer', 'failed', 'can
  */
 export class DialoutService {
   private readonly legs = new Map<string, Leg>();
+  /**
+   * Legs cancelled because their room closed, already counted and logged, waiting for the
+   * carrier's last callback: it is recognised (and not counted again), and the cluster still
+   * sends it here. Each is forgotten on that callback, or after LAST_STATUS_WAIT_MS.
+   */
+  private readonly cancelled = new Map<string, { leg: Leg; timer: NodeJS.Timeout }>();
 
   constructor(private readonly options: DialoutServiceOptions) {}
 
@@ -152,8 +165,16 @@ export class DialoutService {
     return true;
   }
 
-  /** A carrier status callback. Unknown legs are ignored (late callbacks after a room closed). */
+  /** A carrier status callback. Unknown legs are ignored (callbacks for a leg long over, or never ours). */
   onStatus(legId: string, callStatus: string, details: { durationSecs?: number; sipCode?: string }): void {
+    const cancelled = this.cancelled.get(legId);
+    if (cancelled) {
+      if (!FINAL_STATUSES.has(callStatus)) return;
+      // Counted and logged when the room cancelled it: the carrier only confirms.
+      cancelled.leg.log.debug({ callStatus }, 'the carrier confirmed the end of a cancelled dial-out leg');
+      this.forget(cancelled.leg);
+      return;
+    }
     const leg = this.legs.get(legId);
     if (!leg) return;
     if (callStatus === 'ringing' && leg.stage === 'dialling') leg.stage = 'ringing';
@@ -173,9 +194,9 @@ export class DialoutService {
     this.finish(leg, outcome);
   }
 
-  /** Whether this node placed the leg and it is still in flight. */
+  /** Whether this node placed the leg and it is still in flight (or awaits the carrier's last word). */
   holds(legId: string): boolean {
-    return this.legs.has(legId);
+    return this.legs.has(legId) || this.cancelled.has(legId);
   }
 
   /** Legs in flight (for tests and logs). */
@@ -197,7 +218,7 @@ export class DialoutService {
         if (!claimed) throw new Error('the leg id is already registered in the cluster');
         // The room closed while the leg was being registered: never dial it.
         if (leg.stage === 'ended') {
-          this.options.cluster.release('dialout', id);
+          this.forget(leg);
           return;
         }
         return this.options.carrier
@@ -216,12 +237,23 @@ export class DialoutService {
               if (leg.stage === 'ended') this.hangUp(leg, 'ringing');
             },
             (err: unknown) => {
+              // Refused after its room cancelled it: already counted, and no callback will come.
+              if (this.cancelled.has(id)) {
+                log.debug({ err }, 'the carrier refused a dial-out leg its room had cancelled');
+                this.forget(leg);
+                return;
+              }
               log.warn({ err }, `dial-out to ${plan.to} failed: the carrier refused the call`);
               this.finish(leg, 'failed');
             },
           );
       })
       .catch((err: unknown) => {
+        if (this.cancelled.has(id)) {
+          log.debug({ err }, 'a dial-out leg its room had cancelled could not be registered in the cluster');
+          this.forget(leg);
+          return;
+        }
         log.error({ err }, `dial-out to ${plan.to} failed: the leg could not be registered in the cluster`);
         this.finish(leg, 'failed');
       });
@@ -237,22 +269,39 @@ export class DialoutService {
 
   /**
    * The room is gone. Joined legs end with their media stream (the room closes it, and nothing
-   * follows the stream in their TwiML); legs not yet joined are hung up at the carrier.
+   * follows the stream in their TwiML). Legs not yet joined end as `canceled`, counted and logged
+   * here once, and are hung up at the carrier, whose own `canceled` callback follows.
    */
   private roomClosed(room: DialoutRoom): void {
     for (const leg of [...this.legs.values()]) {
       if (leg.room !== room) continue;
       const stage = leg.stage;
       leg.stage = 'ended';
-      this.forget(leg);
-      if (leg.joined || stage === 'ended') continue;
-      leg.log.info('room closed before the callee joined; hanging up the call');
+      if (leg.joined || stage === 'ended') {
+        this.forget(leg);
+        continue;
+      }
+      this.legs.delete(leg.id);
+      const timer = setTimeout(() => this.forget(leg), LAST_STATUS_WAIT_MS);
+      timer.unref();
+      this.cancelled.set(leg.id, { leg, timer });
+      this.options.metrics?.dialoutLeg('canceled');
+      leg.log.info(
+        { outcome: 'canceled', reason: 'the room closed before the callee joined' },
+        `dial-out to ${leg.plan.to} ended: canceled`,
+      );
       this.hangUp(leg, stage === 'answered' ? 'answered' : 'ringing');
     }
   }
 
+  /** Drops every trace of the leg on this node and in the cluster. */
   private forget(leg: Leg): void {
     this.legs.delete(leg.id);
+    const cancelled = this.cancelled.get(leg.id);
+    if (cancelled) {
+      clearTimeout(cancelled.timer);
+      this.cancelled.delete(leg.id);
+    }
     this.options.cluster.release('dialout', leg.id);
   }
 

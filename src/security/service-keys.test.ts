@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../config/env.js';
 import { openDatabase } from '../store/database.js';
+import { KeyMismatchError } from './key-fingerprint.js';
 import { loadServiceKeys, readOrCreateKeyFile } from './service-keys.js';
 
 const dirs: string[] = [];
@@ -19,7 +20,7 @@ afterEach(() => {
 });
 
 describe('service keys on the SQLite store', () => {
-  it('live in the data dir as before: created once (mode 0600), the same on every load; the environment wins', async () => {
+  it('live in the data dir as before: created once (mode 0600), the same on every load; a key from the environment must be the store’s', async () => {
     const dataDir = tempDir();
     const database = await openDatabase(dataDir);
     try {
@@ -32,16 +33,33 @@ describe('service keys on the SQLite store', () => {
       expect(statSync(join(dataDir, 'secret.key')).mode & 0o777).toBe(0o600);
       expect(readFileSync(join(dataDir, 'room-token.key'), 'utf8').trim()).toBe(first.roomToken.toString('base64'));
       const second = await loadServiceKeys(loadConfig({ SWITCHBOARD_DATA_DIR: dataDir }), database);
-      expect(second).toEqual(first);
+      const { secretRing: _ring, ...keys } = second;
+      expect(keys).toEqual({ secret: first.secret, linkSigning: first.linkSigning, roomToken: first.roomToken });
       expect(new Set([first.secret, first.linkSigning, first.roomToken].map((k) => k.toString('hex'))).size).toBe(3);
 
-      const given = Buffer.alloc(32, 5).toString('base64');
-      const fromEnv = await loadServiceKeys(
-        loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_SECRET_KEY: given }),
+      // The store keeps each key's fingerprint, never the key.
+      const fingerprints = await database.db.selectFrom('key_fingerprints').selectAll().orderBy('name').execute();
+      expect(fingerprints.map((f) => f.name)).toEqual(['link-signing', 'room-token', 'secret']);
+      for (const f of fingerprints) {
+        expect(f.fingerprint).toMatch(/^[0-9a-f]{64}$/);
+        for (const key of [first.secret, first.linkSigning, first.roomToken]) {
+          expect(f.fingerprint).not.toContain(key.toString('hex'));
+          expect(f.fingerprint).not.toContain(key.toString('base64'));
+        }
+      }
+
+      // The environment may give the store's key, not another one.
+      const same = await loadServiceKeys(
+        loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_SECRET_KEY: first.secret.toString('base64') }),
         database,
       );
-      expect(fromEnv.secret.toString('base64')).toBe(given);
-      expect(fromEnv.linkSigning).toEqual(first.linkSigning);
+      expect(same.secret.equals(first.secret)).toBe(true);
+      const other = loadServiceKeys(
+        loadConfig({ SWITCHBOARD_DATA_DIR: dataDir, SWITCHBOARD_SECRET_KEY: Buffer.alloc(32, 5).toString('base64') }),
+        database,
+      );
+      await expect(other).rejects.toThrow(KeyMismatchError);
+      await expect(other).rejects.toThrow(/^SWITCHBOARD_SECRET_KEY is not the secret key this store uses/);
       expect(await database.db.selectFrom('service_keys').selectAll().execute()).toEqual([]);
     } finally {
       await database.close();

@@ -20,6 +20,7 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   { table: 'dialin_configs', key: 'account_id', serial: false },
   { table: 'recordings', key: 'seq', serial: true },
   { table: 'service_keys', key: 'name', serial: false },
+  { table: 'key_fingerprints', key: 'name', serial: false },
 ];
 
 /** Rows per insert: configuration bodies can be large, and PostgreSQL takes at most 65535 parameters. */

@@ -138,6 +138,18 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('recordings').addColumn('node_id', 'text').execute();
     },
   },
+  '0007_key_fingerprints': {
+    async up(db: Kysely<unknown>) {
+      // What each service key was when the store first used it, so a node given another key
+      // refuses to start instead of failing every read of what the others sealed.
+      await db.schema
+        .createTable('key_fingerprints')
+        .addColumn('name', 'text', (c) => c.primaryKey())
+        .addColumn('fingerprint', 'text', (c) => c.notNull())
+        .addColumn('updated_at', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

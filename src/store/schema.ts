@@ -92,6 +92,18 @@ export interface ServiceKeysTable {
   created_at: string;
 }
 
+/**
+ * Each service key's fingerprint (security/key-fingerprint.ts), recorded when the store first
+ * used the key: a node whose key gives another one refuses to start. Never the key itself.
+ */
+export interface KeyFingerprintsTable {
+  /** The key's name, as in service_keys (`secret`, `link-signing`, `room-token`). */
+  name: string;
+  /** HMAC-SHA256 of a fixed label under the key, hex. */
+  fingerprint: string;
+  updated_at: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -100,4 +112,5 @@ export interface Database {
   dialin_configs: DialinConfigsTable;
   recordings: RecordingsTable;
   service_keys: ServiceKeysTable;
+  key_fingerprints: KeyFingerprintsTable;
 }

@@ -1,7 +1,10 @@
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
-/** The keys all nodes of a PostgreSQL store share, by name, base64. */
+/**
+ * The keys all nodes of a PostgreSQL store share, by name, base64 (while the secret key is being
+ * rotated, its row holds the old and the new key, comma-separated).
+ */
 export class ServiceKeysRepo {
   constructor(private readonly db: Kysely<Database>) {}
 
@@ -30,5 +33,14 @@ export class ServiceKeysRepo {
       .where('name', '=', name)
       .executeTakeFirst();
     return row?.key_base64;
+  }
+
+  /** Replaces the stored key of that name (a rotation), or stores it. */
+  async set(name: string, keyBase64: string): Promise<void> {
+    await this.db
+      .insertInto('service_keys')
+      .values({ name, key_base64: keyBase64, created_at: new Date().toISOString() })
+      .onConflict((c) => c.column('name').doUpdateSet({ key_base64: keyBase64 }))
+      .execute();
   }
 }

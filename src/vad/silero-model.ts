@@ -10,6 +10,7 @@
 
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { isMainThread } from 'node:worker_threads';
 import type * as Ort from 'onnxruntime-node';
 
 /** Model input/output names, as declared in silero_vad.onnx (v6). */
@@ -42,6 +43,22 @@ export function sileroModelPath(): string {
   return join(dirname(entry), 'weights', 'silero_vad.onnx');
 }
 
+/**
+ * onnxruntime-node (1.30 on Linux and macOS) starts Microsoft's telemetry client (1DS) with the
+ * runtime's first session: it leaves an empty `mat-debug-<pid>.log` and a `.ses` file in the system
+ * temporary directory, keeps a device id and an event cache under
+ * `~/.cache/Microsoft/DeveloperTools/.onnxruntime`, and uploads usage events. A server writes
+ * nothing outside its data dir and calls no one it was not configured to, so it turns all of that
+ * off with the runtime's own switch, ORT_DISABLE_TELEMETRY, unless the operator set it.
+ *
+ * The runtime reads the switch from the process environment. A worker thread's `process.env` is
+ * its own copy that native code never sees, so this runs in the main thread, before the runtime
+ * loads there or the worker that holds the VAD's session starts.
+ */
+export function disableOnnxRuntimeTelemetry(): void {
+  if (isMainThread) process.env.ORT_DISABLE_TELEMETRY ??= '1';
+}
+
 let ortModule: typeof Ort | undefined;
 
 /**
@@ -50,6 +67,7 @@ let ortModule: typeof Ort | undefined;
  * the Silero worker) should not pay for.
  */
 export async function loadOnnxRuntime(): Promise<typeof Ort> {
+  disableOnnxRuntimeTelemetry();
   ortModule ??= await import('onnxruntime-node');
   return ortModule;
 }

@@ -12,7 +12,12 @@
 import type { Worker } from 'node:worker_threads';
 import { startModuleWorker } from '../shared/worker-thread.js';
 import { SileroBatcher, type SileroBatchResult, type SileroBatchRunner } from './silero-batcher.js';
-import { SILERO_GEOMETRY, SILERO_STATE_SIZE, type SileroSampleRateHz } from './silero-model.js';
+import {
+  SILERO_GEOMETRY,
+  SILERO_STATE_SIZE,
+  type SileroSampleRateHz,
+  disableOnnxRuntimeTelemetry,
+} from './silero-model.js';
 import type { SileroWorkerMessage, SileroWorkerRequest, SileroWorkerResponse } from './silero-worker.js';
 
 interface InFlight {
@@ -71,6 +76,7 @@ export class SileroWorkerRunner implements SileroBatchRunner {
   }
 
   private start(): Worker {
+    disableOnnxRuntimeTelemetry();
     const worker = startModuleWorker(import.meta.url, 'silero-worker');
     worker.on('message', (response: SileroWorkerResponse) => {
       const pending = this.inFlight.get(response.id);

@@ -23,8 +23,11 @@ export interface Accounts {
 
 /** Accounts, their keys and their bot configurations, from the store. */
 export async function buildAccounts(config: AppConfig, database: OpenedDatabase): Promise<Accounts> {
+  // Checks every key against the store's fingerprint: a node with other keys stops here.
   const keys = await loadServiceKeys(config, database);
-  const secrets = new SecretBox(keys.secret);
+  // Follows a rotation of the secret key (switchboard db rotate-key) while the node runs; the app stops it on close.
+  keys.secretRing.startRefreshing();
+  const secrets = new SecretBox(keys.secretRing);
   const accounts = new AccountsRepo(database.db);
   const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
   const botConfigsRepo = new BotConfigsRepo(database.db);

@@ -1,61 +1,49 @@
-import { execFileSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync, utimesSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildDist, builtCli, isDistCurrent } from '../../scripts/build-dist.js';
 
 /**
  * Tests that start the CLI run the compiled `dist/`, as an operator does after `npm run build`:
  * starting `node --import tsx src/cli/main.ts` transpiles the whole server first, about twice the
  * CPU of starting the built one, and the process tests start dozens. The projects that start
- * processes name this file as a vitest globalSetup, so the build happens once per run, and only
- * when a source is newer than it.
+ * processes name this file as a vitest globalSetup. vitest runs every project's global setup, one
+ * after another, before the first test file, so the build happens then or not at all: the first
+ * setup builds when a source is newer than dist/, the others find it current.
+ * `scripts/build-dist.ts` builds under a lock and renames each file into place, so even a build
+ * started from outside (a second run in the same checkout, `npm run build`) never shows a process a
+ * half-written module.
  */
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const BUILT_CLI = join(ROOT, 'dist/cli/main.js');
+export const BUILT_CLI = builtCli(ROOT);
 
-/** Builds dist/ with `tsc -p .` (what `npm run build` runs) unless it is newer than every source. */
-export function ensureBuilt(): void {
-  if (isBuilt()) return;
+/** Builds dist/ (what `npm run build` does) unless it is newer than every source. */
+export async function ensureBuilt(): Promise<void> {
+  const startedMs = Date.now();
   try {
-    execFileSync(process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', '.'], {
-      cwd: ROOT,
-      encoding: 'utf8',
-      stdio: 'pipe',
-    });
+    if ((await buildDist({ root: ROOT })) === 'built')
+      console.log(`[build] dist/ was older than src/: rebuilt in ${((Date.now() - startedMs) / 1000).toFixed(1)} s`);
   } catch (error) {
-    const { stdout, stderr } = error as { stdout?: string; stderr?: string };
-    throw new Error(
-      `npm run build failed, so the tests that start the CLI cannot run:\n${stdout ?? ''}${stderr ?? ''}`,
-    );
+    throw new Error(`npm run build failed, so the tests that start the CLI cannot run:\n${(error as Error).message}`);
   }
-  // The stamp the next run compares with, whether or not tsc rewrote this file.
-  const now = new Date();
-  utimesSync(BUILT_CLI, now, now);
 }
 
 /** Whether dist/ is there and newer than every source it is built from. */
 export function isBuilt(): boolean {
-  return existsSync(BUILT_CLI) && statSync(BUILT_CLI).mtimeMs >= newestInputMs();
+  return isDistCurrent(ROOT);
 }
 
-/** The newest modification time of what the build reads (tests are not compiled, so not counted). */
-function newestInputMs(): number {
-  const config = Math.max(statSync(join(ROOT, 'tsconfig.json')).mtimeMs, statSync(join(ROOT, 'package.json')).mtimeMs);
-  return Math.max(config, newestSourceMs(join(ROOT, 'src')));
-}
-
-function newestSourceMs(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) newest = Math.max(newest, newestSourceMs(path));
-    else if (!entry.name.endsWith('.test.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
-  }
-  return newest;
+/**
+ * Throws unless dist/ is current. A test file never builds: it would rewrite dist/ under the
+ * processes other files have started; an older dist/ would test old code and pass.
+ */
+export function requireBuilt(): void {
+  if (!isBuilt())
+    throw new Error(
+      "dist/ is missing or older than src/: add test/helpers/built-cli.ts to this project's globalSetup in vitest.config.ts",
+    );
 }
 
 /** vitest globalSetup hook. */
-export function setup(): void {
-  ensureBuilt();
+export async function setup(): Promise<void> {
+  await ensureBuilt();
 }

@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
-import { BUILT_CLI, isBuilt } from './built-cli.js';
+import { BUILT_CLI, requireBuilt } from './built-cli.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -10,11 +10,7 @@ let checkedBuild = false;
 /** Runs the built CLI (dist/, compiled once per run by built-cli.ts), as an operator runs it. */
 export function spawnCli(args: string[], env: Record<string, string>): ChildProcess {
   if (!checkedBuild) {
-    // An older dist/ would test old code and pass: say so instead.
-    if (!isBuilt())
-      throw new Error(
-        "dist/ is missing or older than src/: add test/helpers/built-cli.ts to this project's globalSetup in vitest.config.ts",
-      );
+    requireBuilt();
     checkedBuild = true;
   }
   return spawn(process.execPath, [BUILT_CLI, ...args], {

@@ -33,7 +33,7 @@ interface Bot {
   stt: ScriptedStt;
   llm: ScriptedLlm;
   api(method: string, path: string, payload?: unknown): Promise<{ status: number; body: any }>;
-  start(dialout: unknown): Promise<string>;
+  start(dialout: unknown, maxDurationSecs?: number): Promise<string>;
 }
 
 async function startServer(env: Record<string, string> = {}): Promise<Bot> {
@@ -65,7 +65,7 @@ async function startServer(env: Record<string, string> = {}): Promise<Bot> {
     stt,
     llm,
     api,
-    async start(dialout) {
+    async start(dialout, maxDurationSecs = 120) {
       const res = await api('POST', '/v1/bots/start', {
         bot_profile: 'voice_2024_10',
         services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
@@ -73,7 +73,7 @@ async function startServer(env: Record<string, string> = {}): Promise<Bot> {
           { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.4 } }] },
           { service: 'llm', options: [{ name: 'run_on_config', value: true }] },
         ],
-        max_duration: 120,
+        max_duration: maxDurationSecs,
         dialout_settings: dialout,
       });
       expect(res.status, JSON.stringify(res.body)).toBe(200);
@@ -272,6 +272,39 @@ describe('dial-out through Twilio', () => {
       form: { Status: 'canceled' },
     });
   }, 60_000);
+});
+
+describe('a dial-out leg cancelled by its room', () => {
+  const SID = `AC${'e'.repeat(32)}`;
+
+  it('is counted and logged once as canceled when max_duration closes the room while it rings; the carrier’s canceled callback adds nothing', async () => {
+    const twilio = await startFakeTwilioRest(SID, AUTH_TOKEN);
+    closers.push(twilio.close);
+    const bot = await startServer({
+      SWITCHBOARD_CARRIER: 'twilio',
+      TWILIO_ACCOUNT_SID: SID,
+      TWILIO_AUTH_TOKEN: AUTH_TOKEN,
+      SWITCHBOARD_TWILIO_URL: twilio.url,
+    });
+    await bot.api('POST', '/v1/buy-phone-number', { number: '+14155550142' });
+    const room = await bot.start([{ phoneNumber: '+14155551234' }], 1);
+    const placed = await waitFor(() => twilio.requests.find((r) => r.path.endsWith('/Calls.json')));
+    const statusUrl = placed.form.StatusCallback!;
+    const callSid = `CA${'0'.repeat(31)}9`;
+    expect(await postSigned(statusUrl, { CallSid: callSid, CallStatus: 'ringing' })).toBe(204);
+
+    await bot.server.waitForLog(byMsg('room closed', (r) => r.room === room && r.reason === 'max_duration'));
+    const cancel = await waitFor(() => twilio.requests.find((r) => /\/Calls\/CA\w+\.json$/.test(r.path)));
+    expect(cancel.form).toMatchObject({ Status: 'canceled' });
+    // Twilio confirms the cancel with a status callback, and may repeat it.
+    expect(await postSigned(statusUrl, { CallSid: callSid, CallStatus: 'canceled' })).toBe(204);
+    expect(await postSigned(statusUrl, { CallSid: callSid, CallStatus: 'canceled' })).toBe(204);
+
+    const metrics = await (await fetch(`${bot.server.baseUrl}/metrics`)).text();
+    expect(metrics).toContain('switchboard_dialout_legs_total{outcome="canceled"} 1');
+    const ended = bot.server.logs.filter((r) => typeof r.msg === 'string' && r.msg.startsWith('dial-out to '));
+    expect(ended).toEqual([expect.objectContaining({ msg: 'dial-out to +14155551234 ended: canceled', room })]);
+  }, 30_000);
 });
 
 async function postSigned(url: string, form: Record<string, string>): Promise<number> {

@@ -1,4 +1,4 @@
-import { chmodSync, existsSync, readdirSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -7,6 +7,7 @@ import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.j
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { runCli, startServeProcess } from '../helpers/cli-process.js';
 import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { waitFor } from '../helpers/wait.js';
 
 /**
  * The store holds every configuration and the recordings hold callers' voices: neither may be
@@ -86,5 +87,35 @@ describe('file modes', () => {
     const files = readdirSync(dir);
     expect(files.sort()).toEqual(['bot.wav', 'caller.wav', 'mixed.wav']);
     for (const file of files) expect(octal(join(dir, file))).toBe(`${join(dir, file)}: 600`);
+  });
+
+  it('writes nothing outside the data dir: the system temporary directory and the home directory stay empty through a start that loads the VAD', async () => {
+    const root = tempDataDir();
+    dirs.push(root);
+    const tmp = join(root, 'tmp');
+    const home = join(root, 'home');
+    for (const dir of [tmp, home]) mkdirSync(dir);
+    const serve = await startServeProcess({
+      SWITCHBOARD_DATA_DIR: join(root, 'data'),
+      SWITCHBOARD_API_KEY: TEST_KEY,
+      TMPDIR: tmp,
+      HOME: home,
+    });
+    try {
+      // A stored configuration means calls may come: the VAD (onnxruntime) and the offline voice load.
+      const res = await fetch(`${serve.baseUrl}/v1/bots/twilio-config`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify(sampleConfig()),
+      });
+      expect(res.status).toBe(200);
+      await waitFor(() => serve.output().includes('"msg":"voice activity model ready"') || undefined, 30_000);
+      await waitFor(() => serve.output().includes('"msg":"offline voice ready"') || undefined, 30_000);
+    } finally {
+      serve.child.kill('SIGTERM');
+      await once(serve.child, 'exit');
+    }
+    expect(readdirSync(tmp)).toEqual([]);
+    expect(readdirSync(home)).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBuilt } from '../helpers/built-cli.js';
+import { requireBuilt } from '../helpers/built-cli.js';
 import { freePort } from '../helpers/call-server.js';
 import { type ShellBlock, checkoutLookalike, runScript, shellBlocks, substitute } from '../helpers/readme-blocks.js';
 import { TEST_KEY, removeDir, tempDataDir } from '../helpers/test-app.js';
@@ -42,8 +42,9 @@ const LOADTEST = 'Load testing and the benchmark';
 
 const dirs: string[] = [];
 
-// `npm start` runs the built server: dist/ is built once per run (test/helpers/built-cli.ts).
-beforeAll(() => ensureBuilt(), 180_000);
+// `npm start` runs the built server: the project's global setup built dist/ before the first test
+// file started (test/helpers/built-cli.ts).
+beforeAll(() => requireBuilt());
 
 afterAll(() => {
   for (const dir of dirs.splice(0)) removeDir(dir);

@@ -1,0 +1,226 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  rmdirSync,
+  statSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+/**
+ * Builds `dist/` from `src/` (`npm run build`, and `npm ci`'s `prepare`) so that a process
+ * starting from `dist/` while it runs never sees a half-written module:
+ *
+ * - tsc writes into a fresh directory beside `dist/`, and each file is then renamed into place: a
+ *   rename replaces a file in one step, where tsc truncates and rewrites it (a process importing
+ *   it at that moment reads an empty or partial module). `cli/main.js` goes last, so its time
+ *   stamp says "built" only once every other file is in place.
+ * - One build at a time per checkout: a lock directory beside `dist/`. A second build waits for
+ *   the first, then finds `dist/` current and does nothing.
+ * - Without `--force` (`prepare`), a `dist/` newer than every source is left alone. npm runs
+ *   `prepare` whenever the package is installed from its folder, which includes the first
+ *   `npx switchboard` in each checkout; rebuilding then would rewrite `dist/` under a server
+ *   started from it a moment before (the README's walk-throughs do exactly that).
+ */
+
+/** A checkout's paths, from the folder holding its package.json. */
+interface Checkout {
+  root: string;
+  dist: string;
+  lock: string;
+}
+
+const NEXT_PREFIX = '.dist-next-';
+const LOCK_POLL_MS = 200;
+const LOCK_WAIT_MS = 10 * 60_000;
+
+export type BuildOutcome = 'built' | 'current';
+
+export interface BuildOptions {
+  /** The checkout (a folder with package.json, tsconfig.json and src/); a linked package.json is followed to its real folder. */
+  root: string;
+  /** Build even if dist/ is newer than every source (`npm run build`). */
+  force?: boolean;
+  /** How long to wait for another build of the same checkout before giving up. */
+  lockWaitMs?: number;
+}
+
+function checkout(root: string): Checkout {
+  // A folder that links the checkout's entries (a copy of it for a walk-through) builds the
+  // checkout itself: its dist/ is the checkout's, and a rename must stay on one file system.
+  const real = dirname(realpathSync(join(root, 'package.json')));
+  return { root: real, dist: join(real, 'dist'), lock: join(real, '.dist-lock') };
+}
+
+/** The entry point whose time stamp marks a finished build. */
+export function builtCli(root: string): string {
+  return join(root, 'dist/cli/main.js');
+}
+
+/** Whether dist/ is there and newer than every source it is built from. */
+export function isDistCurrent(root: string): boolean {
+  const { root: real } = checkout(root);
+  const main = builtCli(real);
+  return existsSync(main) && statSync(main).mtimeMs >= newestInputMs(real);
+}
+
+/** The newest modification time of what the build reads (tests are not compiled, so not counted). */
+function newestInputMs(root: string): number {
+  const config = Math.max(statSync(join(root, 'tsconfig.json')).mtimeMs, statSync(join(root, 'package.json')).mtimeMs);
+  return Math.max(config, newestSourceMs(join(root, 'src')));
+}
+
+function newestSourceMs(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestSourceMs(path));
+    else if (!entry.name.endsWith('.test.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/** Builds dist/ unless it is current (or `force`), one build at a time per checkout. */
+export async function buildDist(options: BuildOptions): Promise<BuildOutcome> {
+  const paths = checkout(options.root);
+  if (!options.force && isDistCurrent(paths.root)) return 'current';
+  await acquireLock(paths.lock, options.lockWaitMs ?? LOCK_WAIT_MS);
+  try {
+    // Another build may have finished while this one waited.
+    if (!options.force && isDistCurrent(paths.root)) return 'current';
+    // Only the lock's holder builds, so any other next-folder is what an interrupted build left.
+    for (const entry of readdirSync(paths.root)) {
+      if (entry.startsWith(NEXT_PREFIX)) rmSync(join(paths.root, entry), { recursive: true, force: true });
+    }
+    await compileAndSwap(paths);
+    return 'built';
+  } finally {
+    rmSync(paths.lock, { recursive: true, force: true });
+  }
+}
+
+async function compileAndSwap({ root, dist }: Checkout): Promise<void> {
+  // A source saved after this moment is newer than the stamp, so the next check rebuilds.
+  const startedS = Date.now() / 1000;
+  // Beside dist/ (same file system, so renames are atomic; same depth, so source maps point at src/).
+  const next = mkdtempSync(join(root, NEXT_PREFIX));
+  try {
+    await runTsc(root, next);
+    const built = listFiles(next);
+    const main = relative(root, builtCli(root)).slice('dist/'.length);
+    if (!built.includes(main)) throw new Error(`tsc did not write ${main}`);
+    for (const file of [...built.filter((f) => f !== main), main]) {
+      mkdirSync(dirname(join(dist, file)), { recursive: true });
+      renameSync(join(next, file), join(dist, file));
+    }
+    removeLeftovers(dist, new Set(built));
+    utimesSync(join(dist, main), startedS, startedS);
+  } finally {
+    rmSync(next, { recursive: true, force: true });
+  }
+}
+
+async function runTsc(root: string, outDir: string): Promise<void> {
+  const tsc = createRequire(join(root, 'package.json')).resolve('typescript/bin/tsc');
+  const child = spawn(process.execPath, [tsc, '-p', root, '--outDir', outDir], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  if (code !== 0) throw new Error(`tsc -p . failed (exit ${code}):\n${output}`);
+}
+
+/** Every file under `dir`, as paths relative to it. */
+function listFiles(dir: string, prefix = ''): string[] {
+  const files: string[] = [];
+  for (const entry of readdirSync(join(dir, prefix), { withFileTypes: true })) {
+    const path = prefix ? join(prefix, entry.name) : entry.name;
+    if (entry.isDirectory()) files.push(...listFiles(dir, path));
+    else files.push(path);
+  }
+  return files;
+}
+
+/** Removes what an earlier build wrote for sources that are gone, and the folders left empty. */
+function removeLeftovers(dist: string, keep: Set<string>, prefix = ''): void {
+  for (const entry of readdirSync(join(dist, prefix), { withFileTypes: true })) {
+    const path = prefix ? join(prefix, entry.name) : entry.name;
+    if (entry.isDirectory()) {
+      removeLeftovers(dist, keep, path);
+      if (readdirSync(join(dist, path)).length === 0) rmdirSync(join(dist, path));
+    } else if (!keep.has(path)) rmSync(join(dist, path), { force: true });
+  }
+}
+
+/** Takes the checkout's build lock (a directory: creating one is atomic), taking over one whose owner died. */
+async function acquireLock(lock: string, waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      writeFileSync(join(lock, 'pid'), String(process.pid));
+      return;
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    }
+    if (!ownerAlive(lock)) {
+      rmSync(lock, { recursive: true, force: true });
+      continue;
+    }
+    if (Date.now() > deadline) throw new Error(`another build of this checkout still holds ${lock}`);
+    await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
+  }
+}
+
+function ownerAlive(lock: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+  } catch {
+    // Just created, pid not written yet: alive. A lock left without a pid for long is stale.
+    try {
+      return Date.now() - statSync(lock).mtimeMs < 10_000;
+    } catch {
+      return false;
+    }
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    // EPERM: alive, owned by another user.
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const force = argv.includes('--force');
+  const unknown = argv.filter((arg) => arg !== '--force');
+  if (unknown.length > 0) throw new Error(`usage: build-dist [--force] (unknown: ${unknown.join(' ')})`);
+  const startedMs = Date.now();
+  const outcome = await buildDist({ root: process.cwd(), force });
+  if (outcome === 'built') console.log(`dist/ built in ${((Date.now() - startedMs) / 1000).toFixed(1)} s`);
+  else console.log('dist/ is newer than every source: left as it is (npm run build rebuilds it)');
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  main(process.argv.slice(2)).catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : String(err));
+    process.exitCode = 1;
+  });
+}

@@ -1,0 +1,148 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { cpSync, existsSync, mkdtempSync, readdirSync, statSync, symlinkSync, utimesSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtCli, isDistCurrent } from '../../scripts/build-dist.js';
+import { requireBuilt } from '../helpers/built-cli.js';
+import { checkoutLookalike, runScript } from '../helpers/readme-blocks.js';
+import { removeDir } from '../helpers/test-app.js';
+
+/**
+ * `dist/` is what every process test and the README's `npm start` run, so a build must never be
+ * seen half done: not while the CLI starts from it, not from a second build, and not from npm
+ * running `prepare` again when `npx switchboard` installs the checkout into its cache. Each test
+ * works on a checkout of its own (src/ and the build configuration copied, a copy of the current
+ * dist/), so the checkout's dist/ is never rebuilt under the other test files' processes.
+ */
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const BUILD_SCRIPT = join(ROOT, 'scripts/build-dist.ts');
+const SLOW_WRITES = pathToFileURL(join(ROOT, 'test/helpers/slow-writes.ts')).href;
+// tsc takes over a minute of wall time on a loaded two-core machine.
+const BUILD_TIMEOUT_MS = 300_000;
+
+const dirs: string[] = [];
+
+beforeAll(() => requireBuilt());
+
+afterAll(() => {
+  for (const dir of dirs.splice(0)) removeDir(dir);
+});
+
+/** A checkout of its own, with a dist/ newer than its sources. */
+function copyOfCheckout(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'switchboard-build-'));
+  dirs.push(dir);
+  for (const entry of ['src', 'package.json', 'tsconfig.json']) {
+    cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
+  }
+  for (const entry of ['node_modules', 'scripts']) symlinkSync(join(ROOT, entry), join(dir, entry));
+  // Copied after the sources, so it is newer than them: current.
+  cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
+  return dir;
+}
+
+interface Run {
+  code: number | null;
+  output: string;
+}
+
+async function run(args: string[], options: { cwd: string; env?: Record<string, string> }): Promise<Run> {
+  const child = spawn(process.execPath, args, {
+    cwd: options.cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, output };
+}
+
+/** Every file of a dist/, with what identifies its content on disk: a rewrite changes one or the other. */
+function snapshot(dist: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  for (const entry of readdirSync(dist, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile()) continue;
+    const path = join(entry.parentPath, entry.name);
+    const stat = statSync(path);
+    files[path.slice(dist.length + 1)] = `inode ${stat.ino}, modified ${stat.mtimeMs}`;
+  }
+  return files;
+}
+
+describe('building dist/', () => {
+  it('the CLI starts whole while two builds run at once, and only one of them compiles', {
+    timeout: BUILD_TIMEOUT_MS,
+  }, async () => {
+    const checkout = copyOfCheckout();
+    // A source newer than dist/: both builds find it out of date.
+    utimesSync(builtCli(checkout), 0, 0);
+    expect(isDistCurrent(checkout)).toBe(false);
+
+    // Every file write of the compiler is slow, as on a loaded machine, so the CLI starts below
+    // import modules while they are being written (if the build writes them where they are read).
+    const writing = join(checkout, '.compiler-writing');
+    const env = { NODE_OPTIONS: `--import tsx --import ${SLOW_WRITES}`, SLOW_WRITES_STARTED: writing };
+    const builds = Promise.all([
+      run(['--import', 'tsx', BUILD_SCRIPT], { cwd: checkout, env }),
+      run(['--import', 'tsx', BUILD_SCRIPT], { cwd: checkout, env }),
+    ]);
+    let building = true;
+    void builds.finally(() => {
+      building = false;
+    });
+    // `serve --help` imports the whole server (as `serve` does) before it prints its usage.
+    const starts: Run[] = [];
+    const keepStarting = async () => {
+      // From the compiler's first write (type checking before it takes most of the time) to the end.
+      while (building && !existsSync(writing)) await new Promise((resolve) => setTimeout(resolve, 50));
+      while (building) starts.push(await run([builtCli(checkout), 'serve', '--help'], { cwd: checkout }));
+    };
+    const [outcomes] = await Promise.all([builds, keepStarting(), keepStarting()]);
+
+    for (const build of outcomes) expect(build.code, build.output).toBe(0);
+    // One compiled; the other waited for it, then found dist/ current.
+    const said = outcomes.map((build) => (/^dist\/ built in/m.test(build.output) ? 'built' : build.output.trim()));
+    expect(said.sort()).toEqual([
+      'built',
+      'dist/ is newer than every source: left as it is (npm run build rebuilds it)',
+    ]);
+    expect(isDistCurrent(checkout)).toBe(true);
+    const broken = starts.filter((start) => start.code !== 0 || !start.output.startsWith('usage: switchboard serve'));
+    expect(broken.map((start) => start.output)).toEqual([]);
+    // The CLI did start while the compiler wrote.
+    expect(existsSync(writing)).toBe(true);
+    expect(starts.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('npx in a folder of the checkout leaves a current dist/ as it is', { timeout: BUILD_TIMEOUT_MS }, async () => {
+    const checkout = copyOfCheckout();
+    expect(isDistCurrent(checkout)).toBe(true);
+    const before = snapshot(join(checkout, 'dist'));
+    // The README's walk-throughs run `npx switchboard …` in a folder that links the checkout's
+    // entries. The first npx in a folder installs the package from it into npx's cache, which runs
+    // its `prepare` script there: while a server started from dist/ a moment before reads it.
+    const reader = checkoutLookalike(checkout);
+    dirs.push(reader);
+    const npx = await runScript('npx switchboard --help', {
+      cwd: reader,
+      timeoutMs: BUILD_TIMEOUT_MS - 10_000,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        // A cache of its own, so npx does install (and the user's cache keeps no entry per run).
+        npm_config_cache: join(reader, '.npm-cache'),
+      },
+    });
+    expect(npx.code, npx.output).toBe(0);
+    expect(npx.output).toContain('usage: switchboard <command>');
+    const after = snapshot(join(checkout, 'dist'));
+    const rewritten = Object.keys(before).filter((file) => after[file] !== before[file]);
+    expect({ rewritten: rewritten.length, first: rewritten.slice(0, 3) }).toEqual({ rewritten: 0, first: [] });
+  });
+});
