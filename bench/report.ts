@@ -1,4 +1,4 @@
-/** A benchmark figure beside its budget from DESIGN.md section 7. */
+/** A benchmark figure beside its budget (the budgets are in the README's benchmark table). */
 export interface BudgetRow {
   figure: string;
   unit: string;

@@ -7,12 +7,13 @@ import { type CapacityPoint, measureCapacity, startEmulateProcess } from './capa
 import { cpuPinning } from './cpu-pinning.js';
 import { type BargeInSamples, runBargeInPhase } from './barge-in.js';
 import { BENCH_LATENCIES, benchEmulatorArgs, runLatencyPhase } from './latency.js';
+import { runTurnTakingPhase, turnTakingBotConfig, turnTakingRows } from './turn-taking.js';
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 import { type BudgetRow, formatTable, percentile } from './report.js';
 
 /**
  * `npm run bench`: the server (built, in its own process) against the vendor emulators at fixed,
- * known latency, with the figures of DESIGN.md section 7 beside their budgets. A script, not a
+ * known latency, with the figures beside their budgets (README.md, "Load testing and the benchmark"). A script, not a
  * test: it prints and writes JSON, and never fails on a slow machine.
  */
 
@@ -176,6 +177,17 @@ async function main(): Promise<void> {
       });
     }
     rows.push(...bargeInRows(bargeIn));
+    process.stdout.write(
+      'turn-taking phase: held-apart speech (never tuned on), default VAD settings: reply latency with and without pauses, first and after an interruption; the instant pause engagement rate\n',
+    );
+    const turnTaking = await runTurnTakingPhase({
+      wssUrl: streamUrl(await createBotConfig(server.baseUrl, turnTakingBotConfig())),
+      concurrency: Number(args.concurrency),
+      latencyCalls: 4,
+      noiseCalls: 2,
+      serverCalls: server.calls,
+    });
+    rows.push(...turnTakingRows(turnTaking));
     process.stdout.write(`\n${formatTable(rows)}\n`);
 
     // Capacity: each step of the sweep; memory per call is counted above the server ready for calls.
@@ -292,7 +304,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${formatTable([...rows, ...capacityRows])}\n`);
     writeFileSync(
       args.out,
-      `${JSON.stringify({ machine: machineInfo(), pinning: pinning.describe, s2s: s2sPoint, latencies: LATENCIES, startSecs: START_SECS, figures: [...rows, ...capacityRows].map(({ ok, ...row }) => ({ ...row, withinBudget: ok && row.measured !== null ? ok(row.measured) : null })), sweep, samples: { ...latency, bargeIn } }, null, 2)}\n`,
+      `${JSON.stringify({ machine: machineInfo(), pinning: pinning.describe, s2s: s2sPoint, latencies: LATENCIES, startSecs: START_SECS, figures: [...rows, ...capacityRows].map(({ ok, ...row }) => ({ ...row, withinBudget: ok && row.measured !== null ? ok(row.measured) : null })), sweep, samples: { ...latency, bargeIn, turnTaking } }, null, 2)}\n`,
     );
     process.stdout.write(`\nwrote ${args.out}\n`);
   } finally {

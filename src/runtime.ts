@@ -7,6 +7,7 @@ import { createEchoLlm } from './providers/llm/echo/index.js';
 import { createGeminiLlm } from './providers/llm/gemini/index.js';
 import { OPENAI_COMPATIBLE_NAMES, openAiCompatibleFactory } from './providers/llm/openai/index.js';
 import { ProviderRegistry } from './providers/registry.js';
+import { createGeminiLive, createOpenAiRealtime } from './providers/s2s/index.js';
 import { createDeepgramStt } from './providers/stt/deepgram/index.js';
 import { createCartesiaTts } from './providers/tts/cartesia/index.js';
 import { createDeepgramAuraTts } from './providers/tts/deepgram-aura/index.js';
@@ -27,7 +28,7 @@ export interface CallRuntime {
 }
 
 /**
- * Every provider this build ships, by the names bot configurations use (hosted-api-notes.md):
+ * Every provider this build ships, by the names bot configurations use (docs/providers.md, "Names in a bot configuration"):
  * the vendors' adapters, plus `echo` and `flite`, which need no account and work offline.
  */
 export function builtinRegistry(): ProviderRegistry {
@@ -40,7 +41,9 @@ export function builtinRegistry(): ProviderRegistry {
     .registerTts('cartesia', createCartesiaTts)
     .registerTts('elevenlabs', createElevenLabsTts)
     .registerTts('deepgram_tts', createDeepgramAuraTts)
-    .registerTts('openai_tts', createOpenAiTts);
+    .registerTts('openai_tts', createOpenAiTts)
+    .registerS2s('openai_realtime', createOpenAiRealtime)
+    .registerS2s('gemini_live', createGeminiLive);
   for (const name of OPENAI_COMPATIBLE_NAMES) registry.registerLlm(name, openAiCompatibleFactory(name));
   return registry;
 }

@@ -8,7 +8,7 @@ import { type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
 import type { RoomManager } from '../rooms/room-manager.js';
 import { ApiError } from '../shared/api-error.js';
-import { CLOSE } from '../telephony/twilio-messages.js';
+import { CLOSE } from '../shared/close-codes.js';
 import type { TwilioTransport } from '../telephony/twilio-transport.js';
 
 export interface PhoneCallsOptions {
@@ -55,7 +55,7 @@ export class PhoneCalls {
     const config = await this.opts.configs.loadForCall(configId);
     if (!config) {
       log.info('media stream for an unknown bot configuration');
-      transport.close(CLOSE.unknownConfig, 'unknown bot configuration');
+      transport.close(CLOSE.notFound, 'unknown bot configuration');
       return;
     }
     let releaseCall: () => void;

@@ -12,6 +12,7 @@ import {
   parseScenario,
 } from '../tools/simulator/scenario.js';
 import { USAGE_EXIT, UsageError, parseCommandLine, usageLine } from './usage.js';
+import { CLOSE } from '../shared/close-codes.js';
 
 const HELP = `usage: switchboard call (--url <webhook-url> | --wss <stream-url>) [options]
 
@@ -57,7 +58,7 @@ server with an error code, or the server broke the protocol; 2 for bad options.
 `;
 
 /** Close codes that end a call normally (1005: closed without a code). */
-const NORMAL_CLOSE_CODES = new Set([1000, 1001, 1005]);
+const NORMAL_CLOSE_CODES = new Set<number>([CLOSE.normal, CLOSE.goingAway, CLOSE.noStatus]);
 const DEFAULT_REPLY_SILENCE_MS = 1000;
 /** At a terminal, a bot silent for 15 s has failed; no need to sit out the engine's 30 s. */
 const CLI_WAIT_TIMEOUT_MS = 15_000;

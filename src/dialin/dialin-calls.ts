@@ -14,6 +14,7 @@ import { deliverDialinWebhook } from './dialin-webhook.js';
 import { holdChime } from './hold-audio.js';
 import type { HoldMusic } from './hold-music.js';
 import type { PinlessEntry } from './pinless-config.js';
+import { CLOSE } from '../shared/close-codes.js';
 
 export const DEFAULT_NO_BOT_MESSAGE = 'Sorry, no one is available to take your call right now. Please try again later.';
 
@@ -111,7 +112,7 @@ export class DialinCalls {
     };
     call.release = this.options.liveCalls.add({
       endWithGoodbye: () => this.giveUp(call, 1001),
-      endNow: () => (call.transport ? call.transport.close(1001, SHUTDOWN_REASON) : this.end(call)),
+      endNow: () => (call.transport ? call.transport.close(CLOSE.goingAway, SHUTDOWN_REASON) : this.end(call)),
     });
     this.calls.set(callId, call);
     const log = this.options.log.child({ callId, to });
@@ -186,7 +187,7 @@ export class DialinCalls {
         if (call.state !== 'claimed') return;
         this.options.log.info({ callId }, 'the bot’s room closed before the dial-in caller’s audio connected');
         this.forget(call);
-        call.transport?.close(1000, 'room closed');
+        call.transport?.close(CLOSE.normal, 'room closed');
       },
     };
   }

@@ -3,6 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import WebSocket, { type RawData } from 'ws';
 import { ApiError } from '../shared/api-error.js';
+import { CLOSE } from '../shared/close-codes.js';
 
 /**
  * Requests that reach a node which does not hold what they are about (a room, a caller on hold,
@@ -16,9 +17,6 @@ export const FORWARDED_HEADER = 'x-switchboard-forwarded-by';
 const PASSED_REQUEST_HEADERS = ['authorization', 'content-type', 'accept', 'x-twilio-signature', 'origin'];
 /** Response headers passed back unchanged. */
 const PASSED_RESPONSE_HEADERS = ['content-type', 'content-disposition', 'content-length', 'cache-control'];
-
-/** Close code for a relayed socket whose node went away: the same as a node shutting down. */
-const NODE_GONE = 1001;
 
 export function wasForwarded(request: FastifyRequest): boolean {
   return request.headers[FORWARDED_HEADER] !== undefined;
@@ -65,10 +63,13 @@ export async function forwardRequest(
   return reply.send(Readable.fromWeb(response.body as import('node:stream/web').ReadableStream<Uint8Array>));
 }
 
-/** Codes a websocket may be closed with on the wire (1005 and 1006 only describe what happened). */
+/**
+ * Codes a websocket may be closed with on the wire (1005, 1006 and 1015 only describe what
+ * happened): a node that dropped its side is, to the client, a node that went away.
+ */
 function sendableCode(code: number): number | undefined {
-  if (code === 1005) return undefined;
-  if (code === 1006 || code === 1015) return NODE_GONE;
+  if (code === CLOSE.noStatus) return undefined;
+  if (code === CLOSE.abnormal || code === CLOSE.tlsHandshake) return CLOSE.goingAway;
   return code;
 }
 
@@ -121,11 +122,11 @@ export function relaySocket(socket: WebSocket, request: FastifyRequest, options:
   relay.on('unexpected-response', (_req, res) => {
     options.log.warn({ nodeUrl, status: res.statusCode }, 'the node holding this socket’s subject refused the relay');
     relay.terminate();
-    closeWith(socket, 1011, Buffer.from('the node serving this refused the connection'));
+    closeWith(socket, CLOSE.internalError, Buffer.from('the node serving this refused the connection'));
   });
   relay.on('error', (err) => {
     options.log.warn({ err: err.message, nodeUrl }, 'relay to another node failed');
-    closeWith(socket, NODE_GONE, Buffer.from('the node serving this went away'));
+    closeWith(socket, CLOSE.goingAway, Buffer.from('the node serving this went away'));
   });
 }
 

@@ -6,7 +6,7 @@ import type { HeldKind } from '../cluster/coordinator.js';
 import { websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
-import { CLOSE } from '../telephony/twilio-messages.js';
+import { CLOSE } from '../shared/close-codes.js';
 import { isValidTwilioSignature } from '../telephony/twilio-signature.js';
 import { TwilioTransport } from '../telephony/twilio-transport.js';
 import type { Forwarding } from './forwarding.js';
@@ -78,7 +78,7 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
         }
         if (!legs.connect(request.params.id, transport)) {
           log.info(`media stream for an unknown or finished ${what}`);
-          transport.close(CLOSE.unknownConfig, `unknown or finished ${what}`);
+          transport.close(CLOSE.notFound, `unknown or finished ${what}`);
         }
       }),
     );

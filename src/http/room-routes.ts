@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import { roomPageHtml } from '../rooms/client/room-page.js';
-import { ROOM_CLOSE } from '../rooms/room-messages.js';
+import { CLOSE } from '../shared/close-codes.js';
 import type { RoomManager } from '../rooms/room-manager.js';
 import type { Coordinator } from '../cluster/coordinator.js';
 import type { Forwarding } from './forwarding.js';
@@ -88,17 +88,17 @@ export async function roomRoutes(app: FastifyInstance, opts: RoomRoutesOptions):
       const check = opts.rooms.tokens.verify(tokenOf(request.headers['sec-websocket-protocol'], request.query), name);
       if (!check.ok) {
         log.info({ why: check.why }, 'room token refused');
-        socket.close(check.why === 'wrong-room' ? ROOM_CLOSE.wrongRoom : ROOM_CLOSE.invalidToken, check.message);
+        socket.close(check.why === 'wrong-room' ? CLOSE.wrongRoom : CLOSE.invalidToken, check.message);
         return;
       }
       if (opts.liveCalls.isDraining) {
         log.info('room join refused: the server is shutting down');
-        socket.close(ROOM_CLOSE.goingAway, SHUTDOWN_REASON);
+        socket.close(CLOSE.goingAway, SHUTDOWN_REASON);
         return;
       }
       const room = opts.rooms.get(name);
       if (!room || room.isClosed) {
-        socket.close(ROOM_CLOSE.unknownRoom, 'room not found or has closed');
+        socket.close(CLOSE.notFound, 'room not found or has closed');
         return;
       }
       room.admit(socket, log);

@@ -12,6 +12,7 @@ export class ServiceMetrics {
   private readonly callsEnded: Counter<'reason'>;
   private readonly bargeIns: Counter;
   private readonly providerErrors: Counter;
+  private readonly droppedTranscripts: Counter;
   private readonly turnLatency: Histogram<'kind' | 'stage'>;
   private readonly playoutTickLag: Histogram;
   private readonly dialoutLegs: Counter<'outcome'>;
@@ -39,6 +40,11 @@ export class ServiceMetrics {
     this.providerErrors = new Counter({
       name: 'switchboard_provider_errors_total',
       help: 'Provider failures inside calls.',
+      registers: [this.registry],
+    });
+    this.droppedTranscripts = new Counter({
+      name: 'switchboard_stt_transcripts_dropped_total',
+      help: 'Speech-to-text transcripts dropped as provider faults: longer than the caller’s audio could hold.',
       registers: [this.registry],
     });
     this.turnLatency = new Histogram({
@@ -90,6 +96,7 @@ export class ServiceMetrics {
     this.callsEnded.inc({ reason: reason.length <= 32 ? reason : 'other' });
     this.bargeIns.inc(summary.bargeIns);
     this.providerErrors.inc(summary.providerErrors);
+    this.droppedTranscripts.inc(summary.droppedTranscripts);
     for (const turn of summary.perTurn) {
       if (turn.llmFirstTokenMs !== undefined)
         this.turnLatency.observe({ kind: turn.kind, stage: 'llm_first_token' }, turn.llmFirstTokenMs / 1000);

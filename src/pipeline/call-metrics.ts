@@ -21,6 +21,8 @@ export interface CallSummary {
   /** Per resume: how long the bot was silent, from the pause (its `clear`) to playing on, ms. */
   pausedMs: number[];
   providerErrors: number;
+  /** STT transcripts dropped because the caller's audio could not hold them (a provider fault). */
+  droppedTranscripts: number;
   dtmfDigits: number;
   perTurn: Array<Omit<TurnTimings, 'turn'>>;
 }
@@ -48,6 +50,7 @@ export class CallMetrics {
     this.pausedAtMs = undefined;
   }
   providerErrors = 0;
+  droppedTranscripts = 0;
   dtmfDigits = 0;
 
   summary(): CallSummary {
@@ -60,6 +63,7 @@ export class CallMetrics {
       resumes: this.resumes,
       pausedMs: this.pausedMs,
       providerErrors: this.providerErrors,
+      droppedTranscripts: this.droppedTranscripts,
       dtmfDigits: this.dtmfDigits,
       perTurn: this.turns.map((t) => ({
         kind: t.kind,

@@ -27,6 +27,7 @@ import { CALL_FRAMES_PER_WRITE, Playout } from './playout.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
 import { SentenceSplitter } from './sentence-splitter.js';
 import { SttInput } from './stt-input.js';
+import { TranscriptGuard, capTurnText } from './transcript-guard.js';
 import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
 import { NATURAL_TURN_POLICY } from './natural-turn-policy.js';
 import { DEFAULT_TURN_POLICY, type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
@@ -108,6 +109,8 @@ export class CallSession implements CallTransportHandler {
   private conversation: Conversation | undefined;
   /** The caller's audio and Finalize requests to the STT, held in order while its socket opens. */
   private readonly sttInput = new SttInput(MAX_PENDING_STT_FRAMES);
+  /** Refuses transcripts the caller's audio could not hold (a provider fault). */
+  private readonly transcripts = new TranscriptGuard();
   private llm: LlmProvider | undefined;
   private tts: TtsProvider | undefined;
   private vad: CallVad | undefined;
@@ -121,6 +124,8 @@ export class CallSession implements CallTransportHandler {
   private readonly interruptionMode: 'instant' | 'confirmed';
   /** The reply was paused on suspected speech (see the barge-in section); its safety timer. */
   private pauseTimer: NodeJS.Timeout | undefined;
+  /** The pause silenced audio the caller could hear (counted in the call's pauses and resumes), rather than holding a reply between its sentences. */
+  private pauseSilenced = false;
 
   constructor(
     transport: CallTransport,
@@ -175,6 +180,7 @@ export class CallSession implements CallTransportHandler {
 
   onAudio(mulaw: Uint8Array): void {
     if (!this.ready || this.ended) return;
+    this.transcripts.heard(mulaw.length / 8);
     this.sttInput.write(mulaw);
     if (this.vad) {
       if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
@@ -228,7 +234,7 @@ export class CallSession implements CallTransportHandler {
         onSpeechSuspected: () => this.onCallerSpeechSuspected(),
         onSpeechDismissed: () => this.onCallerSpeechDismissed(),
         onSpeechStart: () => this.onCallerSpeechStart(),
-        onSpeechStop: () => this.onCallerSpeechStop(),
+        onSpeechStop: (event) => this.onCallerSpeechStop(event?.sinceMs),
       },
       this.log,
     );
@@ -260,10 +266,11 @@ export class CallSession implements CallTransportHandler {
   // ---- turn-taking and barge-in ----
   //
   // Barge-in, from ear to clear, all of it in this section:
-  //  1. Silero suspects speech (its first window above confidence and min_volume while the bot
-  //     is audible) → onCallerSpeechSuspected. In `instant` mode the reply pauses: Playout.pause()
-  //     sends `clear` through the transport (carrier or room) at once; the LLM and TTS go on, and
-  //     their audio waits in Playout behind the part the caller has not heard.
+  //  1. Silero suspects speech (its first window above confidence and min_volume while a reply
+  //     is in progress, audible or between two sentences) → onCallerSpeechSuspected. In `instant`
+  //     mode the reply pauses: Playout.pause() sends `clear` through the transport (carrier or
+  //     room) at once; the LLM and TTS go on, and their audio waits in Playout behind the part the
+  //     caller has not heard.
   //  2. Silero confirms start_secs of speech → onCallerSpeechStart. The turn controller decides
   //     whether speech interrupts (min words from interims, never a backchannel) and answers
   //     'barge-in' → onTurnDecision → interrupt(): the reply's abort stops the LLM, the TTS and any
@@ -275,16 +282,38 @@ export class CallSession implements CallTransportHandler {
   // In `confirmed` mode step 1 does nothing: the bot talks on until step 2, as it always did.
 
   private onCallerSpeechSuspected(): void {
-    if (this.interruptionMode !== 'instant' || !this.reply || this.ending || !this.playout.audible) return;
+    // Every decision is logged (debug): which condition kept a suspicion from pausing the bot.
+    const skipped =
+      this.interruptionMode !== 'instant'
+        ? 'mode confirmed'
+        : !this.reply
+          ? 'no reply'
+          : this.ending
+            ? 'call ending'
+            : !this.playout.active
+              ? 'reply played'
+              : undefined;
+    if (skipped) {
+      this.log.debug({ skipped }, 'speech suspected: bot not paused');
+      return;
+    }
+    // Between two sentences nothing may be audible, but the next is on its way: it is held too,
+    // or it would start over the caller and play on until start_secs confirmed the speech.
+    const audible = this.playout.audible;
     const heardMs = this.playout.pause();
-    if (heardMs === undefined) return;
-    this.metrics.paused();
+    if (heardMs === undefined) {
+      this.log.debug({ skipped: 'already paused' }, 'speech suspected: bot not paused');
+      return;
+    }
+    this.pauseSilenced = audible;
+    if (audible) this.metrics.paused();
     clearTimeout(this.pauseTimer);
     this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
-    this.log.debug({ heardMs }, 'speech suspected: bot paused');
+    this.log.debug({ heardMs, audible }, 'speech suspected: bot paused');
   }
 
   private onCallerSpeechDismissed(): void {
+    this.log.debug({ turnOpen: this.turns.turnOpen }, 'suspected speech dismissed');
     // Only a suspicion nothing else took over: once VAD confirmed speech, the turn decides.
     if (!this.turns.turnOpen) this.resumeReply('noise');
   }
@@ -302,7 +331,7 @@ export class CallSession implements CallTransportHandler {
     clearTimeout(this.pauseTimer);
     this.pauseTimer = undefined;
     this.playout.resume();
-    this.metrics.resumed();
+    if (this.pauseSilenced) this.metrics.resumed();
     this.log.debug({ cause, heardMs: this.playout.heardMs() }, 'not an interruption: bot resumed');
   }
 
@@ -311,22 +340,33 @@ export class CallSession implements CallTransportHandler {
     this.turns.onVadStart();
   }
 
-  private onCallerSpeechStop(): void {
+  private onCallerSpeechStop(speechEndMs: number | undefined): void {
     this.vadStopAtMs = performance.now();
     this.deps.events?.onUserSpeaking?.(false);
-    this.turns.onVadStop();
+    this.turns.onVadStop(speechEndMs);
   }
 
   private onSttEvent(event: SttEvent): void {
     if (this.ended) return;
     switch (event.type) {
       case 'interim':
+        if (!this.transcripts.fitsInterim(event.text)) {
+          this.onImpossibleTranscript(event.text);
+          return;
+        }
         if (event.text) this.deps.events?.onUserTranscript?.(event.text, false);
         this.turns.onInterim(event.text);
         return;
       case 'final':
+        if (!this.transcripts.acceptFinal(event.text)) {
+          this.onImpossibleTranscript(event.text);
+          return;
+        }
         if (event.text) this.deps.events?.onUserTranscript?.(event.text, true);
-        this.turns.onFinal(event.text);
+        this.turns.onFinal(
+          event.text,
+          event.coveredToMs === undefined ? undefined : this.sttInput.callMs(event.coveredToMs),
+        );
         return;
       case 'error':
         this.metrics.providerErrors += 1;
@@ -343,6 +383,16 @@ export class CallSession implements CallTransportHandler {
     }
   }
 
+  /** A transcript longer than the caller's audio since the last turn could hold: dropped (see TranscriptGuard). */
+  private onImpossibleTranscript(text: string): void {
+    this.metrics.droppedTranscripts += 1;
+    if (this.transcripts.faults > 1) return;
+    this.log.warn(
+      { provider: this.config.body.services.stt, chars: text.length, allowedChars: this.transcripts.allowedChars() },
+      'speech-to-text sent a transcript longer than the caller could have said; dropped (logged once per call)',
+    );
+  }
+
   private onTurnDecision(decision: TurnDecision): void {
     if (this.ended) return;
     switch (decision.type) {
@@ -354,12 +404,14 @@ export class CallSession implements CallTransportHandler {
         this.sttInput.finalize();
         return;
       case 'user-turn':
+        this.transcripts.turnEnded();
         if (this.ending) return;
-        this.conversation!.addUser(decision.text);
+        this.conversation!.addUser(capTurnText(decision.text));
         this.attachLatestImage();
         this.answer('answer');
         return;
       case 'false-alarm':
+        this.transcripts.turnEnded();
         this.metrics.falseAlarms += 1;
         this.resumeReply('no-turn');
         // Noise cut off a reply the caller had not heard yet: their turn is still owed an answer.

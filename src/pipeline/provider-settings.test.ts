@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { ProviderRegistry } from '../providers/registry.js';
+import { createGeminiLive, createOpenAiRealtime } from '../providers/s2s/index.js';
 import { createS2sProvider, providerSettingsFor } from './provider-settings.js';
 
 describe('provider settings from a bot configuration', () => {
@@ -30,15 +32,23 @@ describe('provider settings from a bot configuration', () => {
       {},
       {},
     );
-    expect(createS2sProvider('openai_realtime_beta_2024_10', 'openai', settings).name).toBe('openai_realtime');
-    expect(createS2sProvider('gemini_multimodal_live_2024_12', 'gemini', { ...settings, apiKey: 'g-test' }).name).toBe(
-      'gemini_live',
+    const registry = new ProviderRegistry()
+      .registerS2s('openai_realtime', createOpenAiRealtime)
+      .registerS2s('gemini_live', createGeminiLive);
+    expect(createS2sProvider('openai_realtime_beta_2024_10', 'openai', settings, registry).name).toBe(
+      'openai_realtime',
     );
-    expect(() => createS2sProvider('gemini_multimodal_live_2024_12', 'openai', settings)).toThrow(
+    expect(
+      createS2sProvider('gemini_multimodal_live_2024_12', 'gemini', { ...settings, apiKey: 'g-test' }, registry).name,
+    ).toBe('gemini_live');
+    expect(() => createS2sProvider('gemini_multimodal_live_2024_12', 'openai', settings, registry)).toThrow(
       /runs on services.llm "gemini", not "openai"/,
     );
-    expect(() => createS2sProvider('telephony_ws_voice_2024_09', 'openai', settings)).toThrow(
+    expect(() => createS2sProvider('telephony_ws_voice_2024_09', 'openai', settings, registry)).toThrow(
       /not a speech-to-speech profile/,
+    );
+    expect(() => createS2sProvider('openai_realtime_beta_2024_10', 'openai', settings, new ProviderRegistry())).toThrow(
+      /openai_realtime is not available in this build/,
     );
   });
 });

@@ -2,7 +2,6 @@ import type { TelephonyConfigBody } from '../bots/bot-config-schema.js';
 import { type BotProfile, isSpeechToSpeech } from '../bots/profiles.js';
 import type { AppConfig } from '../config/env.js';
 import { type ProviderRegistry, type ProviderSettings, envKeyName, vendorOf } from '../providers/registry.js';
-import { createGeminiLive, createOpenAiRealtime } from '../providers/s2s/index.js';
 import type { S2sProvider } from '../providers/s2s/types.js';
 import { ProviderError } from '../providers/types.js';
 import { botSettings } from './bot-settings.js';
@@ -52,7 +51,7 @@ export function providerSetupIssues(body: ConfigBody, registry: ProviderRegistry
     const name = body.services.llm;
     if (name === undefined) return [];
     try {
-      createS2sProvider(body.bot_profile, name, providerSettingsFor(body, name, settings.llm, env));
+      createS2sProvider(body.bot_profile, name, providerSettingsFor(body, name, settings.llm, env), registry);
       return [];
     } catch (err) {
       return [`services.llm: ${err instanceof Error ? err.message : String(err)}`];
@@ -80,16 +79,22 @@ export function providerSetupIssues(body: ConfigBody, registry: ProviderRegistry
   return issues;
 }
 
-/** Which `services.llm` names each speech-to-speech profile takes, and the adapter it runs on. */
-const S2S_PROFILES: Partial<
-  Record<BotProfile, { llmNames: readonly string[]; create: (settings: ProviderSettings) => S2sProvider }>
-> = {
-  openai_realtime_beta_2024_10: { llmNames: ['openai', 'openai_realtime'], create: createOpenAiRealtime },
-  gemini_multimodal_live_2024_12: { llmNames: ['gemini'], create: createGeminiLive },
+/**
+ * Which `services.llm` names each speech-to-speech profile takes, and the speech-to-speech
+ * provider (by its name in the registry) it runs on.
+ */
+const S2S_PROFILES: Partial<Record<BotProfile, { llmNames: readonly string[]; provider: string }>> = {
+  openai_realtime_beta_2024_10: { llmNames: ['openai', 'openai_realtime'], provider: 'openai_realtime' },
+  gemini_multimodal_live_2024_12: { llmNames: ['gemini'], provider: 'gemini_live' },
 };
 
-/** The speech-to-speech provider of a profile; throws a ProviderError naming what is wrong. */
-export function createS2sProvider(profile: BotProfile, llmName: string, settings: ProviderSettings): S2sProvider {
+/** The speech-to-speech provider of a profile, from the registry; throws a ProviderError naming what is wrong. */
+export function createS2sProvider(
+  profile: BotProfile,
+  llmName: string,
+  settings: ProviderSettings,
+  registry: ProviderRegistry,
+): S2sProvider {
   const entry = S2S_PROFILES[profile];
   if (!entry) throw new ProviderError(llmName, `profile ${profile} is not a speech-to-speech profile`);
   if (!entry.llmNames.includes(llmName)) {
@@ -98,5 +103,7 @@ export function createS2sProvider(profile: BotProfile, llmName: string, settings
       `profile ${profile} runs on services.llm ${entry.llmNames.map((n) => `"${n}"`).join(' or ')}, not "${llmName}"`,
     );
   }
-  return entry.create(settings);
+  if (!registry.has('s2s', entry.provider))
+    throw new ProviderError(llmName, `the speech-to-speech provider ${entry.provider} is not available in this build`);
+  return registry.createS2s(entry.provider, settings);
 }

@@ -131,6 +131,7 @@ export class S2sCallSession implements CallTransportHandler {
       body.bot_profile,
       llmName,
       providerSettingsFor(body, llmName, settings.llm, this.deps.env),
+      this.deps.registry,
     );
     const history = new Conversation(settings.initialMessages).messages;
     const options = {

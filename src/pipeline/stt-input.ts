@@ -3,6 +3,8 @@ import type { SttStream } from '../providers/types.js';
 
 /** Where a Finalize was asked for among the held frames. */
 const FINALIZE = Symbol('finalize');
+/** 8 kHz mu-law: one byte a sample. */
+const MULAW_BYTES_PER_MS = 8;
 
 /**
  * The caller's audio and the turn's Finalize requests on their way to the STT, in the order they
@@ -21,6 +23,8 @@ export class SttInput {
   private converter: AudioConverter | undefined;
   private held: Array<Uint8Array | typeof FINALIZE> = [];
   private heldFrames = 0;
+  /** Caller audio dropped while held (the limit was reached), ms: the stream's clock runs behind the call's by this much. */
+  private droppedMs = 0;
   /** The stream failed for good or the call ended: input goes nowhere. */
   private gone = false;
 
@@ -34,9 +38,20 @@ export class SttInput {
       this.stream.write(this.converter.convert(mulaw));
       return;
     }
-    if (this.heldFrames >= this.maxHeldFrames) return;
+    if (this.heldFrames >= this.maxHeldFrames) {
+      this.droppedMs += mulaw.length / MULAW_BYTES_PER_MS;
+      return;
+    }
     this.held.push(mulaw.slice());
     this.heldFrames += 1;
+  }
+
+  /**
+   * A time on the stream's clock (ms of the audio it was given, as in an STT final's coveredToMs)
+   * on the call's clock (ms of caller audio since the call's first frame, as the VAD counts).
+   */
+  callMs(streamMs: number): number {
+    return streamMs + this.droppedMs;
   }
 
   /** The caller's turn ended (VAD stop): the STT is to return its final results for what it heard. */

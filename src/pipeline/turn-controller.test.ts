@@ -44,6 +44,49 @@ describe('TurnController', () => {
     ]);
   });
 
+  it('ends the turn at VAD stop, without Finalize, when the finals already cover the speech', () => {
+    const c = controller();
+    c.onVadStart();
+    // The vendor's endpointing fired in the caller's pauses: every word is final, up to 2300 ms.
+    c.onFinal('Eggs, milk,', 1500);
+    c.onFinal('and two lemons.', 2300);
+    c.onVadStop(2000);
+    expect(decisions).toEqual([{ type: 'user-speaking' }, { type: 'user-turn', text: 'Eggs, milk, and two lemons.' }]);
+  });
+
+  it('asks STT to finalise speech after the last final, and waits for the final that covers it', () => {
+    const c = controller();
+    c.onVadStart();
+    c.onFinal('Eggs, milk,', 1500);
+    // The caller spoke on after that final, until 2600 ms.
+    c.onVadStop(2600);
+    expect(types()).toEqual(['user-speaking', 'finalize-stt']);
+    // A final for an earlier stretch does not end the turn: the rest is still to come.
+    c.onFinal('some bread', 2000);
+    expect(types()).toEqual(['user-speaking', 'finalize-stt']);
+    c.onFinal('and two lemons.', 2900);
+    expect(decisions.at(-1)).toEqual({ type: 'user-turn', text: 'Eggs, milk, some bread and two lemons.' });
+  });
+
+  it('waits when an interim came after the last final, even if the finals reach the VAD stop', () => {
+    const c = controller();
+    c.onVadStart();
+    c.onFinal('Eggs, milk,', 2300);
+    c.onInterim('and');
+    c.onVadStop(2000);
+    expect(types()).toEqual(['user-speaking', 'finalize-stt']);
+    c.onFinal('and lemons.', 2800);
+    expect(decisions.at(-1)).toEqual({ type: 'user-turn', text: 'Eggs, milk, and lemons.' });
+  });
+
+  it('drops at once speech whose covering final holds no words', () => {
+    const c = controller();
+    c.onVadStart();
+    c.onVadStop(800);
+    c.onFinal('', 1100);
+    expect(types()).toEqual(['user-speaking', 'finalize-stt', 'false-alarm']);
+  });
+
   it('asks STT to finalise and waits for the final when only interim text exists', () => {
     const c = controller();
     c.onVadStart();

@@ -42,7 +42,7 @@ export type TurnDecision =
   | { type: 'barge-in' }
   /** The caller started speaking (whether or not that interrupts anything). */
   | { type: 'user-speaking' }
-  /** VAD saw the end of speech: ask STT to finalise now. */
+  /** VAD saw the end of speech and the STT has not finalised all of it: ask it to finalise now. */
   | { type: 'finalize-stt' }
   /** The caller's turn is over; answer this text. */
   | { type: 'user-turn'; text: string }
@@ -56,6 +56,10 @@ export class TurnController {
   private finals: string[] = [];
   private interim = '';
   private waitingForFinal = false;
+  /** Where the STT's finals reach, on the call's audio clock (ms); undefined while it has not said. */
+  private coveredToMs: number | undefined;
+  /** Where the caller's speech ended (VAD stop), on the same clock; undefined when not known. */
+  private speechEndMs: number | undefined;
   private timer: unknown;
   /** Extra wait already spent on this turn (extraWaitMs), ms, and when the current one began. */
   private heldMs = 0;
@@ -88,15 +92,27 @@ export class TurnController {
   }
 
   /**
-   * VAD saw stop_secs of silence: ask STT to finalise, and end the turn on the final that answers
-   * (or on the STT's own final, whichever comes first). Always, even with a final already in
-   * hand: the audio after that final may hold words no interim has shown yet (a caller who
-   * paused mid-sentence), and without Finalize they would come only at the STT's own
-   * end-of-speech, as a second turn that cuts off the answer to the first.
+   * VAD saw stop_secs of silence after speech that ended at `speechEndMs` (call audio ms).
+   *
+   * The turn's text is complete when the STT's finals cover the audio up to there: its own
+   * endpointing already finalised everything (a caller who paused, then stopped). The turn ends
+   * at once; Finalize would have nothing to answer with, and Deepgram, for one, then sends
+   * nothing at all.
+   *
+   * Otherwise speech after the last final (or any speech, when the STT does not say what its
+   * finals cover) may hold words no final has shown yet: ask the STT to finalise, and end the
+   * turn on the final that covers the speech (any final, when coverage is unknown), or after
+   * finalTranscriptWaitMs with what is in hand. Without Finalize those words would come only at
+   * the STT's own end-of-speech, as a second turn that cuts off the answer to the first.
    */
-  onVadStop(): void {
+  onVadStop(speechEndMs?: number): void {
     if (!this.userSpeaking) return;
     this.userSpeaking = false;
+    this.speechEndMs = speechEndMs;
+    if (this.textComplete()) {
+      this.endCompleteTurn();
+      return;
+    }
     this.emit({ type: 'finalize-stt' });
     this.waitingForFinal = true;
     this.timer = this.scheduler.setTimeout(() => this.onFinalTimeout(), this.policy.finalTranscriptWaitMs);
@@ -113,17 +129,22 @@ export class TurnController {
     }
   }
 
-  onFinal(text: string): void {
+  /** A final transcript; `coveredToMs`: how far the STT's finals now reach (call audio ms), when it says. */
+  onFinal(text: string, coveredToMs?: number): void {
     const trimmed = text.trim();
     this.interim = '';
     if (trimmed.length > 0) this.finals.push(trimmed);
+    if (coveredToMs !== undefined) this.coveredToMs = Math.max(this.coveredToMs ?? 0, coveredToMs);
     if (this.userSpeaking) {
       if (this.policy.minInterruptionWords > 0 && this.interruptingWords() >= this.policy.minInterruptionWords)
         this.maybeBargeIn();
       return;
     }
     if (this.waitingForFinal) {
-      if (this.finals.length > 0) this.endTurn();
+      if (this.speechEndMs !== undefined && this.coveredToMs !== undefined) {
+        // An earlier stretch finalised (endpointing in a pause): the rest is still to come.
+        if (this.textComplete()) this.endCompleteTurn();
+      } else if (this.finals.length > 0) this.endTurn();
       return;
     }
     // Words without VAD speech (a quiet caller VAD missed): still the caller's turn.
@@ -139,6 +160,23 @@ export class TurnController {
     if (this.botSpeaking && !this.bargedIn) {
       this.bargedIn = true;
       this.emit({ type: 'barge-in' });
+    }
+  }
+
+  /** The STT's finals reach the end of the caller's speech: no word of it is still to come. */
+  private textComplete(): boolean {
+    // An interim after the last final: the STT hears words beyond it.
+    if (this.interim.length > 0) return false;
+    return this.speechEndMs !== undefined && this.coveredToMs !== undefined && this.coveredToMs >= this.speechEndMs;
+  }
+
+  /** Every word of the turn is in hand: answer it, or, with none (a cough the STT heard as nothing), drop it. */
+  private endCompleteTurn(): void {
+    this.cancelWait();
+    if (this.pendingText().length > 0) this.endTurn();
+    else {
+      this.reset();
+      this.emit({ type: 'false-alarm' });
     }
   }
 

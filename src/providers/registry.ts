@@ -1,3 +1,4 @@
+import type { S2sProvider } from './s2s/types.js';
 import type { LlmProvider, SttProvider, TtsProvider } from './types.js';
 
 /** What a provider factory gets: the bot's options for its service, its key, and vendor extras. */
@@ -14,14 +15,19 @@ export interface ProviderSettings {
 
 export type Factory<T> = (settings: ProviderSettings) => T;
 
+/** The kinds of provider: the pipeline's three, and speech-to-speech vendors that are all three at once. */
+export type ProviderKind = 'stt' | 'llm' | 'tts' | 's2s';
+
 /**
  * Providers by name, per service kind. The server registers the built-in ones; tests register
- * scripted providers under their own names.
+ * scripted providers under their own names. A speech-to-speech vendor is registered under its
+ * own name too; which bot profile runs on it is the product's choice (pipeline/provider-settings.ts).
  */
 export class ProviderRegistry {
   private readonly stt = new Map<string, Factory<SttProvider>>();
   private readonly llm = new Map<string, Factory<LlmProvider>>();
   private readonly tts = new Map<string, Factory<TtsProvider>>();
+  private readonly s2s = new Map<string, Factory<S2sProvider>>();
 
   registerStt(name: string, factory: Factory<SttProvider>): this {
     this.stt.set(name, factory);
@@ -38,11 +44,16 @@ export class ProviderRegistry {
     return this;
   }
 
-  names(kind: 'stt' | 'llm' | 'tts'): string[] {
+  registerS2s(name: string, factory: Factory<S2sProvider>): this {
+    this.s2s.set(name, factory);
+    return this;
+  }
+
+  names(kind: ProviderKind): string[] {
     return [...this[kind].keys()];
   }
 
-  has(kind: 'stt' | 'llm' | 'tts', name: string): boolean {
+  has(kind: ProviderKind, name: string): boolean {
     return this[kind].has(name);
   }
 
@@ -56,6 +67,10 @@ export class ProviderRegistry {
 
   createTts(name: string, settings: ProviderSettings): TtsProvider {
     return this.get(this.tts, 'tts', name)(settings);
+  }
+
+  createS2s(name: string, settings: ProviderSettings): S2sProvider {
+    return this.get(this.s2s, 's2s', name)(settings);
   }
 
   private get<T>(map: Map<string, Factory<T>>, kind: string, name: string): Factory<T> {

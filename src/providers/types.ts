@@ -10,7 +10,17 @@ export interface ProviderContext {
 /** Events from speech-to-text; times are ms of call audio when the vendor gives them. */
 export type SttEvent =
   | { type: 'interim'; text: string }
-  | { type: 'final'; text: string /** The vendor's endpointing saw the end of the utterance. */; speechFinal: boolean }
+  | {
+      type: 'final';
+      text: string;
+      /** The vendor's endpointing saw the end of the utterance. */
+      speechFinal: boolean;
+      /**
+       * How much of the stream's audio (ms from its first frame) the vendor's final results cover
+       * now, when the vendor says: words spoken before this point will not come in a later final.
+       */
+      coveredToMs?: number;
+    }
   | { type: 'speech-started' }
   | { type: 'utterance-end' }
   | { type: 'error'; error: ProviderError };

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { z } from 'zod';
 import { isAddressRefusal } from '../security/address-policy.js';
 import { ProviderError } from './types.js';
+import { NOT_RETRYABLE_CLOSES } from '../shared/close-codes.js';
 
 /**
  * How every adapter turns a vendor's failure into a ProviderError: which statuses and close codes
@@ -22,7 +23,7 @@ export function isRetryableStatus(status: number): boolean {
 
 /** Closes for a protocol or policy violation will fail again; others (1006, 1011, ...) may pass. */
 export function isRetryableCloseCode(code: number): boolean {
-  return ![1002, 1003, 1007, 1008, 1009].includes(code);
+  return !NOT_RETRYABLE_CLOSES.has(code);
 }
 
 /** Error body shapes, tried in order. */

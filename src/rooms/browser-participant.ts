@@ -9,7 +9,8 @@ import {
 import { StreamingResampler } from '../audio/resample.js';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
 import { pipecatWire } from './pipecat-wire.js';
-import { type ClientMessage, ROOM_CLOSE, RTVI_LABEL, serverMessage } from './room-messages.js';
+import { CLOSE } from '../shared/close-codes.js';
+import { type ClientMessage, RTVI_LABEL, serverMessage } from './room-messages.js';
 import type { ParticipantEvents, RoomParticipant } from './room-participant.js';
 import type { RoomInput } from './room-transport.js';
 import { jsonWire, type RoomWire } from './room-wire.js';
@@ -117,7 +118,7 @@ export class BrowserParticipant implements RoomParticipant {
   private writable(): boolean {
     if (this.gone || this.socket.readyState !== this.socket.OPEN) return false;
     if (this.socket.bufferedAmount > this.limits.maxBufferedBytes) {
-      this.close(ROOM_CLOSE.flood, 'client is not reading');
+      this.close(CLOSE.flood, 'client is not reading');
       return false;
     }
     return true;
@@ -136,7 +137,7 @@ export class BrowserParticipant implements RoomParticipant {
     const frame = this.wire.decode(bytes, isBinary);
     switch (frame.kind) {
       case 'malformed':
-        this.close(ROOM_CLOSE.policyViolation, frame.reason);
+        this.close(CLOSE.policyViolation, frame.reason);
         return;
       case 'refused':
         this.send(frame.reply);
@@ -154,16 +155,13 @@ export class BrowserParticipant implements RoomParticipant {
     switch (message.type) {
       case 'client-ready': {
         if (this.ready) {
-          this.close(ROOM_CLOSE.policyViolation, 'client-ready sent twice');
+          this.close(CLOSE.policyViolation, 'client-ready sent twice');
           return;
         }
         this.declaredRateHz = message.data.audio?.sampleRateHz;
         const playerRateHz = wire.playerRateHz ?? this.declaredRateHz;
         if (playerRateHz === undefined) {
-          this.close(
-            ROOM_CLOSE.policyViolation,
-            'malformed message: client-ready must declare data.audio.sampleRateHz',
-          );
+          this.close(CLOSE.policyViolation, 'malformed message: client-ready must declare data.audio.sampleRateHz');
           return;
         }
         this.playerRateHz = playerRateHz;
@@ -176,7 +174,7 @@ export class BrowserParticipant implements RoomParticipant {
         return;
       case 'disconnect-bot':
         if (wire.disconnectBotEndsRoom) this.events.onDisconnectBot(this);
-        else this.close(ROOM_CLOSE.normal, 'participant left');
+        else this.close(CLOSE.normal, 'participant left');
         return;
     }
   }
@@ -185,7 +183,7 @@ export class BrowserParticipant implements RoomParticipant {
   private onAudio(pcm: Int16Array, frameRateHz: number | undefined): void {
     const rateHz = frameRateHz ?? this.declaredRateHz;
     if (!this.ready || rateHz === undefined) {
-      this.close(ROOM_CLOSE.policyViolation, 'audio before client-ready');
+      this.close(CLOSE.policyViolation, 'audio before client-ready');
       return;
     }
     // A microphone cannot produce audio faster than time passes; a little burst is network jitter.
@@ -203,7 +201,7 @@ export class BrowserParticipant implements RoomParticipant {
 
   private refuse(refusal: PeerRefusal): void {
     this.log.warn({ limits: this.limits, why: refusal.reason }, 'room client exceeds its budget; closing');
-    this.close(refusal.kind === 'flood' ? ROOM_CLOSE.flood : ROOM_CLOSE.messageTooBig, refusal.reason);
+    this.close(refusal.kind === 'flood' ? CLOSE.flood : CLOSE.messageTooBig, refusal.reason);
   }
 
   private finish(reason: string): void {

@@ -8,7 +8,7 @@ import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import type { CallSessionDeps } from '../pipeline/call-session.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
-import { ROOM_CLOSE } from './room-messages.js';
+import { CLOSE } from '../shared/close-codes.js';
 import { Room, type RoomLimits } from './room.js';
 import type { RoomTokens } from './room-tokens.js';
 
@@ -104,7 +104,7 @@ export class RoomManager {
     });
     release = this.options.liveCalls.add({
       endWithGoodbye: () => room.endWithGoodbye(),
-      endNow: () => room.close(SHUTDOWN_REASON, ROOM_CLOSE.goingAway),
+      endNow: () => room.close(SHUTDOWN_REASON, CLOSE.goingAway),
       onDrain: () => room.drain(),
     });
     this.rooms.set(name, room);

@@ -12,28 +12,6 @@ export const RTVI_PROTOCOL_VERSION = '1.0.0';
 /** Browser capture rates the room accepts (resampled to the pipeline's 8 kHz). */
 export const CLIENT_SAMPLE_RATES_HZ = [8000, 16000, 24000, 44100, 48000] as const;
 
-/** Close codes of the room socket, each with a human-readable reason sent along. */
-export const ROOM_CLOSE = {
-  normal: 1000,
-  /** The server is shutting down: a join while it drains, or the room ended at the drain limit. */
-  goingAway: 1001,
-  /** Malformed message, audio before client-ready, unknown message type. */
-  policyViolation: 1008,
-  /** A message over the socket's 64 KiB (sent by the socket itself), or audio over 500 ms in one message. */
-  messageTooBig: 1009,
-  internalError: 1011,
-  /** Missing, malformed, badly signed or expired token. */
-  invalidToken: 4401,
-  /** A valid token, but for another room. */
-  wrongRoom: 4403,
-  /** No such room, or it has closed. */
-  unknownRoom: 4404,
-  /** The room already holds its maximum of participants. */
-  roomFull: 4409,
-  /** Audio faster than real time, or far too many messages. */
-  flood: 4429,
-} as const;
-
 const envelope = {
   label: z.literal(RTVI_LABEL, { error: () => `label must be "${RTVI_LABEL}"` }),
   id: z.string().max(64).optional(),

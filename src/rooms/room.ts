@@ -10,7 +10,8 @@ import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { BrowserParticipant } from './browser-participant.js';
 import { PhoneLeg } from './phone-leg.js';
 import type { ParticipantEvents, RoomParticipant } from './room-participant.js';
-import { ROOM_CLOSE, RTVI_PROTOCOL_VERSION, serverMessage } from './room-messages.js';
+import { CLOSE } from '../shared/close-codes.js';
+import { RTVI_PROTOCOL_VERSION, serverMessage } from './room-messages.js';
 import { type RoomInput, RoomTransport } from './room-transport.js';
 
 export interface RoomLimits {
@@ -121,7 +122,7 @@ export class Room implements DialoutRoom {
   admit(socket: ConstructorParameters<typeof BrowserParticipant>[0], log: Logger): boolean {
     const refusal = this.refusal();
     if (refusal) {
-      socket.close(refusal.why === 'closed' ? ROOM_CLOSE.unknownRoom : ROOM_CLOSE.roomFull, refusal.message);
+      socket.close(refusal.why === 'closed' ? CLOSE.notFound : CLOSE.roomFull, refusal.message);
       return false;
     }
     this.addParticipant(new BrowserParticipant(socket, log, this.participantEvents()));
@@ -210,7 +211,7 @@ export class Room implements DialoutRoom {
    */
   addPhoneLeg(transport: AttachableTransport, who: string, endsRoom = false): void {
     if (this.closed || this.members.size >= this.options.limits.maxParticipants) {
-      transport.close(ROOM_CLOSE.normal, this.closed ? 'room has closed' : 'room is full');
+      transport.close(CLOSE.normal, this.closed ? 'room has closed' : 'room is full');
       return;
     }
     const leg = new PhoneLeg(
@@ -252,18 +253,18 @@ export class Room implements DialoutRoom {
   /** The server began draining: an empty room closes now; one in use goes on. */
   drain(): void {
     this.draining = true;
-    if (this.members.size === 0 && this.ringingDialouts === 0) this.close(SHUTDOWN_REASON, ROOM_CLOSE.goingAway);
+    if (this.members.size === 0 && this.ringingDialouts === 0) this.close(SHUTDOWN_REASON, CLOSE.goingAway);
   }
 
   /** The drain limit: the bot says goodbye (as at max_duration), then everyone is closed with 1001. */
   endWithGoodbye(): void {
     if (this.closed) return;
-    if (!this.started) this.close(SHUTDOWN_REASON, ROOM_CLOSE.goingAway);
-    else this.bot.endWithGoodbye(SHUTDOWN_REASON, ROOM_CLOSE.goingAway, PHRASES.shutdown);
+    if (!this.started) this.close(SHUTDOWN_REASON, CLOSE.goingAway);
+    else this.bot.endWithGoodbye(SHUTDOWN_REASON, CLOSE.goingAway, PHRASES.shutdown);
   }
 
   /** Ends the room for everyone, their sockets closed with `code`; the session is told once. */
-  close(reason: string, code: number = ROOM_CLOSE.normal): void {
+  close(reason: string, code: number = CLOSE.normal): void {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.joinTimer);
@@ -325,7 +326,7 @@ export class Room implements DialoutRoom {
   private armEmptyTimer(): void {
     this.clearEmptyTimer();
     // While draining nobody can (re)join: waiting would only hold up the shutdown.
-    if (this.draining) this.close(SHUTDOWN_REASON, ROOM_CLOSE.goingAway);
+    if (this.draining) this.close(SHUTDOWN_REASON, CLOSE.goingAway);
     else this.emptyTimer = setTimeout(() => this.close('everyone left'), this.options.limits.emptyGraceMs);
   }
 

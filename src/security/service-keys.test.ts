@@ -20,7 +20,7 @@ afterEach(() => {
 });
 
 describe('service keys on the SQLite store', () => {
-  it('live in the data dir as before: created once (mode 0600), the same on every load; a key from the environment must be the store’s', async () => {
+  it('live in the data dir on SQLite: created once (mode 0600), the same on every load; a key from the environment must be the store’s', async () => {
     const dataDir = tempDir();
     const database = await openDatabase(dataDir);
     try {

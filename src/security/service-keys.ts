@@ -30,7 +30,7 @@ export type ServiceKeyName = 'secret' | 'linkSigning' | 'roomToken';
 /**
  * Where each key comes from, first match wins: its environment variable; on PostgreSQL, its row
  * in `service_keys` (created by the first node to start); on SQLite, its file in the data dir
- * (created on first start), as it always was.
+ * (created on first start).
  */
 export const SERVICE_KEY_SOURCES: Record<ServiceKeyName, { env: string; row: string; file: string; label: string }> = {
   secret: { env: 'SWITCHBOARD_SECRET_KEY', row: 'secret', file: 'secret.key', label: 'secret key' },

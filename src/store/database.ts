@@ -32,7 +32,7 @@ function makePrivate(path: string): void {
     try {
       if (existsSync(file)) chmodSync(file, PRIVATE_FILE_MODE);
     } catch {
-      // Someone else's file we may still write (a shared volume): the store opens as before.
+      // Someone else's file we may still write (a shared volume): the store opens with the modes it has.
     }
   }
 }

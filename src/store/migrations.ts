@@ -9,7 +9,7 @@ import {
 
 /**
  * The same migrations build both stores; only column types Kysely cannot express portably
- * differ. With SQLite they compile to exactly the SQL they always did.
+ * differ, so SQLite gets plain SQLite types and a data dir written by any version opens unchanged.
  */
 function isPostgres(db: Kysely<unknown>): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;

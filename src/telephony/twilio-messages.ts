@@ -135,22 +135,3 @@ export function outboundMark(streamSid: string, name: string): string {
 export function outboundClear(streamSid: string): string {
   return JSON.stringify({ event: 'clear', streamSid });
 }
-
-/** WebSocket close codes we use, with the reason texts the peer sees. */
-export const CLOSE = {
-  normal: 1000,
-  goingAway: 1001,
-  /** Binary frames: the protocol is JSON text only. */
-  unsupportedData: 1003,
-  /** Malformed messages past the tolerance, or a protocol order violation. */
-  policyViolation: 1008,
-  /** A media message carrying more than MAX_AUDIO_MS_PER_MESSAGE of audio. */
-  messageTooBig: 1009,
-  internalError: 1011,
-  /** The account already has SWITCHBOARD_ACCOUNT_MAX_CALLS calls in progress. */
-  tryAgainLater: 1013,
-  /** Our own range: no configuration for this stream URL. */
-  unknownConfig: 4404,
-  /** Our own range: the caller's side sent far more messages, or audio, than a real carrier does. */
-  flood: 4429,
-} as const;

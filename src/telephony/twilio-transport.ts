@@ -10,7 +10,6 @@ import {
 } from '../audio/audio-rate-limit.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import {
-  CLOSE,
   INBOUND_EVENTS,
   type InboundMessage,
   inboundMessage,
@@ -21,6 +20,7 @@ import {
   outboundMark,
   outboundMediaPrefix,
 } from './twilio-messages.js';
+import { CLOSE } from '../shared/close-codes.js';
 
 export interface TransportLimits {
   /** Messages per second a carrier may sustain (it sends 50 media frames a second), and burst. */

@@ -11,8 +11,11 @@ export interface CallVad {
 export interface CallVadEvents {
   /** start_secs of speech confirmed. */
   onSpeechStart(): void;
-  /** stop_secs of silence after speech. */
-  onSpeechStop(): void;
+  /**
+   * stop_secs of silence after speech. `sinceMs`: where the speech ended (the start of that
+   * silence), in ms of audio pushed since the call's first frame.
+   */
+  onSpeechStop(event?: { sinceMs: number }): void;
   /** The first window(s) of plausible speech, before start_secs confirms it (onSpeechStart) or it is dismissed. */
   onSpeechSuspected?(): void;
   /** A suspicion that was not speech after all (a cough, a clatter, line noise). */

@@ -1,6 +1,6 @@
 import type { CallVadFactory } from './call-vad.js';
 import { workerSileroBatcher } from './silero-worker-runner.js';
-import { VadStream } from './vad-stream.js';
+import { VadStream, type VadStreamEvents } from './vad-stream.js';
 
 /**
  * The call's VAD on Silero: inference runs in the process's Silero worker thread, batched with
@@ -9,7 +9,12 @@ import { VadStream } from './vad-stream.js';
  */
 export const createSileroCallVad: CallVadFactory = (params, events, log) => {
   let failed = false;
-  const stream = new VadStream(params, events, { batcher: workerSileroBatcher() });
+  // Every suspicion decision, at debug: which condition kept a suspicion from starting.
+  const onSuspicionDecision = log.isLevelEnabled('debug')
+    ? (decision: Parameters<NonNullable<VadStreamEvents['onSuspicionDecision']>>[0]) =>
+        log.debug(decision, 'vad suspicion decision')
+    : undefined;
+  const stream = new VadStream(params, { ...events, onSuspicionDecision }, { batcher: workerSileroBatcher() });
   const onError = (err: unknown) => {
     if (failed) return;
     failed = true;

@@ -1,6 +1,6 @@
 /**
- * Runs Silero batches in a worker thread that owns its own session (DESIGN.md: one ONNX session
- * per process or per worker thread). The main thread only gathers and scatters state rows and
+ * Runs Silero batches in a worker thread that owns its own session (an ONNX Runtime session is
+ * not shared between threads: one per process or per worker thread). The main thread only gathers and scatters state rows and
  * posts one message per batch; bench/hot-path.ts shows why: at 300 calls, inference in the main
  * thread takes a third of a core in runs of up to 8 ms, which the event loop cannot spare on a
  * 2-core box.

@@ -307,6 +307,8 @@ export class SileroVad {
     const input = this.input;
     const rowSamples = input.length;
     const replayed = Math.min(this.quietRun, QUIET_REPLAY_WINDOWS);
+    // A quiet stretch longer than the replay: the state is begun afresh on its last second.
+    if (this.quietRun > QUIET_REPLAY_WINDOWS) this.state.fill(0);
     const rows = new Float32Array((replayed + 1) * rowSamples);
     for (let i = 0; i < replayed; i++) {
       const slot = (this.quietRun - replayed + i) % QUIET_REPLAY_WINDOWS;

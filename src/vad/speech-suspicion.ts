@@ -13,6 +13,16 @@ export const SUSPICION_MAX_EXTRA_WINDOWS = 10;
 export type SuspicionEvent = 'suspected' | 'dismissed';
 
 /**
+ * Why a likely window (probability at or above `confidence`) did or did not change the suspicion,
+ * for the debug log: a suspicion started, one dismissed (a run of unlikely windows, or overdue),
+ * or a likely window that started none (too quiet for min_volume, or not re-armed since a dismissal).
+ */
+export type SuspicionDecision =
+  | { decision: 'suspected' }
+  | { decision: 'dismissed'; reason: 'unlikely run' | 'overdue' }
+  | { decision: 'refused'; reason: 'too quiet' | 'not re-armed' };
+
+/**
  * Plausible speech, before start_secs confirms it: the bot may stop talking at the first window
  * rather than a quarter of a second later. A window at or above `confidence` whose own volume
  * (unsmoothed: the smoothed one lags an onset by several windows) reaches `min_volume`, while the
@@ -32,6 +42,8 @@ export class SpeechSuspicion {
     private readonly params: Pick<VadAnalyzerParams, 'confidence' | 'min_volume'>,
     /** Windows of speech the analyzer needs for speech-start. */
     private readonly startWindows: number,
+    /** Told each decision (see SuspicionDecision); for the debug log. */
+    private readonly onDecision?: (decision: SuspicionDecision, probability: number, volume: number) => void,
   ) {}
 
   get active(): boolean {
@@ -51,12 +63,23 @@ export class SpeechSuspicion {
   update(probability: number, volume: number): SuspicionEvent | null {
     const likely = probability >= this.params.confidence;
     if (!this.suspected) {
-      if (!likely) this.armed = true;
-      if (!likely || volume < this.params.min_volume || !this.armed) return null;
+      if (!likely) {
+        this.armed = true;
+        return null;
+      }
+      if (volume < this.params.min_volume || !this.armed) {
+        this.onDecision?.(
+          { decision: 'refused', reason: this.armed ? 'too quiet' : 'not re-armed' },
+          probability,
+          volume,
+        );
+        return null;
+      }
       this.suspected = true;
       this.windows = 0;
       this.windowsSinceLoud = 0;
       this.unlikelyRun = 0;
+      this.onDecision?.({ decision: 'suspected' }, probability, volume);
       return 'suspected';
     }
     const maxWindows = this.startWindows + SUSPICION_MAX_EXTRA_WINDOWS;
@@ -67,6 +90,11 @@ export class SpeechSuspicion {
     if (this.unlikelyRun < SUSPICION_DISMISS_WINDOWS && !overdue) return null;
     this.suspected = false;
     this.armed = !likely;
+    this.onDecision?.(
+      { decision: 'dismissed', reason: this.unlikelyRun >= SUSPICION_DISMISS_WINDOWS ? 'unlikely run' : 'overdue' },
+      probability,
+      volume,
+    );
     return 'dismissed';
   }
 

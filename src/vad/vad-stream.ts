@@ -15,7 +15,7 @@ import type { InferenceSession } from 'onnxruntime-node';
 import { loudnessVolume } from '../audio/energy.js';
 import { decodeMulaw } from '../audio/mulaw.js';
 import { SileroVad } from './silero.js';
-import { SpeechSuspicion } from './speech-suspicion.js';
+import { SpeechSuspicion, type SuspicionDecision } from './speech-suspicion.js';
 import type { SileroBatcher } from './silero-batcher.js';
 import { VadAnalyzer, type VadAnalyzerParams, type VadEvent, type VadState } from './vad-analyzer.js';
 
@@ -36,6 +36,8 @@ export interface VadStreamEvents {
   onSpeechSuspected?(atMs: number): void;
   /** The suspicion ended without speech-start: noise, a cough. */
   onSpeechDismissed?(atMs: number): void;
+  /** Each decision of the speech suspicion (see SuspicionDecision), with its window; for the debug log. */
+  onSuspicionDecision?(decision: SuspicionDecision & { probability: number; volume: number; atMs: number }): void;
   /** Every model window (about every 32 ms); for metrics and tests. Keep it cheap. */
   onWindow?(info: VadWindowInfo): void;
   /**
@@ -63,6 +65,8 @@ export class VadStream {
   private mulawScratch = new Int16Array(160);
   /** The volume isQuiet measured for the window onWindow reports next (SileroVad asks, then reports, in turn). */
   private quietCheckVolume: number | undefined;
+  /** Stream time at the end of the window being judged. */
+  private windowEndMs = 0;
   private disposed = false;
 
   constructor(params: Partial<VadAnalyzerParams> = {}, events: VadStreamEvents = {}, options: VadStreamOptions = {}) {
@@ -76,7 +80,13 @@ export class VadStream {
     });
     this.msPerSample = 1000 / this.vad.sampleRateHz;
     this.analyzer = new VadAnalyzer(params, this.vad.windowSamples * this.msPerSample);
-    this.suspicion = new SpeechSuspicion(this.analyzer.params, this.analyzer.startWindows);
+    const onDecision = events.onSuspicionDecision;
+    this.suspicion = new SpeechSuspicion(
+      this.analyzer.params,
+      this.analyzer.startWindows,
+      onDecision &&
+        ((decision, probability, volume) => onDecision({ ...decision, probability, volume, atMs: this.windowEndMs })),
+    );
   }
 
   get state(): VadState {
@@ -137,6 +147,7 @@ export class VadStream {
     const volume = this.quietCheckVolume ?? loudnessVolume(window);
     this.quietCheckVolume = undefined;
     const windowEndMs = windowEndSample * this.msPerSample;
+    this.windowEndMs = windowEndMs;
     const event = this.analyzer.update(probability, volume, windowEndMs);
     this.events.onWindow?.({ probability, ran, volume, state: this.analyzer.state, windowEndMs });
     if (event?.type === 'speech-start') {

@@ -127,6 +127,48 @@ describe('@deepgram/sdk against the Deepgram emulator', () => {
     expect(recorded.closeStreams).toBe(1);
   });
 
+  it('live transcription: the SDK sends Finalize; a from_finalize final answers buffered speech, and nothing answers when every word is final', async () => {
+    vendors = await startVendors({ transcripts: ['first part', 'second part'] });
+    const client = new DeepgramClient({ apiKey: API_KEY, baseUrl: vendors.baseUrl });
+    const socket = await client.listen.v1.connect({
+      model: 'nova-3',
+      encoding: 'linear16',
+      sample_rate: RATE_HZ,
+      endpointing: 300,
+      reconnectAttempts: 0,
+    });
+    const messages: Message[] = [];
+    socket.on('message', (message) => messages.push(message as unknown as Message));
+    const opened = new Promise<void>((resolve) => socket.on('open', resolve));
+    socket.connect();
+    await opened;
+    const send = (audio: Buffer) => {
+      for (let at = 0; at < audio.length; at += FRAME_BYTES) socket.sendMedia(audio.subarray(at, at + FRAME_BYTES));
+    };
+    const finals = () => messages.filter((m) => m.type === 'Results' && m.is_final === true);
+    const until = async (done: () => boolean) => {
+      while (!done()) await new Promise((resolve) => setTimeout(resolve, 10));
+    };
+
+    // Speech, then a pause long enough for endpointing: its final comes on its own.
+    send(speech(600, 600));
+    await until(() => finals().length === 1);
+    expect(finals()[0]).toMatchObject({ speech_final: true, from_finalize: false });
+    // Every word is final: a Finalize now has nothing to answer with.
+    socket.sendFinalize({ type: 'Finalize' });
+    // Speech with no pause after it is buffered: Finalize answers it.
+    send(speech(600, 0));
+    socket.sendFinalize({ type: 'Finalize' });
+    await until(() => finals().length === 2);
+    const answer = finals()[1] as { from_finalize: boolean; channel: { alternatives: Array<{ transcript: string }> } };
+    expect(answer.from_finalize).toBe(true);
+    expect(answer.channel.alternatives[0]!.transcript).toBe('second part');
+    const recorded = vendors.emulator(DeepgramEmulator).log.at(-1)!;
+    expect(recorded.finalizes).toBe(2);
+    expect(recorded.finals.map((f) => f.fromFinalize)).toEqual([false, true]);
+    socket.close();
+  });
+
   it('Aura text-to-speech: the SDK sends Speak and Flush and receives metadata, audio and Flushed', async () => {
     vendors = await startVendors();
     const client = new DeepgramClient({ apiKey: API_KEY, baseUrl: vendors.baseUrl });

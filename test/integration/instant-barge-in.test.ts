@@ -9,8 +9,8 @@ import { type CallServer, startCallServer } from '../helpers/call-server.js';
 /**
  * Stop on suspicion, over real sockets with real Silero: the bot goes quiet at the first windows
  * of plausible speech, a burst that is not speech lets the reply resume from the first unheard
- * word with nothing lost, real speech is a barge-in as before, and `mode: confirmed` keeps the
- * old behaviour. The voice streams at real time, so the reply is still being made when it pauses.
+ * word with nothing lost, real speech is a barge-in, and `mode: confirmed` talks on until the
+ * speech is confirmed. The voice streams at real time, so the reply is still being made when it pauses.
  */
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));

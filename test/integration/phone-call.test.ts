@@ -8,7 +8,7 @@ import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { PHRASES } from '../../src/pipeline/call-session.js';
 import { MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../../src/audio/frames.js';
 import { CarrierMessages } from '../../src/tools/simulator/carrier-messages.js';
-import { CLOSE } from '../../src/telephony/twilio-messages.js';
+import { CLOSE } from '../../src/shared/close-codes.js';
 import { ScriptedLlm, type ScriptedLlmOptions, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 
@@ -407,7 +407,7 @@ describe('the media websocket under bad input', () => {
     ws.send(connected);
     ws.send(startMessage('MZ00000000000000000000000000000000'));
     const close = await closed;
-    expect(close.code).toBe(CLOSE.unknownConfig);
+    expect(close.code).toBe(CLOSE.notFound);
     expect(close.reason).toMatch(/configuration/i);
   });
 

@@ -7,7 +7,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { PHRASES } from '../../src/pipeline/call-session.js';
 import type { TimelineEvent } from '../../src/tools/simulator/call-report.js';
 import { PhoneCall } from '../../src/tools/simulator/phone-call.js';
-import { CLOSE } from '../../src/telephony/twilio-messages.js';
+import { CLOSE } from '../../src/shared/close-codes.js';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';

@@ -18,7 +18,7 @@ import type { CallerClip } from '../../src/tools/simulator/caller-clip.js';
 import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
 import { PhoneCall } from '../../src/tools/simulator/phone-call.js';
 import type { Scenario } from '../../src/tools/simulator/scenario.js';
-import { CLOSE } from '../../src/telephony/twilio-messages.js';
+import { CLOSE } from '../../src/shared/close-codes.js';
 import { freePort } from '../helpers/call-server.js';
 import { startServeProcess } from '../helpers/cli-process.js';
 import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';

@@ -22,6 +22,9 @@ import { type CallServer, startCallServer } from '../helpers/call-server.js';
  */
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
+/** Speech no code is tuned on (bench/held-apart-speech/README.md). */
+const heldApart = (name: string) =>
+  fileURLToPath(new URL(`../../bench/held-apart-speech/${name}.ulaw`, import.meta.url));
 const LATENCIES = {
   sttFinalDelayMs: 1800,
   llmFirstTokenMs: 30,
@@ -109,6 +112,85 @@ describe('the end of a caller turn', () => {
     expect(report.metrics.utterances.map((u) => u.bargeIn)).toEqual([false, false]);
   }, 60_000);
 
+  it('comes at VAD stop with no Finalize when the STT already finalised every word (a caller who paused), as with the real Deepgram', async () => {
+    // Deepgram answers Finalize only when speech not yet finalised is buffered. A caller who
+    // interrupts with a list, pausing between items, has each item finalised by the vendor's
+    // endpointing (300 ms) in the pauses and the last one in the silence after it, before the
+    // VAD's stop (0.8 s): nothing is left for Finalize, and a turn waiting for its answer would
+    // wait out its whole bound.
+    const deepgram = new DeepgramEmulator({
+      latencies: { ...LATENCIES, sttFinalDelayMs: 150 },
+      transcripts: ['a table by the window', 'eggs', 'milk', 'some bread', 'two lemons', 'and more', 'and so on'],
+    });
+    const openai = new OpenAiEmulator({
+      latencies: LATENCIES,
+      replies: [GREETING, 'Let me check the tables we have for tonight, one moment please.', 'Noted.'],
+    });
+    const cartesia = new CartesiaEmulator({ latencies: { ...LATENCIES, ttsRealTimeFactor: 1 } });
+    emulators = await startEmulatorServer([deepgram, openai, cartesia]);
+    server = await startCallServer(() => undefined, {
+      SWITCHBOARD_DEEPGRAM_URL: emulators.url,
+      SWITCHBOARD_OPENAI_URL: emulators.url,
+      SWITCHBOARD_CARTESIA_URL: emulators.url,
+    });
+    const { wssUrl } = await server.createConfig({
+      services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
+      config: [
+        {
+          service: 'llm',
+          options: [
+            { name: 'initial_messages', value: [{ role: 'system', content: 'You are a restaurant.' }] },
+            { name: 'run_on_config', value: true },
+          ],
+        },
+      ],
+      api_keys: { deepgram: 'dg-key', openai: 'sk-key', cartesia: 'car-key' },
+    });
+
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      clips: {
+        question: { mulaw: await readMulawFile(heldApart('no_pauses_question')) },
+        list: { mulaw: await readMulawFile(heldApart('pauses_list_short')) },
+      },
+      scenario: {
+        steps: [
+          { do: 'wait-bot-silence', ms: 600 },
+          { do: 'play', clip: 'question' },
+          { do: 'wait-bot-audio', thenMs: 700 },
+          { do: 'play', clip: 'list' },
+          { do: 'wait-bot-audio', timeoutMs: 20_000 },
+          { do: 'wait-bot-silence', ms: 300 },
+        ],
+      },
+    });
+    expect(report.outcome).toBe('completed');
+
+    const listen = deepgram.log.find((c) => c.path === 'listen')!;
+    const finals = listen.finals.filter((f) => f.transcript !== '');
+    // Every word came from Deepgram's own endpointing, the list's items one by one.
+    expect(finals.length).toBeGreaterThanOrEqual(3);
+    expect(finals.every((f) => !f.fromFinalize && f.speechFinal)).toBe(true);
+    // Nothing was left to finalise at either VAD stop, so nothing was asked.
+    expect(listen.finalizes).toBe(0);
+    // The list was one turn, answered whole: the interruption cut the answer, and nothing of the
+    // list came late as a turn of its own.
+    const userTurns = openai.requests.map(
+      (r) => (r.body as { messages: Array<{ role: string; content: string }> }).messages.at(-1)!,
+    );
+    expect(userTurns.slice(1)).toEqual([
+      { role: 'user', content: finals[0]!.transcript },
+      {
+        role: 'user',
+        content: finals
+          .slice(1)
+          .map((f) => f.transcript)
+          .join(' '),
+      },
+    ]);
+    expect(report.metrics.utterances.map((u) => u.bargeIn)).toEqual([false, true]);
+  }, 60_000);
+
   it('comes from VAD stop plus Finalize on a first turn spoken while the STT handshake is still under way', async () => {
     // The caller speaks at once (no greeting): "go forward ten meters" is voiced until 2.34 s of
     // the clip, so Switchboard's VAD (stop_secs 0.3) ends the turn about 2.7 s into the call,
@@ -117,7 +199,7 @@ describe('the end of a caller turn', () => {
     // a final that ended the turn by itself would not be marked from_finalize.
     const HANDSHAKE_DELAY_MS = 3300;
     const deepgram = new DeepgramEmulator({ latencies: LATENCIES, transcripts: ['go forward ten meters'] });
-    deepgram.delayNextHandshake(HANDSHAKE_DELAY_MS, { path: 'listen' });
+    deepgram.faults.next({ kind: 'delay', delayMs: HANDSHAKE_DELAY_MS }, { path: 'listen' });
     const openai = new OpenAiEmulator({ latencies: LATENCIES, replies: ['Going forward.'] });
     const cartesia = new CartesiaEmulator({ latencies: LATENCIES });
     emulators = await startEmulatorServer([deepgram, openai, cartesia]);

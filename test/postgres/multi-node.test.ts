@@ -13,8 +13,8 @@ import { afterEach, describe, expect, inject, it } from 'vitest';
 import WebSocket from 'ws';
 import { encodePcm16Wav } from '../../src/audio/wav.js';
 import { loadConfig } from '../../src/config/env.js';
-import { ROOM_CLOSE } from '../../src/rooms/room-messages.js';
 import { KeyMismatchError } from '../../src/security/key-fingerprint.js';
+import { CLOSE } from '../../src/shared/close-codes.js';
 import { loadServiceKeys } from '../../src/security/service-keys.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../../src/store/accounts-repo.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
@@ -176,7 +176,7 @@ describe('two nodes on one database', () => {
       `${bAddress.replace('http', 'ws')}/rooms/${name}/ws?token=${encodeURIComponent(token)}`,
     );
     const [code] = (await once(socket, 'close')) as [number];
-    expect(code).toBe(ROOM_CLOSE.unknownRoom);
+    expect(code).toBe(CLOSE.notFound);
   });
 
   it('a node given other keys in the environment refuses to start rather than fail every read of what the others sealed', async () => {

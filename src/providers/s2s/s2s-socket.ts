@@ -3,6 +3,7 @@ import { FrameAccumulator, VENDOR_AUDIO_MESSAGE_MULAW_BYTES } from '../../audio/
 import { type ProviderContext, ProviderError } from '../types.js';
 import { isRetryableCloseCode, oneLine } from '../vendor-errors.js';
 import type { S2sEvents } from './types.js';
+import { CLOSE } from '../../shared/close-codes.js';
 
 /**
  * What the speech-to-speech sessions share once their vendor's websocket is open: it is closed
@@ -57,7 +58,7 @@ export abstract class S2sSocketSession {
   async close(): Promise<void> {
     if (this.closedByUs) return;
     this.closedByUs = true;
-    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(1000);
+    if (this.ws.readyState === WebSocket.OPEN) this.ws.close(CLOSE.normal);
     else this.ws.terminate();
   }
 

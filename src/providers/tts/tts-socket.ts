@@ -1,15 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { LookupFunction } from 'node:net';
 import type { Logger } from 'pino';
 import WebSocket, { type RawData } from 'ws';
-import { type ProviderContext, ProviderError, type TtsOutput } from '../types.js';
+import { ProviderError } from '../types.js';
 import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine, redact } from '../vendor-errors.js';
 import { frameText, openVendorSocket } from '../vendor-socket.js';
+import { CLOSE } from '../../shared/close-codes.js';
 
 /**
  * Websocket TTS machinery shared by the Cartesia and ElevenLabs adapters: a socket per call
- * multiplexing replies by context id, and the life of one reply (and the queue OpenAI TTS uses too).
+ * multiplexing replies by context id. The life of one reply on it is `socket-reply.ts`.
  */
 
 /** A vendor frame, parsed. */
@@ -37,7 +37,7 @@ export interface TtsSocketOptions<M> {
 }
 
 /** What the socket delivers to one context. */
-interface ContextHandler<M> {
+export interface ContextHandler<M> {
   onMessage(message: M): void;
   onFailure(error: ProviderError): void;
 }
@@ -125,7 +125,7 @@ export class TtsSocket<M> {
     } catch {
       // Closing anyway.
     }
-    this.ws.close(1000);
+    this.ws.close(CLOSE.normal);
   }
 
   private failAll(error: ProviderError): void {
@@ -183,268 +183,12 @@ export class TtsSocket<M> {
     if (!frame) return;
     if (frame.connectionError) {
       this.failAll(frame.connectionError);
-      this.ws.close(1000);
+      this.ws.close(CLOSE.normal);
       return;
     }
     const handler = frame.contextId === undefined ? undefined : this.handlers.get(frame.contextId);
     // Audio of a cancelled or finished context may still be in flight: dropped, as barge-in requires.
     if (handler) handler.onMessage(frame.message);
     else this.log.debug({ provider }, 'dropped a message for an inactive context');
-  }
-}
-
-/**
- * One reply spoken through a TtsSocket: a context opened with the first piece, fed piece by piece
- * as the text arrives, ended when the text ends, completed by the vendor. Subclasses say how each
- * step looks on the wire and read the vendor's messages.
- *
- * - Text is pulled as soon as the reply starts, so the LLM runs while the socket connects.
- * - Aborting ctx.signal (barge-in, hang-up), a failure or the consumer leaving early cancels the
- *   context at the vendor at once; nothing is yielded after an abort, and it throws nothing.
- * - A failing text source (the LLM) ends the reply with its own error, unwrapped.
- * - Silence longer than timeoutMs while audio is due (from the first piece sent to the first
- *   audio, and after the end of input until completion) fails with a retryable ProviderError and
- *   discards the socket.
- */
-export abstract class SocketReply<M> implements ContextHandler<M> {
-  readonly contextId = `sb-${randomUUID()}`;
-  /** A piece was sent: the context exists at the vendor and must be cancelled if abandoned. */
-  protected started = false;
-  /** Done, failed or stopped: nothing more is sent or taken. */
-  protected finished = false;
-  private inputEnded = false;
-  private gotAudio = false;
-  private readonly output = new OutputQueue();
-  private readonly words = new ReplyWords();
-  private timer: NodeJS.Timeout | undefined;
-
-  constructor(
-    protected readonly socket: TtsSocket<M>,
-    private readonly provider: string,
-    private readonly timeoutMs: number,
-    protected readonly ctx: ProviderContext,
-  ) {}
-
-  abstract onMessage(message: M): void;
-  /** Sends one non-blank piece; `this.started` is false for the first one. */
-  protected abstract sendPiece(piece: string): void;
-  protected abstract sendEndOfInput(): void;
-  protected abstract sendCancel(): void;
-
-  async *run(text: AsyncIterable<string>): AsyncGenerator<TtsOutput> {
-    const { signal } = this.ctx;
-    const onAbort = () => {
-      this.stop();
-      this.output.discard();
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    this.socket.register(this.contextId, this);
-    const pieces = text[Symbol.asyncIterator]();
-    void this.pump(pieces);
-    try {
-      yield* this.output.drain();
-    } finally {
-      signal.removeEventListener('abort', onAbort);
-      this.stop();
-      this.socket.unregister(this.contextId);
-      // Stops the text source if the reply ended early (failure, consumer gone); a no-op otherwise.
-      pieces.return?.().catch(() => undefined);
-    }
-  }
-
-  onFailure(error: ProviderError): void {
-    this.fail(error);
-  }
-
-  /** Audio for this context arrived. */
-  protected audio(bytes: Uint8Array): void {
-    if (this.finished || bytes.length === 0) return;
-    this.gotAudio = true;
-    this.output.push({ type: 'audio', audio: bytes });
-    this.vendorAlive();
-  }
-
-  /** The audio so far covers the reply's first `wordCount` words: reports those not yet reported. */
-  protected heard(wordCount: number): void {
-    if (this.finished) return;
-    const text = this.words.take(wordCount);
-    if (text) this.output.push({ type: 'spoken', text });
-  }
-
-  /** The vendor finished the context: the rest of the text was spoken. */
-  protected complete(): void {
-    if (this.finished) return;
-    const rest = this.words.rest();
-    if (rest) this.output.push({ type: 'spoken', text: rest });
-    this.finished = true;
-    clearTimeout(this.timer);
-    this.output.end();
-  }
-
-  /** A message showed the vendor is working on the context: the silence timer starts over. */
-  protected vendorAlive(): void {
-    this.armTimer(true);
-  }
-
-  protected fail(error: unknown): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.cancelAtVendor();
-    this.output.fail(error);
-  }
-
-  /** Ends the reply quietly (abort, consumer gone), cancelling the context at the vendor. */
-  private stop(): void {
-    if (this.finished) return;
-    this.finished = true;
-    this.cancelAtVendor();
-    this.output.discard();
-  }
-
-  private async pump(pieces: AsyncIterator<string>): Promise<void> {
-    try {
-      for (;;) {
-        const next = await pieces.next();
-        if (this.finished) return;
-        if (next.done) break;
-        if (next.value.trim().length === 0) continue;
-        await this.socket.ready;
-        if (this.finished) return;
-        this.sendPiece(next.value);
-        this.started = true;
-        this.words.add(next.value);
-        if (!this.gotAudio) this.armTimer(false);
-      }
-      if (!this.started) {
-        // Nothing to say: no context was opened at the vendor.
-        this.finished = true;
-        this.output.end();
-        return;
-      }
-      this.sendEndOfInput();
-      this.inputEnded = true;
-      this.armTimer(true);
-    } catch (err) {
-      if (!this.ctx.signal.aborted) this.fail(err);
-    }
-  }
-
-  /** Runs the silence timer while audio is due; `restart` resets a running one. */
-  private armTimer(restart: boolean): void {
-    if (this.timer && !restart) return;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.finished || !((this.started && !this.gotAudio) || this.inputEnded)) return;
-    this.timer = setTimeout(() => {
-      const error = new ProviderError(
-        this.provider,
-        this.gotAudio ? `audio stalled for ${this.timeoutMs} ms` : `no audio within ${this.timeoutMs} ms`,
-        true,
-      );
-      this.fail(error);
-      // A silent vendor may be a dead connection: the next reply gets a fresh one.
-      this.socket.discard(error);
-    }, this.timeoutMs);
-  }
-
-  private cancelAtVendor(): void {
-    clearTimeout(this.timer);
-    if (!this.started) return;
-    try {
-      this.sendCancel();
-      this.ctx.log.debug({ provider: this.provider, contextId: this.contextId }, 'tts context cancelled');
-    } catch {
-      // The socket is gone, and the context with it.
-    }
-  }
-}
-
-/** Items (a reply's outputs, audio chunks) handed from callbacks to one consuming generator, in order. */
-export class OutputQueue<T = TtsOutput> {
-  private items: T[] = [];
-  /** Index of the next item to hand out (a cursor, so taking one is O(1)). */
-  private head = 0;
-  private ended = false;
-  private failed = false;
-  private error: unknown;
-  private wake: (() => void) | undefined;
-
-  push(item: T): void {
-    if (this.ended) return;
-    this.items.push(item);
-    this.notify();
-  }
-
-  end(): void {
-    this.ended = true;
-    this.notify();
-  }
-
-  /** Ends now, dropping what was not taken yet (an interrupted reply yields nothing more). */
-  discard(): void {
-    this.items = [];
-    this.head = 0;
-    this.failed = false;
-    this.end();
-  }
-
-  /** Ends with an error, thrown once the items already queued were taken. */
-  fail(error: unknown): void {
-    if (this.ended) return;
-    this.ended = true;
-    this.failed = true;
-    this.error = error;
-    this.notify();
-  }
-
-  async *drain(): AsyncGenerator<T> {
-    for (;;) {
-      if (this.head < this.items.length) {
-        const item = this.items[this.head]!;
-        this.head += 1;
-        if (this.head === this.items.length) {
-          this.items = [];
-          this.head = 0;
-        }
-        yield item;
-        continue;
-      }
-      if (this.ended) {
-        if (this.failed) throw this.error;
-        return;
-      }
-      await new Promise<void>((resolve) => {
-        this.wake = resolve;
-      });
-    }
-  }
-
-  private notify(): void {
-    const wake = this.wake;
-    this.wake = undefined;
-    wake?.();
-  }
-}
-
-/** The reply's words in order, handed out as the vendor confirms they were voiced. */
-export class ReplyWords {
-  private readonly words: string[] = [];
-  private given = 0;
-
-  add(piece: string): void {
-    for (const word of piece.split(/\s+/)) if (word) this.words.push(word);
-  }
-
-  /** The words up to the `count`-th of the reply not handed out yet, as one text. */
-  take(count: number): string | undefined {
-    const end = Math.min(count, this.words.length);
-    if (end <= this.given) return undefined;
-    const text = this.words.slice(this.given, end).join(' ');
-    this.given = end;
-    return text;
-  }
-
-  rest(): string | undefined {
-    return this.take(this.words.length);
   }
 }

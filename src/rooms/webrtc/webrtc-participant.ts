@@ -13,7 +13,8 @@ import { TELEPHONY_SAMPLE_RATE_HZ } from '../../audio/frames.js';
 import { OPUS_RTP_CLOCK_HZ } from '../../audio/opus.js';
 import { decodeRtviMessage } from '../pipecat-wire.js';
 import type { ParticipantEvents, RoomParticipant } from '../room-participant.js';
-import { ROOM_CLOSE, serverMessage } from '../room-messages.js';
+import { CLOSE } from '../../shared/close-codes.js';
+import { serverMessage } from '../room-messages.js';
 import type { RoomInput } from '../room-transport.js';
 import { OpusReceiver } from './opus-receiver.js';
 import { OpusSender } from './opus-sender.js';
@@ -186,7 +187,7 @@ export class WebRtcParticipant implements RoomParticipant {
     const dc = this.dc;
     if (this.state === 'gone' || !dc || dc.readyState !== 'open') return;
     if (dc.bufferedAmount > this.limits.maxBufferedBytes) {
-      this.close(ROOM_CLOSE.flood, 'client is not reading');
+      this.close(CLOSE.flood, 'client is not reading');
       return;
     }
     dc.send(message);
@@ -208,7 +209,7 @@ export class WebRtcParticipant implements RoomParticipant {
   close(code: number, reason: string): void {
     if (this.state === 'gone') return;
     this.log.info({ pcId: this.pcId, code, reason }, 'webrtc participant closed');
-    if (code !== ROOM_CLOSE.normal && code !== ROOM_CLOSE.goingAway)
+    if (code !== CLOSE.normal && code !== CLOSE.goingAway)
       this.send(serverMessage('error', { message: reason, fatal: true }));
     this.send(serverSignalling('peerLeft'));
     const pc = this.pc;
@@ -296,7 +297,7 @@ export class WebRtcParticipant implements RoomParticipant {
       return;
     }
     if (typeof data !== 'string') {
-      this.close(ROOM_CLOSE.policyViolation, 'malformed message: binary data on the data channel; send RTVI as text');
+      this.close(CLOSE.policyViolation, 'malformed message: binary data on the data channel; send RTVI as text');
       return;
     }
     // The client's keep-alive, once a second.
@@ -312,7 +313,7 @@ export class WebRtcParticipant implements RoomParticipant {
     const frame = decodeRtviMessage(data);
     switch (frame.kind) {
       case 'malformed':
-        this.close(ROOM_CLOSE.policyViolation, frame.reason);
+        this.close(CLOSE.policyViolation, frame.reason);
         return;
       case 'refused':
         this.send(frame.reply);
@@ -322,7 +323,7 @@ export class WebRtcParticipant implements RoomParticipant {
       case 'message': {
         const message = frame.message;
         if (message.type === 'client-ready') {
-          if (this.isReady) this.close(ROOM_CLOSE.policyViolation, 'client-ready sent twice');
+          if (this.isReady) this.close(CLOSE.policyViolation, 'client-ready sent twice');
           else this.markReady();
         } else if (message.type === 'user-image') {
           if (this.isReady) this.events.onImage(message.data.imageBase64);
@@ -383,7 +384,7 @@ export class WebRtcParticipant implements RoomParticipant {
 
   private refuse(refusal: PeerRefusal): void {
     this.log.warn({ pcId: this.pcId, why: refusal.reason }, 'webrtc client exceeds its budget; closing');
-    this.close(refusal.kind === 'flood' ? ROOM_CLOSE.flood : ROOM_CLOSE.messageTooBig, refusal.reason);
+    this.close(refusal.kind === 'flood' ? CLOSE.flood : CLOSE.messageTooBig, refusal.reason);
   }
 
   private dropPeerConnection(): void {

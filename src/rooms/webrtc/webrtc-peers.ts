@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { TokenBucket } from '../../security/token-bucket.js';
 import { ApiError } from '../../shared/api-error.js';
 import type { RoomManager } from '../room-manager.js';
-import { ROOM_CLOSE } from '../room-messages.js';
+import { CLOSE } from '../../shared/close-codes.js';
 import type { OfferBody, PatchBody } from './webrtc-messages.js';
 import {
   DEFAULT_WEBRTC_LIMITS,
@@ -90,12 +90,12 @@ export class WebRtcPeers {
     } catch (err) {
       if (err instanceof SdpError) {
         // A first offer that cannot be applied leaves nothing behind; a bad renegotiation ends the peer.
-        participant.close(ROOM_CLOSE.policyViolation, err.message);
+        participant.close(CLOSE.policyViolation, err.message);
         if (!body.pc_id) this.peers.delete(participant.pcId);
         throw new ApiError('invalid-request-error', err.message);
       }
       log.error({ err, pcId: participant.pcId }, 'webrtc answer failed');
-      participant.close(ROOM_CLOSE.internalError, 'the server could not answer the offer');
+      participant.close(CLOSE.internalError, 'the server could not answer the offer');
       throw new ApiError('server-error', 'the server could not answer the offer');
     } finally {
       peer.answering = false;

@@ -42,7 +42,7 @@ const ERROR_TYPES: Record<number, string> = {
 };
 
 /**
- * An Anthropic Messages server (providers.md section 3): `POST …/v1/messages` with `x-api-key`
+ * An Anthropic Messages server (docs/providers.md section 3): `POST …/v1/messages` with `x-api-key`
  * (or `Authorization: Bearer`, as Anthropic's SDK sends it) and `anthropic-version`, streamed as
  * `event:`/`data:` pairs: message_start, ping, content_block_start / content_block_delta
  * (text_delta, input_json_delta) / content_block_stop per block, message_delta, message_stop; no [DONE]. The in-stream failure is an `error` event

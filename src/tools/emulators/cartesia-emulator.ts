@@ -26,9 +26,10 @@ import {
   writeHttpError,
 } from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
+import { FaultPlan } from './fault-plan.js';
 
 /**
- * Cartesia's TTS websocket (providers.md section 4), emulated: `/tts/websocket` with the key as
+ * Cartesia's TTS websocket (docs/providers.md section 4), emulated: `/tts/websocket` with the key as
  * `Authorization: Bearer`, `X-API-Key` or `?api_key=`, and a required Cartesia-Version (header or
  * `?cartesia_version=`). Client messages are validated with the adapter's zod schemas; a bad one
  * gets Cartesia's `error` message. Contexts are routed by context_id: each transcript becomes
@@ -132,16 +133,13 @@ const ENCODINGS: Record<CartesiaEncoding, ToneEncoding> = {
 export class CartesiaEmulator implements VendorEmulator {
   readonly vendor = 'cartesia';
 
-  /** The next handshake is refused with this HTTP status (and a Cartesia-style body). */
-  rejectNextHandshake: number | undefined;
-  /** The next new context takes its text and then never answers: no audio, no done. */
-  hangNext = false;
-  /** The next new context gets an `error` message (status 500) instead of audio. */
-  errorNext = false;
-  /** The next new context's audio is preceded by a frame that is not JSON and a message of unknown type. */
-  malformedNext = false;
-  /** The next accepted socket is dropped (no close frame) this long after it opens. */
-  dropSocketAfterMs: number | undefined;
+  /**
+   * Faults to play (fault-plan.ts): `reject` a handshake (with a Cartesia-style body), `drop` an
+   * accepted socket, and for a new context: `stall` (it takes its text and never answers: no audio,
+   * no done), `error` (an `error` message, status 500, instead of audio), `malformed` (its audio is
+   * preceded by a frame that is not JSON and a message of unknown type).
+   */
+  readonly faults = new FaultPlan();
 
   readonly connections: RecordedCartesiaConnection[] = [];
   readonly contexts: RecordedCartesiaContext[] = [];
@@ -182,13 +180,16 @@ export class CartesiaEmulator implements VendorEmulator {
     const url = new URL(req.url ?? '/', 'http://emulator');
     if (!url.pathname.endsWith('/tts/websocket')) return false;
 
-    const reject = this.rejectNextHandshake;
-    if (reject !== undefined) {
-      this.rejectNextHandshake = undefined;
-      writeHttpError(socket, reject, {
-        title: STATUS_CODES[reject] ?? 'Error',
-        message: `emulated failure (HTTP ${reject})`,
-      });
+    const reject = this.faults.take(['reject']);
+    if (reject) {
+      writeHttpError(
+        socket,
+        reject.status,
+        reject.body ?? {
+          title: STATUS_CODES[reject.status] ?? 'Error',
+          message: reject.message ?? `emulated failure (HTTP ${reject.status})`,
+        },
+      );
       return true;
     }
     const key =
@@ -237,10 +238,8 @@ export class CartesiaEmulator implements VendorEmulator {
     this.stats.activeConnections += 1;
     const contexts = new Map<string, EmulatedContext>();
     let dropTimer: NodeJS.Timeout | undefined;
-    if (this.dropSocketAfterMs !== undefined) {
-      dropTimer = setTimeout(() => ws.terminate(), this.dropSocketAfterMs);
-      this.dropSocketAfterMs = undefined;
-    }
+    const drop = this.faults.take(['drop']);
+    if (drop) dropTimer = setTimeout(() => ws.terminate(), drop.afterMs);
     ws.on('message', (data, isBinary) => this.onFrame(ws, record, contexts, data, isBinary));
     ws.on('close', (code) => {
       clearTimeout(dropTimer);
@@ -308,8 +307,7 @@ export class CartesiaEmulator implements VendorEmulator {
     if (!context) {
       context = this.openContext(record, request);
       contexts.set(request.context_id, context);
-      if (this.errorNext) {
-        this.errorNext = false;
+      if (this.faults.take(['error'])) {
         context.record.requests.push(request);
         this.fail(ws, context, 500, 'Internal server error', 'emulated failure');
         return;
@@ -349,12 +347,10 @@ export class CartesiaEmulator implements VendorEmulator {
       flushCount: 0,
       playing: false,
       producedSec: 0,
-      hang: this.hangNext,
-      malformed: this.malformedNext,
+      hang: this.faults.take(['stall']) !== undefined,
+      malformed: this.faults.take(['malformed']) !== undefined,
       finished: false,
     };
-    this.hangNext = false;
-    this.malformedNext = false;
     this.live.add(context);
     return context;
   }

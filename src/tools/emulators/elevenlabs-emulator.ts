@@ -18,9 +18,11 @@ import {
 } from './emulator-kit.js';
 import { ElevenLabsHttpEmulator, type RecordedElevenLabsSpeechRequest } from './elevenlabs-http-emulator.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
+import { CLOSE } from '../../shared/close-codes.js';
+import { FaultPlan } from './fault-plan.js';
 
 /**
- * ElevenLabs' multi-context TTS websocket (providers.md section 5b), emulated:
+ * ElevenLabs' multi-context TTS websocket (docs/providers.md section 5b), emulated:
  * `/v1/text-to-speech/{voice_id}/multi-stream-input?model_id=…&output_format=…`, the key in the
  * `xi-api-key` header (a wrong one is refused at the handshake with 401) or, without the header,
  * in the first message (`xi_api_key` or `xi-api-key`). Messages are validated with the adapter's
@@ -151,16 +153,13 @@ function toneFormat(outputFormat: string): ToneFormat | undefined {
 export class ElevenLabsEmulator implements VendorEmulator {
   readonly vendor = 'elevenlabs';
 
-  /** The next handshake is refused with this HTTP status (and an ElevenLabs-style body). */
-  rejectNextHandshake: number | undefined;
-  /** The next new context takes its text and then never answers: no audio, no isFinal. */
-  hangNext = false;
-  /** The next new context gets an error message instead of audio. */
-  errorNext = false;
-  /** The next new context's audio is preceded by a frame that is not JSON and a message of unknown shape. */
-  malformedNext = false;
-  /** The next accepted socket is dropped (no close frame) this long after it opens. */
-  dropSocketAfterMs: number | undefined;
+  /**
+   * Faults to play (fault-plan.ts): `reject` a handshake (with an ElevenLabs-style body), `drop`
+   * an accepted socket, and for a new context: `stall` (it takes its text and never answers: no
+   * audio, no isFinal), `error` (an error message instead of audio), `malformed` (its audio is
+   * preceded by a frame that is not JSON and a message of unknown shape).
+   */
+  readonly faults = new FaultPlan();
 
   readonly connections: RecordedElevenLabsConnection[] = [];
   readonly contexts: RecordedElevenLabsContext[] = [];
@@ -216,12 +215,15 @@ export class ElevenLabsEmulator implements VendorEmulator {
     const match = PATH.exec(url.pathname);
     if (!match) return false;
 
-    const reject = this.rejectNextHandshake;
-    if (reject !== undefined) {
-      this.rejectNextHandshake = undefined;
-      writeHttpError(socket, reject, {
-        detail: { status: 'emulated_failure', message: `emulated failure (HTTP ${reject})` },
-      });
+    const reject = this.faults.take(['reject']);
+    if (reject) {
+      writeHttpError(
+        socket,
+        reject.status,
+        reject.body ?? {
+          detail: { status: 'emulated_failure', message: reject.message ?? `emulated failure (HTTP ${reject.status})` },
+        },
+      );
       return true;
     }
     const key = header(req, 'xi-api-key') ?? /^Bearer\s+(.+)$/i.exec(url.searchParams.get('authorization') ?? '')?.[1];
@@ -297,10 +299,8 @@ export class ElevenLabsEmulator implements VendorEmulator {
     this.sockets.add(socket);
     this.stats.activeConnections += 1;
     let dropTimer: NodeJS.Timeout | undefined;
-    if (this.dropSocketAfterMs !== undefined) {
-      dropTimer = setTimeout(() => socket.ws.terminate(), this.dropSocketAfterMs);
-      this.dropSocketAfterMs = undefined;
-    }
+    const drop = this.faults.take(['drop']);
+    if (drop) dropTimer = setTimeout(() => socket.ws.terminate(), drop.afterMs);
     this.touch(socket);
     socket.ws.on('message', (data, isBinary) => this.onFrame(socket, data, isBinary));
     socket.ws.on('close', (code, reason) => {
@@ -382,8 +382,7 @@ export class ElevenLabsEmulator implements VendorEmulator {
         return; // closing an unknown (already closed) context is a no-op
       }
       context = this.openContext(socket, contextId, message);
-      if (this.errorNext) {
-        this.errorNext = false;
+      if (this.faults.take(['error'])) {
         this.failContext(socket, context, 'emulated failure');
         return;
       }
@@ -428,11 +427,9 @@ export class ElevenLabsEmulator implements VendorEmulator {
       closing: false,
       keepaliveFirst: first.text === '' && first.voice_settings === undefined,
       scheduleChars: first.generation_config?.chunk_length_schedule?.[0] ?? DEFAULT_SCHEDULE_CHARS,
-      hang: this.hangNext,
-      malformed: this.malformedNext,
+      hang: this.faults.take(['stall']) !== undefined,
+      malformed: this.faults.take(['malformed']) !== undefined,
     };
-    this.hangNext = false;
-    this.malformedNext = false;
     socket.contexts.set(contextId, context);
     return context;
   }
@@ -550,7 +547,7 @@ export class ElevenLabsEmulator implements VendorEmulator {
   }
 
   private closeSocketIfDone(socket: EmulatedSocket): void {
-    if (socket.closingSocket && socket.contexts.size === 0) socket.ws.close(1000);
+    if (socket.closingSocket && socket.contexts.size === 0) socket.ws.close(CLOSE.normal);
   }
 }
 

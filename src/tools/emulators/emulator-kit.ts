@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import alawmulaw from 'alawmulaw';
 import { type RawData, type WebSocket, WebSocketServer } from 'ws';
 import { encodeMulaw } from '../../audio/mulaw.js';
+import { CLOSE } from '../../shared/close-codes.js';
 
 /**
  * What the vendor emulators share: tone audio in any wire format, paced like speech, and the
@@ -192,6 +193,13 @@ export function describeIssues(issues: ReadonlyArray<{ path: PropertyKey[]; mess
     .join('; ');
 }
 
+/** A websocket frame's bytes as one Buffer (ws hands them as a Buffer, fragments or an ArrayBuffer). */
+export function frameBytes(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
 export function frameText(data: RawData): string {
   if (Buffer.isBuffer(data)) return data.toString('utf8');
   if (Array.isArray(data)) return Buffer.concat(data).toString('utf8');
@@ -233,7 +241,7 @@ export class EmulatorSessions<S extends { stop(): void }> {
 
   /** Drops every connection at once, as a vendor outage would (close code 1011). */
   dropAll(): void {
-    for (const ws of this.sockets) ws.close(1011, 'emulated outage');
+    for (const ws of this.sockets) ws.close(CLOSE.internalError, 'emulated outage');
   }
 
   close(): void {

@@ -42,8 +42,7 @@ const STATUS_NAMES: Record<number, string> = {
 const PATH = /\/v1beta\/models\/([^/:]+):(streamGenerateContent|generateContent)$/;
 
 /**
- * A Gemini text API server (REST, from Google's public docs; providers.md covers only Gemini
- * Live): `POST …/v1beta/models/{model}:streamGenerateContent?alt=sse` streams one
+ * A Gemini text API server (REST, from Google's public docs; docs/providers.md section 9): `POST …/v1beta/models/{model}:streamGenerateContent?alt=sse` streams one
  * GenerateContentResponse per `data:` event (CRLF-framed, no event names, no [DONE]), the last
  * one carrying finishReason and usageMetadata; function calls arrive whole in one event. Without
  * alt=sse the same chunks come as one JSON array; `:generateContent` gives one response.

@@ -12,7 +12,7 @@ import {
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
- * Gemini Live, emulated (providers.md section 8): the BidiGenerateContent websocket with the key
+ * Gemini Live, emulated (docs/providers.md section 8): the BidiGenerateContent websocket with the key
  * in the query. The first message must be `setup` (anything else closes with 1007), answered by
  * `setupComplete`. Caller audio (`realtimeInput.audio`, PCM16 at the rate its mimeType names) is
  * judged by energy: 100 ms of speech while the model talks interrupts it (`interrupted`, then

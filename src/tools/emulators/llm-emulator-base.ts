@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
+import { FaultPlan } from './fault-plan.js';
 
 /**
  * What the streaming-LLM emulators (OpenAI-compatible, Anthropic, Gemini) share: routing, body
@@ -46,7 +47,7 @@ export interface RecordedLlmRequest {
   headers: Record<string, string>;
   /** The parsed JSON body (undefined when it was not JSON). */
   body: unknown;
-  /** The HTTP status sent (undefined while the emulator has not answered, e.g. hangNext). */
+  /** The HTTP status sent (undefined while the emulator has not answered, e.g. a `hang` fault). */
   status?: number;
   /** The client closed the connection before the response was complete (barge-in, timeout). */
   abortedByClient: boolean;
@@ -83,7 +84,7 @@ export interface StreamStep {
   token: boolean;
 }
 
-/** A response still being written (or held open by hangNext / a stall). */
+/** A response still being written (or held open by a `hang` or `stall` fault). */
 interface OpenResponse {
   timer?: NodeJS.Timeout;
   /** close() ended it: not counted as a client abort. */
@@ -98,16 +99,14 @@ export const ARGUMENT_FRAGMENT_CHARS = 8;
 export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedRequest> implements VendorEmulator {
   abstract readonly vendor: string;
 
-  /** The next request gets this HTTP error (the vendor's error body unless `body` is given). */
-  failNext: { status: number; body?: unknown } | undefined;
-  /** The next request is read and then never answered: no headers, no bytes. */
-  hangNext = false;
-  /** The next stream goes silent (connection open) once this many tokens were sent; 0 = after the headers. */
-  stallAfterTokens: number | undefined;
-  /** The next stream sends the vendor's in-stream error event after this many tokens, then ends. */
-  errorEventAfterTokens: number | undefined;
-  /** The next stream carries one event whose JSON is broken, after this many tokens. */
-  malformedEventAfterTokens: number | undefined;
+  /**
+   * Faults to play on the next requests (fault-plan.ts): `reject` (this HTTP error, with the
+   * vendor's error body unless `body` is given), `hang` (read and never answered: no headers, no
+   * bytes), and in the stream: `stall` (silent, connection open, once `afterTokens` tokens were
+   * sent; 0 = after the headers), `error` (the vendor's in-stream error event after `afterTokens`
+   * tokens, then the end), `malformed` (one event whose JSON is broken, after `afterTokens` tokens).
+   */
+  readonly faults = new FaultPlan();
 
   /** Recent requests, oldest first (bounded by maxRecordedRequests). */
   readonly requests: RecordedLlmRequest[] = [];
@@ -137,7 +136,7 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
   protected abstract authenticate(req: IncomingMessage, url: URL): Rejection | undefined;
   /** Validates the body (zod); a rejection in the vendor's 400 shape when it is bad. */
   protected abstract accept(body: unknown, url: URL, req: IncomingMessage): A | Rejection;
-  /** The vendor's error body for a status (failNext without a body, bad JSON, wrong method). */
+  /** The vendor's error body for a status (a `reject` fault without a body, bad JSON, wrong method). */
   protected abstract errorBody(status: number, message: string): unknown;
   /** The whole stream for a reply, in order. */
   protected abstract streamSteps(reply: ResolvedReply, request: A): StreamStep[];
@@ -200,9 +199,8 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
       return this.reply(res, record, 400, this.errorBody(400, 'the request body is not valid JSON'));
     }
 
-    const fail = this.failNext;
+    const fail = this.faults.take(['reject']);
     if (fail) {
-      this.failNext = undefined;
       return this.reply(
         res,
         record,
@@ -210,10 +208,7 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
         fail.body ?? this.errorBody(fail.status, `emulated failure (HTTP ${fail.status})`),
       );
     }
-    if (this.hangNext) {
-      this.hangNext = false;
-      return;
-    }
+    if (this.faults.take(['hang'])) return;
     const denied = this.authenticate(req, url);
     if (denied) return this.reply(res, record, denied.status, denied.body);
     const accepted = this.accept(record.body, url, req);
@@ -238,12 +233,11 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
 
   /** Sends the steps with the configured pacing, applying this request's failure switches. */
   private runStream(res: ServerResponse, steps: StreamStep[]): void {
-    const stallAfter = this.stallAfterTokens;
-    const errorAfter = this.errorEventAfterTokens;
-    let malformedAfter = this.malformedEventAfterTokens;
-    this.stallAfterTokens = undefined;
-    this.errorEventAfterTokens = undefined;
-    this.malformedEventAfterTokens = undefined;
+    // A stream fault without `afterTokens` strikes at once (after the headers).
+    const afterTokens = (fault: { afterTokens?: number } | undefined) => (fault ? (fault.afterTokens ?? 0) : undefined);
+    const stallAfter = afterTokens(this.faults.take(['stall']));
+    const errorAfter = afterTokens(this.faults.take(['error']));
+    let malformedAfter = afterTokens(this.faults.take(['malformed']));
     const intervalMs = this.latencies.llmTokensPerSec > 0 ? 1000 / this.latencies.llmTokensPerSec : 0;
     let next = 0;
     let tokensSent = 0;

@@ -37,7 +37,7 @@ interface AcceptedChat extends AcceptedRequest {
 }
 
 /**
- * An OpenAI Chat Completions server (providers.md section 2): `POST …/v1/chat/completions`,
+ * An OpenAI Chat Completions server (docs/providers.md section 2): `POST …/v1/chat/completions`,
  * streamed as `data:` lines only (no event names), a role-only first chunk, content deltas,
  * tool-call fragments split by index, a finish chunk, the usage chunk when
  * `stream_options.include_usage` is set, then `data: [DONE]`. Non-streaming requests get one

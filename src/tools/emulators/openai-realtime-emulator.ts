@@ -16,7 +16,7 @@ import {
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
- * OpenAI Realtime, emulated (providers.md section 7): `/v1/realtime` websocket, Bearer key, the
+ * OpenAI Realtime, emulated (docs/providers.md section 7): `/v1/realtime` websocket, Bearer key, the
  * current protocol or the beta (`OpenAI-Beta: realtime=v1`, whose audio events are named
  * `response.audio.*`). Caller audio (8 kHz mu-law) is judged by energy per 20 ms: 100 ms of speech
  * gives `input_audio_buffer.speech_started` (cancelling a response in progress, as

@@ -10,6 +10,7 @@ import {
   speechDurationMs,
 } from './emulator-kit.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
+import { FaultPlan } from './fault-plan.js';
 
 /**
  * OpenAI's speech endpoint, `POST …/v1/audio/speech` (per OpenAI's public API reference), emulated:
@@ -41,7 +42,7 @@ export interface RecordedSpeechRequest {
   headers: Record<string, string>;
   /** The parsed JSON body (undefined when it was not JSON). */
   body: unknown;
-  /** The status sent (undefined while unanswered, e.g. hangNext). */
+  /** The status sent (undefined while unanswered, e.g. a `hang` fault). */
   status?: number;
   /** Audio bytes written (the WAV header excluded). */
   audioBytes: number;
@@ -57,7 +58,7 @@ export interface OpenAiTtsEmulatorStats {
   audioBytes: number;
 }
 
-/** A response being written (or held open by hangNext). */
+/** A response being written (or held open by a `hang` fault). */
 interface OpenResponse {
   stream?: ToneStream;
   timer?: NodeJS.Timeout;
@@ -73,14 +74,13 @@ const MAX_BODY_BYTES = 64 * 1024;
 export class OpenAiTtsEmulator implements VendorEmulator {
   readonly vendor = 'openai_tts';
 
-  /** The next request is refused with this HTTP status (OpenAI's error body). */
-  rejectNextRequest: number | undefined;
-  /** The next request gets a 500 `server_error`, as OpenAI answers an internal failure. */
-  errorNext = false;
-  /** The next request is read and then never answered: no headers, no bytes. */
-  hangNext = false;
-  /** The next response's connection is destroyed this long after its headers, mid-audio. */
-  dropSocketAfterMs: number | undefined;
+  /**
+   * Faults to play on the next requests (fault-plan.ts): `reject` (this HTTP status with OpenAI's
+   * error body), `error` (a 500 `server_error`, as OpenAI answers an internal failure), `hang`
+   * (read and never answered: no headers, no bytes), `drop` (the response's connection destroyed
+   * this long after its headers, mid-audio).
+   */
+  readonly faults = new FaultPlan();
 
   readonly requests: RecordedSpeechRequest[] = [];
   readonly stats: OpenAiTtsEmulatorStats = { requests: 0, completed: 0, abortedByClient: 0, active: 0, audioBytes: 0 };
@@ -144,23 +144,19 @@ export class OpenAiTtsEmulator implements VendorEmulator {
       return answer(400, 'We could not parse the JSON body of your request.', 'invalid_request_error');
     }
 
-    const reject = this.rejectNextRequest;
-    if (reject !== undefined) {
-      this.rejectNextRequest = undefined;
+    const fault = this.faults.take(['reject', 'error', 'hang']);
+    if (fault?.kind === 'reject') {
+      const { status } = fault;
       return answer(
-        reject,
-        `Emulated failure (HTTP ${reject}).`,
-        reject === 429 ? 'rate_limit_exceeded' : reject >= 500 ? 'server_error' : 'invalid_request_error',
+        status,
+        fault.message ?? `Emulated failure (HTTP ${status}).`,
+        status === 429 ? 'rate_limit_exceeded' : status >= 500 ? 'server_error' : 'invalid_request_error',
       );
     }
-    if (this.errorNext) {
-      this.errorNext = false;
+    if (fault?.kind === 'error') {
       return answer(500, 'The server had an error while processing your request.', 'server_error');
     }
-    if (this.hangNext) {
-      this.hangNext = false;
-      return;
-    }
+    if (fault?.kind === 'hang') return;
     const key = bearer(req);
     if (key === undefined) {
       return answer(
@@ -204,9 +200,8 @@ export class OpenAiTtsEmulator implements VendorEmulator {
     });
     res.flushHeaders();
     if (format === 'wav') res.write(wavHeader(Math.round((durationMs * SAMPLE_RATE_HZ) / 1000) * 2));
-    const drop = this.dropSocketAfterMs;
-    this.dropSocketAfterMs = undefined;
-    if (drop !== undefined) state.timer = setTimeout(() => res.destroy(), drop);
+    const drop = this.faults.take(['drop']);
+    if (drop) state.timer = setTimeout(() => res.destroy(), drop.afterMs);
 
     const stream = new ToneStream(
       { encoding: 's16le', sampleRateHz: SAMPLE_RATE_HZ },

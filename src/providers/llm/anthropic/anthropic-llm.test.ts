@@ -200,14 +200,14 @@ describe('Anthropic LLM against the emulator', () => {
   });
 
   it.each([500, 429, 529])('HTTP %i is retryable', async (status) => {
-    emulator.failNext = { status };
+    emulator.faults.next({ kind: 'reject', status });
     const err = await failure(collect(createAnthropicLlm(settings())));
     expect(err.retryable).toBe(true);
     expect(err.message).toContain(`HTTP ${status}`);
   });
 
   it('a server that never answers times out with a retryable error', async () => {
-    emulator.hangNext = true;
+    emulator.faults.next({ kind: 'hang' });
     const err = await failure(
       collect(createAnthropicLlm(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }))),
     );
@@ -216,7 +216,7 @@ describe('Anthropic LLM against the emulator', () => {
   });
 
   it('a stream that stalls mid-way times out', async () => {
-    emulator.stallAfterTokens = 2;
+    emulator.faults.next({ kind: 'stall', afterTokens: 2 });
     const seen: LlmDelta[] = [];
     const llm = createAnthropicLlm(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
     const err = await failure(
@@ -230,14 +230,14 @@ describe('Anthropic LLM against the emulator', () => {
   });
 
   it('an error event becomes a ProviderError (overloaded: retryable)', async () => {
-    emulator.errorEventAfterTokens = 1;
+    emulator.faults.next({ kind: 'error', afterTokens: 1 });
     const err = await failure(collect(createAnthropicLlm(settings())));
     expect(err.message).toContain('overloaded_error: Overloaded');
     expect(err.retryable).toBe(true);
   });
 
   it('skips a malformed event and keeps going', async () => {
-    emulator.malformedEventAfterTokens = 2;
+    emulator.faults.next({ kind: 'malformed', afterTokens: 2 });
     expect(text(await collect(createAnthropicLlm(settings())))).toBe('You said: What time do you open?');
   });
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Anthropic Messages wire messages (providers.md section 3), as sent by the adapter and checked
+ * Anthropic Messages wire messages (docs/providers.md section 3), as sent by the adapter and checked
  * by the emulator. Stream events are matched on `type` (equal to the SSE event name); objects
  * are loose because newer API versions add fields.
  */

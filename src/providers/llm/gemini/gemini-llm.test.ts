@@ -175,21 +175,21 @@ describe('Gemini LLM against the emulator', () => {
   });
 
   it('401 is not retryable', async () => {
-    emulator.failNext = { status: 401 };
+    emulator.faults.next({ kind: 'reject', status: 401 });
     const err = await failure(collect(createGeminiLlm(settings())));
     expect(err.retryable).toBe(false);
     expect(err.message).toContain('HTTP 401: UNAUTHENTICATED');
   });
 
   it.each([500, 429, 503])('HTTP %i is retryable', async (status) => {
-    emulator.failNext = { status };
+    emulator.faults.next({ kind: 'reject', status });
     const err = await failure(collect(createGeminiLlm(settings())));
     expect(err.retryable).toBe(true);
     expect(err.message).toContain(`HTTP ${status}`);
   });
 
   it('a server that never answers times out with a retryable error', async () => {
-    emulator.hangNext = true;
+    emulator.faults.next({ kind: 'hang' });
     const err = await failure(
       collect(createGeminiLlm(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }))),
     );
@@ -198,7 +198,7 @@ describe('Gemini LLM against the emulator', () => {
   });
 
   it('a stream that stalls mid-way times out', async () => {
-    emulator.stallAfterTokens = 2;
+    emulator.faults.next({ kind: 'stall', afterTokens: 2 });
     const seen: LlmDelta[] = [];
     const llm = createGeminiLlm(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
     const err = await failure(
@@ -212,14 +212,14 @@ describe('Gemini LLM against the emulator', () => {
   });
 
   it('an error object inside the stream becomes a ProviderError', async () => {
-    emulator.errorEventAfterTokens = 1;
+    emulator.faults.next({ kind: 'error', afterTokens: 1 });
     const err = await failure(collect(createGeminiLlm(settings())));
     expect(err.message).toContain('UNAVAILABLE: The model is overloaded');
     expect(err.retryable).toBe(true);
   });
 
   it('skips a malformed event and keeps going', async () => {
-    emulator.malformedEventAfterTokens = 1;
+    emulator.faults.next({ kind: 'malformed', afterTokens: 1 });
     expect(text(await collect(createGeminiLlm(settings())))).toBe('You said: What time do you open?');
   });
 

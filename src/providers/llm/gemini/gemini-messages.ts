@@ -5,8 +5,7 @@ import { z } from 'zod';
  *
  * Source: Google's public Gemini API REST reference (ai.google.dev/api, "Generating content"):
  * `POST /v1beta/models/{model}:streamGenerateContent?alt=sse` with an `x-goog-api-key` header;
- * every SSE `data:` event is one GenerateContentResponse. providers.md covers only Gemini Live
- * (section 8), so this file is the reference for the text API here. Objects are loose because
+ * every SSE `data:` event is one GenerateContentResponse (docs/providers.md section 9). Objects are loose because
  * Google adds fields (safetyRatings, citationMetadata, ...) that a voice bot does not need.
  */
 

@@ -196,7 +196,11 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   });
 
   it('a vendor error that echoes the key is redacted', async () => {
-    emulator.failNext = { status: 403, body: { error: { message: `key ${KEY} is blocked`, type: 'forbidden' } } };
+    emulator.faults.next({
+      kind: 'reject',
+      status: 403,
+      body: { error: { message: `key ${KEY} is blocked`, type: 'forbidden' } },
+    });
     const err = await failure(collect(createOpenAiCompatibleLlm('openai', settings())));
     expect(err.retryable).toBe(false);
     expect(err.message).not.toContain(KEY);
@@ -204,19 +208,19 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   });
 
   it.each([500, 429, 503])('HTTP %i is retryable', async (status) => {
-    emulator.failNext = { status };
+    emulator.faults.next({ kind: 'reject', status });
     const err = await failure(collect(createOpenAiCompatibleLlm('openai', settings())));
     expect(err.retryable).toBe(true);
     expect(err.message).toContain(`HTTP ${status}`);
   });
 
   it.each([400, 404])('HTTP %i is not retryable', async (status) => {
-    emulator.failNext = { status };
+    emulator.faults.next({ kind: 'reject', status });
     expect((await failure(collect(createOpenAiCompatibleLlm('openai', settings())))).retryable).toBe(false);
   });
 
   it('a server that never answers times out with a retryable error', async () => {
-    emulator.hangNext = true;
+    emulator.faults.next({ kind: 'hang' });
     const llm = createOpenAiCompatibleLlm(
       'openai',
       settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }),
@@ -237,7 +241,7 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   });
 
   it('headers without any event time out too', async () => {
-    emulator.stallAfterTokens = 0;
+    emulator.faults.next({ kind: 'stall', afterTokens: 0 });
     const llm = createOpenAiCompatibleLlm(
       'openai',
       settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }),
@@ -248,7 +252,7 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   });
 
   it('a stream that stalls mid-way times out after yielding what came', async () => {
-    emulator.stallAfterTokens = 2;
+    emulator.faults.next({ kind: 'stall', afterTokens: 2 });
     const llm = createOpenAiCompatibleLlm(
       'openai',
       settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }),
@@ -265,14 +269,14 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   });
 
   it('an error chunk inside the stream becomes a ProviderError', async () => {
-    emulator.errorEventAfterTokens = 1;
+    emulator.faults.next({ kind: 'error', afterTokens: 1 });
     const err = await failure(collect(createOpenAiCompatibleLlm('openai', settings())));
     expect(err.message).toContain('server_error');
     expect(err.retryable).toBe(true);
   });
 
   it('skips a malformed chunk and keeps going', async () => {
-    emulator.malformedEventAfterTokens = 1;
+    emulator.faults.next({ kind: 'malformed', afterTokens: 1 });
     expect(text(await collect(createOpenAiCompatibleLlm('openai', settings())))).toBe(
       'You said: What time do you open?',
     );
@@ -551,7 +555,7 @@ describe('OpenAI emulator', () => {
   });
 
   it('close() ends held requests without counting them as client aborts', async () => {
-    emulator.hangNext = true;
+    emulator.faults.next({ kind: 'hang' });
     const pending = post({ model: 'm', stream: true, messages: [{ role: 'user', content: 'hi' }] }).then(
       (res) => res.text(),
       (err: unknown) => err,

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * OpenAI Chat Completions wire messages (providers.md section 2), as sent by the adapter and
+ * OpenAI Chat Completions wire messages (docs/providers.md section 2), as sent by the adapter and
  * checked by the emulator. Objects are loose: vendors add fields, and parsers must ignore them.
  */
 

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 
-/** Gemini Live server messages this adapter reads (providers.md section 8); one top-level key each. */
+/** Gemini Live server messages this adapter reads (docs/providers.md section 8); one top-level key each. */
 export const serverMessage = z.looseObject({
   setupComplete: z.looseObject({}).optional(),
   serverContent: z

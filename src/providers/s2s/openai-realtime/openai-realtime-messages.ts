@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * OpenAI Realtime events this adapter reads (providers.md section 7), in both protocol versions:
+ * OpenAI Realtime events this adapter reads (docs/providers.md section 7), in both protocol versions:
  * the current one ("ga") and the beta (`OpenAI-Beta: realtime=v1`), which names a few audio
  * events differently. Anything else is ignored.
  */

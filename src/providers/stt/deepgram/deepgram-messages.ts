@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Deepgram live transcription (`/v1/listen`) wire messages (providers.md section 1), as read by
+ * Deepgram live transcription (`/v1/listen`) wire messages (docs/providers.md section 1), as read by
  * the adapter and produced and checked by the emulator. Objects are loose: Deepgram adds fields
  * over time, and parsers must ignore what they do not use.
  */

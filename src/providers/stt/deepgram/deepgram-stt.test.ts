@@ -135,7 +135,11 @@ describe('Deepgram STT against the emulator', () => {
     feed(stream, silence(1500));
 
     const final = await events.waitFor((e) => e.type === 'final' && e.text.length > 0);
-    expect(final).toEqual({ type: 'final', text: SENTENCE, speechFinal: true });
+    expect(final).toEqual({ type: 'final', text: SENTENCE, speechFinal: true, coveredToMs: expect.any(Number) });
+    // The final covers the audio up to the vendor's endpoint: past the speech, within what was sent.
+    const { coveredToMs } = final as { coveredToMs: number };
+    expect(coveredToMs).toBeGreaterThanOrEqual(BIRCH.length / 8);
+    expect(coveredToMs).toBeLessThanOrEqual(BIRCH.length / 8 + 1500);
     await events.waitFor((e) => e.type === 'utterance-end');
 
     const types = events.types();
@@ -336,7 +340,10 @@ describe('Deepgram STT against the emulator', () => {
   it('emits an error event when reconnection fails for good (retryable status)', async () => {
     const events = new Events();
     const stream = await quickStt({ reconnectAttempts: 3 }).open(context(), events.push);
-    emulator.rejectNextHandshake(503, { path: 'listen', count: Infinity, message: 'Service temporarily unavailable.' });
+    emulator.faults.next(
+      { kind: 'reject', status: 503, message: 'Service temporarily unavailable.' },
+      { path: 'listen', count: Infinity },
+    );
     emulator.dropConnections('listen');
 
     const event = await events.waitFor((e) => e.type === 'error');
@@ -356,7 +363,10 @@ describe('Deepgram STT against the emulator', () => {
   it('stops reconnecting at once when the key is refused', async () => {
     const events = new Events();
     const stream = await quickStt({ reconnectAttempts: 5 }).open(context(), events.push);
-    emulator.rejectNextHandshake(401, { path: 'listen', count: Infinity, message: 'Invalid credentials.' });
+    emulator.faults.next(
+      { kind: 'reject', status: 401, message: 'Invalid credentials.' },
+      { path: 'listen', count: Infinity },
+    );
     emulator.dropConnections('listen');
 
     const event = await events.waitFor((e) => e.type === 'error');
@@ -377,7 +387,7 @@ describe('Deepgram STT against the emulator', () => {
   });
 
   it('rejects open() with a retryable ProviderError when the handshake hangs', async () => {
-    emulator.hangNextHandshake();
+    emulator.faults.next({ kind: 'hang' });
     const stt = createDeepgramStt(settings({ serviceOptions: { base_url: server.url, timeout_ms: 300 } }));
     // The handshake never completes, so only the 300 ms timeout can end open().
     const error = await rejection(stt.open(context(), () => undefined));
@@ -393,7 +403,7 @@ describe('Deepgram STT against the emulator', () => {
   });
 
   it('rejects open() with the abort error when the call ends during the handshake', async () => {
-    emulator.hangNextHandshake();
+    emulator.faults.next({ kind: 'hang' });
     const controller = new AbortController();
     const opening = createDeepgramStt(settings()).open(context(controller.signal), () => undefined);
     setTimeout(() => controller.abort(), 50);
@@ -532,35 +542,41 @@ describe('Deepgram emulator (listen)', () => {
     refused.terminate();
   });
 
-  it('sends an empty final in reply to Finalize when no one spoke, and speech_final after endpointing', async () => {
+  it('answers Finalize only while speech not yet finalised is buffered (Deepgram: a response MAY come), and sends speech_final after endpointing', async () => {
     const ws = connect('encoding=mulaw&sample_rate=8000&interim_results=false&endpointing=300');
     const messages: Array<Record<string, unknown>> = [];
     ws.on('message', (data) => messages.push(JSON.parse(data.toString()) as Record<string, unknown>));
     await new Promise((resolve) => ws.once('open', resolve));
+    const transcript = (m: Record<string, unknown>) =>
+      (m.channel as { alternatives: Array<{ transcript: string }> }).alternatives[0]!.transcript;
+    // No one spoke: nothing buffered, nothing to answer.
     ws.send(silence(400));
     ws.send(JSON.stringify({ type: 'Finalize' }));
-    await until(() => messages.length === 1);
-    expect(messages[0]).toMatchObject({
-      type: 'Results',
-      is_final: true,
-      speech_final: false,
-      from_finalize: true,
-      start: 0,
-      duration: 0.4,
-    });
-    expect((messages[0]!.channel as { alternatives: Array<{ transcript: string }> }).alternatives[0]!.transcript).toBe(
-      '',
-    );
 
     ws.send(BIRCH);
     ws.send(silence(400));
     await until(() => messages.some((m) => m.speech_final === true));
-    const final = messages.find((m) => m.speech_final === true)!;
-    expect(final).toMatchObject({ is_final: true, from_finalize: false, start: 0.4 });
+    expect(messages).toHaveLength(1);
+    expect(messages[0]).toMatchObject({
+      type: 'Results',
+      is_final: true,
+      speech_final: true,
+      from_finalize: false,
+      start: 0,
+    });
     // No smart_format or punctuate: lower case, no punctuation, like Deepgram.
-    expect((final.channel as { alternatives: Array<{ transcript: string }> }).alternatives[0]!.transcript).toBe(
-      'the birch canoe slid on the smooth planks',
-    );
+    expect(transcript(messages[0]!)).toBe('the birch canoe slid on the smooth planks');
+
+    // Everything said is final already (endpointing fired in the pause): Finalize gets no answer.
+    ws.send(JSON.stringify({ type: 'Finalize' }));
+    // Speech with no pause after it is buffered: Finalize answers it at once.
+    ws.send(BIRCH.subarray(0, 8000));
+    ws.send(JSON.stringify({ type: 'Finalize' }));
+    await until(() => messages.length === 2);
+    expect(messages[1]).toMatchObject({ type: 'Results', is_final: true, from_finalize: true });
+    expect(transcript(messages[1]!)).toBe('second utterance');
+    // Each Finalize was received; only the last had anything to answer.
+    expect(emulator.log.at(-1)!.finalizes).toBe(3);
     expect(messages.some((m) => m.is_final === false)).toBe(false);
     expect(messages.some((m) => m.type === 'SpeechStarted')).toBe(false);
     ws.close();

@@ -51,7 +51,7 @@ export interface DeepgramSttConfig {
 }
 
 /**
- * Deepgram live transcription over its websocket (providers.md section 1). One socket per call,
+ * Deepgram live transcription over its websocket (docs/providers.md section 1). One socket per call,
  * opened when the call arrives; the caller's 20 ms mu-law frames go out in pairs, as 40 ms binary
  * messages (VENDOR_AUDIO_MESSAGE_MS says why), and a frame still waiting for its pair goes out
  * before any Finalize or CloseStream, so a final always covers everything written.
@@ -360,7 +360,12 @@ class DeepgramSttStream implements SttStream {
       }
       this.finalizePending = false;
       // Empty finals are passed on too: they answer a Finalize when the caller said nothing.
-      this.emit({ type: 'final', text, speechFinal: message.speech_final === true });
+      this.emit({
+        type: 'final',
+        text,
+        speechFinal: message.speech_final === true,
+        ...(this.finalizedOffset > 0 ? { coveredToMs: (this.finalizedOffset * 1000) / BYTES_PER_SEC } : {}),
+      });
     } else if (text.length > 0) {
       this.emit({ type: 'interim', text });
     }

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Cartesia TTS WebSocket wire messages (providers.md section 4), as sent by the adapter and
+ * Cartesia TTS WebSocket wire messages (docs/providers.md section 4), as sent by the adapter and
  * checked by the emulator. Objects are loose: the vendor adds fields between API versions, and
  * parsers must ignore what they do not use.
  */

@@ -228,7 +228,7 @@ describe('Cartesia TTS against the emulator', () => {
   });
 
   it('makes a 5xx handshake retryable, and recovers on the next reply', async () => {
-    emulator.rejectNextHandshake = 503;
+    emulator.faults.next({ kind: 'reject', status: 503 });
     const tts = createCartesiaTts(settings());
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.retryable).toBe(true);
@@ -237,7 +237,7 @@ describe('Cartesia TTS against the emulator', () => {
   });
 
   it('times out when the vendor goes silent', async () => {
-    emulator.hangNext = true;
+    emulator.faults.next({ kind: 'stall' });
     const tts = createCartesiaTts(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
     // The vendor never answers, so only the 150 ms timeout can end the reply.
     const err = await failure(collect(tts, pieces('Hello.')));
@@ -249,7 +249,7 @@ describe('Cartesia TTS against the emulator', () => {
   });
 
   it('turns a vendor error message into a ProviderError', async () => {
-    emulator.errorNext = true;
+    emulator.faults.next({ kind: 'error' });
     const tts = createCartesiaTts(settings());
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.message).toBe('cartesia: error 500: Internal server error: emulated failure (internal_error)');
@@ -264,7 +264,7 @@ describe('Cartesia TTS against the emulator', () => {
   });
 
   it('skips malformed and unknown messages', async () => {
-    emulator.malformedNext = true;
+    emulator.faults.next({ kind: 'malformed' });
     const tts = createCartesiaTts(settings());
     const outputs = await collect(tts, pieces('Still fine.'));
     expect(audioBytes(outputs)).toBe(11 * BYTES_PER_CHAR);
@@ -273,7 +273,7 @@ describe('Cartesia TTS against the emulator', () => {
 
   it('fails retryably when the socket drops mid-reply', async () => {
     await start({ latencies: { ttsFirstByteMs: 2, ttsRealTimeFactor: 1 } });
-    emulator.dropSocketAfterMs = 100;
+    emulator.faults.next({ kind: 'drop', afterMs: 100 });
     const tts = createCartesiaTts(settings());
     const err = await failure(
       collect(tts, pieces('A sentence long enough to still be playing when the socket drops.')),

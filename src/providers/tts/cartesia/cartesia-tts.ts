@@ -11,7 +11,8 @@ import {
   serverEnvelope,
   serverMessage,
 } from './cartesia-messages.js';
-import { type ParsedFrame, SocketReply, TtsSocket } from '../tts-socket.js';
+import { SocketReply } from '../socket-reply.js';
+import { type ParsedFrame, TtsSocket } from '../tts-socket.js';
 import { isRetryableStatus, oneLine } from '../../vendor-errors.js';
 
 const PROVIDER = 'cartesia';
@@ -45,7 +46,7 @@ export interface CartesiaTtsConfig {
 }
 
 /**
- * Cartesia over its TTS websocket (providers.md section 4). One socket per call, opened when the
+ * Cartesia over its TTS websocket (docs/providers.md section 4). One socket per call, opened when the
  * first reply starts and reused by later replies (one context each, multiplexed by context_id),
  * closed when idle. Each reply's pieces stream into one context with `continue: true`, and an
  * empty transcript with `continue: false` ends its input; `done` ends the context. Word

@@ -16,7 +16,7 @@ export const CARTESIA_ORIGIN = 'https://api.cartesia.ai';
 export const CARTESIA_WEBSOCKET_PATH = '/tts/websocket';
 /**
  * Cartesia requires a voice. This public voice is the one used in the example of Cartesia's
- * WebSocket API reference (quoted in providers.md section 4); bots should pick their own.
+ * WebSocket API reference (docs/providers.md section 4); bots should pick their own.
  */
 export const DEFAULT_CARTESIA_VOICE_ID = 'a0e99841-438c-4a64-b679-ae501e7d6091';
 export const DEFAULT_CARTESIA_MODEL = 'sonic-2';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * Deepgram Aura text-to-speech websocket (`/v1/speak`) wire messages (providers.md section 6b), as
+ * Deepgram Aura text-to-speech websocket (`/v1/speak`) wire messages (docs/providers.md section 6b), as
  * sent by the adapter and checked by the emulator. Audio travels in binary frames, raw in the
  * encoding asked for in the query. Objects are loose: parsers ignore fields they do not use.
  */

@@ -179,13 +179,13 @@ describe('Deepgram Aura TTS against the emulator', () => {
   });
 
   it('fails with a retryable ProviderError on HTTP 429 and when the handshake hangs', async () => {
-    emulator.rejectNextHandshake(429, { path: 'speak', message: 'Too many concurrent requests.' });
+    emulator.faults.next({ kind: 'reject', status: 429, message: 'Too many concurrent requests.' }, { path: 'speak' });
     const limited = (await failure(collect(createDeepgramAuraTts(settings()), pieces('Hello.')))) as ProviderError;
     expect(limited).toBeInstanceOf(ProviderError);
     expect(limited.retryable).toBe(true);
     expect(limited.message).toMatch(/HTTP 429: Too many concurrent requests/);
 
-    emulator.hangNextHandshake({ path: 'speak' });
+    emulator.faults.next({ kind: 'hang' }, { path: 'speak' });
     const tts = createDeepgramAuraTts(settings({ serviceOptions: { base_url: server.url, timeout_ms: 300 } }));
     const hung = (await failure(collect(tts, pieces('Hello.')))) as ProviderError;
     expect(hung).toBeInstanceOf(ProviderError);
@@ -194,7 +194,7 @@ describe('Deepgram Aura TTS against the emulator', () => {
   });
 
   it('fails with a retryable ProviderError when no audio comes within the timeout', async () => {
-    emulator.stallNextConnection({ path: 'speak' });
+    emulator.faults.next({ kind: 'stall' }, { path: 'speak' });
     const tts = createDeepgramAuraTts(settings({ serviceOptions: { base_url: server.url, timeout_ms: 300 } }));
     // The stalled connection never sends audio, so only the 300 ms timeout can end the reply.
     const err = (await failure(collect(tts, pieces('Hello.')))) as ProviderError;
@@ -205,7 +205,7 @@ describe('Deepgram Aura TTS against the emulator', () => {
 
   it('fails with a retryable ProviderError when the socket drops mid-reply', async () => {
     await start({ latencies: { ttsFirstByteMs: 2, ttsRealTimeFactor: 1 } });
-    emulator.dropNextConnectionAfter(100, { path: 'speak' });
+    emulator.faults.next({ kind: 'drop', afterMs: 100 }, { path: 'speak' });
     const err = (await failure(
       collect(createDeepgramAuraTts(settings()), pieces('A sentence long enough to be cut off.')),
     )) as ProviderError;

@@ -14,6 +14,7 @@ import {
   messageEnvelope,
   speakServerMessage,
 } from './aura-messages.js';
+import { CLOSE } from '../../../shared/close-codes.js';
 
 const PROVIDER = 'deepgram_tts';
 
@@ -34,7 +35,7 @@ export interface DeepgramAuraConfig {
 export const DEFAULT_AURA_FLUSH_LIMIT = AURA_FLUSH_LIMIT;
 
 /**
- * Deepgram Aura over its TTS websocket (providers.md section 6b). One socket per reply, opened
+ * Deepgram Aura over its TTS websocket (docs/providers.md section 6b). One socket per reply, opened
  * as soon as synthesize() starts so the handshake overlaps the LLM's first tokens. Each piece goes
  * out as `Speak` then `Flush`; binary frames are its audio (8 kHz mu-law, as asked in the query)
  * and `Flushed` marks the end of that piece, so `spoken` follows its audio. Barge-in (ctx.signal)
@@ -282,7 +283,7 @@ class AuraReply {
       new ProviderError(
         PROVIDER,
         `the connection closed before the reply was spoken (code ${code}${reason ? ` ${reason}` : ''})`,
-        code !== 1008,
+        code !== CLOSE.policyViolation,
       ),
     );
   }

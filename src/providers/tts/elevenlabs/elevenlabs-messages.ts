@@ -1,7 +1,7 @@
 import { z } from 'zod';
 
 /**
- * ElevenLabs multi-context TTS websocket (`multi-stream-input`, providers.md section 5b) wire
+ * ElevenLabs multi-context TTS websocket (`multi-stream-input`, docs/providers.md section 5b) wire
  * messages, as sent by the adapter and checked by the emulator. Objects are loose: the vendor
  * adds fields, and parsers must ignore what they do not use.
  */

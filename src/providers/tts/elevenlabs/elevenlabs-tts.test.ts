@@ -175,7 +175,7 @@ describe('ElevenLabs TTS against the emulator', () => {
   });
 
   it('makes a 5xx handshake retryable', async () => {
-    emulator.rejectNextHandshake = 500;
+    emulator.faults.next({ kind: 'reject', status: 500 });
     const tts = createElevenLabsTts(settings());
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.retryable).toBe(true);
@@ -183,7 +183,7 @@ describe('ElevenLabs TTS against the emulator', () => {
   });
 
   it('times out when the vendor goes silent, then reconnects', async () => {
-    emulator.hangNext = true;
+    emulator.faults.next({ kind: 'stall' });
     const tts = createElevenLabsTts(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.retryable).toBe(true);
@@ -193,7 +193,7 @@ describe('ElevenLabs TTS against the emulator', () => {
   });
 
   it('turns a vendor error message into a ProviderError', async () => {
-    emulator.errorNext = true;
+    emulator.faults.next({ kind: 'error' });
     const tts = createElevenLabsTts(settings());
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.message).toBe('elevenlabs: error: internal_error: emulated failure');
@@ -212,7 +212,7 @@ describe('ElevenLabs TTS against the emulator', () => {
   });
 
   it('skips malformed and unknown messages', async () => {
-    emulator.malformedNext = true;
+    emulator.faults.next({ kind: 'malformed' });
     const tts = createElevenLabsTts(settings());
     const outputs = await collect(tts, pieces('Still fine.'));
     expect(audioBytes(outputs)).toBe(12 * BYTES_PER_CHAR);
@@ -221,7 +221,7 @@ describe('ElevenLabs TTS against the emulator', () => {
 
   it('fails retryably when the socket drops mid-reply', async () => {
     await start({ latencies: { ttsFirstByteMs: 2, ttsRealTimeFactor: 1 } });
-    emulator.dropSocketAfterMs = 100;
+    emulator.faults.next({ kind: 'drop', afterMs: 100 });
     const tts = createElevenLabsTts(settings());
     const err = await failure(
       collect(tts, pieces('A sentence long enough to still be playing when the socket drops.')),

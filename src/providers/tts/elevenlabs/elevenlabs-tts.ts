@@ -2,9 +2,11 @@ import type { Logger } from 'pino';
 import type { EndpointGuard } from '../../endpoint.js';
 import { type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
 import { type AudioFormat, MULAW_8K } from '../../../audio/audio-format.js';
-import { type ParsedFrame, SocketReply, TtsSocket } from '../tts-socket.js';
+import { SocketReply } from '../socket-reply.js';
+import { type ParsedFrame, TtsSocket } from '../tts-socket.js';
 import { isRetryableCloseCode, oneLine } from '../../vendor-errors.js';
 import { type Alignment, type ElevenLabsServerMessage, serverMessage } from './elevenlabs-messages.js';
+import { CLOSE } from '../../../shared/close-codes.js';
 
 const PROVIDER = 'elevenlabs';
 
@@ -26,7 +28,7 @@ export interface ElevenLabsTtsConfig {
 }
 
 /**
- * ElevenLabs over the multi-context websocket (providers.md section 5b), 8 kHz mu-law out. One
+ * ElevenLabs over the multi-context websocket (docs/providers.md section 5b), 8 kHz mu-law out. One
  * socket per call, opened when the first reply starts and reused by later replies (one context
  * each), closed when idle. A reply's context starts with `text: " "` and the voice settings,
  * takes each piece as text ending in a space, and at the end of the reply is flushed and closed,
@@ -168,7 +170,7 @@ function elevenLabsError(message: ElevenLabsServerMessage): ProviderError {
   const code = message.code;
   const retryable =
     typeof code === 'number'
-      ? isRetryableCloseCode(code) && code !== 1000
+      ? isRetryableCloseCode(code) && code !== CLOSE.normal
       : /rate|internal|unavailable|overload|timeout|server/i.test(kind ?? '');
   return new ProviderError(PROVIDER, `error: ${detail}`, retryable);
 }

@@ -144,14 +144,14 @@ describe('OpenAI TTS against the emulator', () => {
 
   it('makes 500 and 429 retryable, and a bad request not', async () => {
     const tts = createOpenAiTts(settings());
-    emulator.errorNext = true;
+    emulator.faults.next({ kind: 'error' });
     const server500 = await failure(collect(tts, pieces('Hello.')));
     expect(server500.retryable).toBe(true);
     expect(server500.message).toBe(
       'openai_tts: HTTP 500: server_error: The server had an error while processing your request.',
     );
 
-    emulator.rejectNextRequest = 429;
+    emulator.faults.next({ kind: 'reject', status: 429 });
     expect((await failure(collect(tts, pieces('Hello.')))).retryable).toBe(true);
 
     const bad = createOpenAiTts(settings({ serviceOptions: { base_url: server.url, instructions: 5 } }));
@@ -161,7 +161,7 @@ describe('OpenAI TTS against the emulator', () => {
   });
 
   it('times out when the vendor does not answer', async () => {
-    emulator.hangNext = true;
+    emulator.faults.next({ kind: 'hang' });
     const tts = createOpenAiTts(settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }));
     const err = await failure(collect(tts, pieces('Hello.')));
     expect(err.retryable).toBe(true);
@@ -170,7 +170,7 @@ describe('OpenAI TTS against the emulator', () => {
 
   it('fails retryably when the stream breaks mid-audio', async () => {
     await start({ latencies: { ttsFirstByteMs: 2, ttsRealTimeFactor: 1 } });
-    emulator.dropSocketAfterMs = 100;
+    emulator.faults.next({ kind: 'drop', afterMs: 100 });
     const tts = createOpenAiTts(settings());
     const err = await failure(
       collect(tts, pieces('A sentence long enough to still be streaming when the connection drops.')),

@@ -4,7 +4,7 @@ import { TimedFetch } from '../../timed-fetch.js';
 import { type ProviderContext, ProviderError, type TtsOutput, type TtsProvider } from '../../types.js';
 import type { AudioFormat } from '../../../audio/audio-format.js';
 import { isRetryableStatus, redact, vendorErrorText } from '../../vendor-errors.js';
-import { OutputQueue } from '../tts-socket.js';
+import { OutputQueue } from '../output-queue.js';
 import type { SpeechRequest } from './openai-tts-messages.js';
 
 const PROVIDER = 'openai_tts';
