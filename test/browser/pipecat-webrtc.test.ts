@@ -264,10 +264,14 @@ describe.skipIf(!CHROMIUM)(
       const between = events.slice(events.indexOf(longStart), events.indexOf(firstStop)).map((e) => e.type);
       expect(between).toContain('userStartedSpeaking');
 
+      // The answer: its text, and its audio playing (the text may come first).
       events = await untilEvent(
         page,
         'the answer',
-        (e) => e.some((x) => x.type === 'botTranscript' && x.data!.text === ANSWER),
+        (e) =>
+          e.some((x) => x.type === 'botTranscript' && x.data!.text === ANSWER) &&
+          e.filter((x) => x.type === 'botStartedSpeaking' || x.type === 'botStoppedSpeaking').at(-1)?.type ===
+            'botStartedSpeaking',
         30_000,
       );
       // The cut: the last stop before the answer starts (a suspected interruption may pause and
