@@ -16,6 +16,9 @@ const STORE_TESTS = [
   'test/integration/cli-keys.test.ts',
   'test/integration/persistence.test.ts',
   'test/integration/store-repositories.test.ts',
+  'test/integration/call-records.test.ts',
+  'test/integration/call-records-api.test.ts',
+  'test/integration/call-records-crash.test.ts',
   'test/postgres/**/*.test.ts',
 ];
 
@@ -42,6 +45,7 @@ const PROCESS_TESTS = [
   'test/integration/persistence.test.ts',
   'test/integration/readme-walkthroughs.test.ts',
   'test/integration/recordings-api.test.ts',
+  'test/integration/call-records-crash.test.ts',
   'test/integration/shutdown-drain.test.ts',
 ];
 

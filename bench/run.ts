@@ -10,6 +10,7 @@ import { BENCH_LATENCIES, benchEmulatorArgs, runLatencyPhase } from './latency.j
 import { runTurnTakingPhase, turnTakingBotConfig, turnTakingRows } from './turn-taking.js';
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 import { type BudgetRow, formatTable, percentile } from './report.js';
+import { describeCallRecords, measureCallRecords } from './call-records.js';
 
 /**
  * `npm run bench`: the server (built, in its own process) against the vendor emulators at fixed,
@@ -301,10 +302,29 @@ async function main(): Promise<void> {
     process.stdout.write(
       `\n${pinning.describe}; CPU is the server process's CPU time (all its threads) over the steady window\n`,
     );
+    // What each call's record costs, beside the call's own CPU just measured (in this process, on a real store).
+    const callCpuPct = costPoint?.cpuPerCallPct ?? 0.52;
+    const callRecords = await measureCallRecords({
+      calls: 300,
+      turns: 12,
+      callCpuPctOfCore: callCpuPct,
+      databaseUrl: process.env.DATABASE_URL,
+    });
+    process.stdout.write(
+      `\n${describeCallRecords(callRecords, callCpuPct, process.env.DATABASE_URL ? 'PostgreSQL' : 'SQLite')}\n`,
+    );
+    capacityRows.push({
+      figure: 'CPU a call spends on its record and transcript, share of the call’s own',
+      unit: '%',
+      measured: callRecords.shareOfCallPct.transcript,
+      budget: '< 2',
+      ok: (v) => v < 2,
+      samples: callRecords.calls,
+    });
     process.stdout.write(`\n${formatTable([...rows, ...capacityRows])}\n`);
     writeFileSync(
       args.out,
-      `${JSON.stringify({ machine: machineInfo(), pinning: pinning.describe, s2s: s2sPoint, latencies: LATENCIES, startSecs: START_SECS, figures: [...rows, ...capacityRows].map(({ ok, ...row }) => ({ ...row, withinBudget: ok && row.measured !== null ? ok(row.measured) : null })), sweep, samples: { ...latency, bargeIn, turnTaking } }, null, 2)}\n`,
+      `${JSON.stringify({ machine: machineInfo(), pinning: pinning.describe, s2s: s2sPoint, callRecords, latencies: LATENCIES, startSecs: START_SECS, figures: [...rows, ...capacityRows].map(({ ok, ...row }) => ({ ...row, withinBudget: ok && row.measured !== null ? ok(row.measured) : null })), sweep, samples: { ...latency, bargeIn, turnTaking } }, null, 2)}\n`,
     );
     process.stdout.write(`\nwrote ${args.out}\n`);
   } finally {

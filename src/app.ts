@@ -20,6 +20,9 @@ import { buildAccounts } from './wiring/accounts.js';
 import { buildCalls } from './wiring/calls.js';
 import { createHttpServer } from './wiring/http-server.js';
 import { buildRecordings } from './wiring/recordings.js';
+import { buildRecords } from './wiring/records.js';
+import { PageTokens } from './http/calls-page-token.js';
+import { UrlSigner } from './security/url-signer.js';
 import { buildTelephony } from './wiring/telephony.js';
 import { warmCallPartsWhenNeeded } from './wiring/warm-up.js';
 
@@ -77,9 +80,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { pinless, dialinCalls, dialout } = telephony;
   const recorded = await buildRecordings({ config, database, nodeId, keys, cluster, log });
   const { recordings } = recorded;
+  const recordedCalls = await buildRecords({ config, database, nodeId, cluster, metrics, webhookPolicy, log });
+  const { records } = recordedCalls;
   app.addHook('onClose', async () => {
     keys.secretRing.stop();
     await recorded.close();
+    await recordedCalls.close();
     await cluster.close();
   });
   const { carrier } = telephony;
@@ -92,6 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     liveCalls,
     accountCalls,
     recordings,
+    records,
     botConfigs,
     carrier,
     dialout,
@@ -122,14 +129,17 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const { publicUrl, env } = config;
   const { authToken } = config.twilio;
   const forwarding = new Forwarding(cluster);
+  // The calls page's signed links are signed with the key of the recordings' download links.
+  const linkSigner = new UrlSigner(keys.linkSigning);
   await registerRoutes(app, {
-    auth,
+    auth: { ...auth, pageTokens: new PageTokens(linkSigner) },
     corsOrigins: config.corsOrigins,
     operator: { database, liveCalls, metrics, metricsToken: config.metricsToken, version: VERSION, cluster },
     botConfigs: { service: botConfigs, registry: runtime.registry, env, dialout },
     phoneNumbers: { service: telephony.phoneNumbers },
     domain: { service: pinless },
     recordings: { service: recordings, forwarding },
+    calls: { service: records, signer: linkSigner, publicUrl },
     botStart: {
       rooms,
       registry: runtime.registry,

@@ -1,4 +1,4 @@
-import { validateHeaderValue } from 'node:http';
+import { validateHeaderName, validateHeaderValue } from 'node:http';
 import { z } from 'zod';
 import { PROVIDER_NAMES, type ServiceKind } from '../providers/catalog.js';
 import {
@@ -69,6 +69,8 @@ const OPTION_SCHEMAS: Record<string, Record<string, z.ZodType>> = {
     initial_messages: z.array(chatMessage).max(500),
     run_on_config: z.boolean(),
     tools: z.array(z.record(z.string(), z.unknown())).max(128),
+    // Passes with function calls one answer may make (README: Function calling).
+    max_tool_rounds: z.number().int().min(0).max(20),
     temperature: z.number().min(0).max(2),
     max_tokens: z.number().int().min(1).max(128_000),
     // Speech-to-speech profiles configure only the LLM, so its voice and language live here.
@@ -169,14 +171,73 @@ const dialinSettings = z
   })
   .passthrough();
 
-const webhookTool = z
+/** Longest a function may take before its call becomes a timed-out result (per tool `timeout_secs`). */
+export const MAX_TOOL_TIMEOUT_SECS = 120;
+
+/**
+ * One entry of `webhook_tools`, keyed by function name. `url`, `method`, `custom_headers` and
+ * `streaming` are the hosted API's; `say` (a filler phrase spoken while the function runs),
+ * `timeout_secs` and `cancel_on_interruption` are Switchboard's. Header names that would break
+ * the request, or that the webhook runner sets itself, are refused when the configuration is saved.
+ */
+export const webhookTool = z
   .object({
-    url: z.string().url(),
+    url: z.string().max(2048).url(),
     method: z.enum(['POST', 'GET']).optional(),
     streaming: z.boolean().optional(),
-    custom_headers: z.record(z.string(), z.string()).optional(),
+    custom_headers: z
+      .record(z.string().max(256), z.string().max(8192))
+      .optional()
+      .superRefine((headers, ctx) => {
+        for (const [name, value] of Object.entries(headers ?? {})) {
+          const problem = customHeaderProblem(name, value);
+          if (problem) ctx.addIssue({ code: 'custom', path: [name], message: problem });
+        }
+      }),
+    say: z.string().min(1).max(500).optional(),
+    timeout_secs: z.number().positive().max(MAX_TOOL_TIMEOUT_SECS).optional(),
+    cancel_on_interruption: z.boolean().optional(),
   })
   .passthrough();
+export type WebhookToolSettings = z.output<typeof webhookTool>;
+
+/** Function names as every vendor accepts them (OpenAI's rule is the strictest of the three). */
+export const FUNCTION_NAME_PATTERN = /^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/;
+
+/**
+ * Headers the webhook request sets itself, or that would change how HTTP frames or routes the
+ * request: a custom value for one of them would break the call or forge the signature.
+ */
+export const RESERVED_HEADER_NAMES: ReadonlySet<string> = new Set([
+  'host',
+  'content-length',
+  'content-type',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'proxy-connection',
+  'proxy-authorization',
+  'http2-settings',
+  'accept-encoding',
+  'x-switchboard-signature',
+]);
+
+/** Why a `custom_headers` entry cannot be sent, or undefined when it can. */
+export function customHeaderProblem(name: string, value: string): string | undefined {
+  try {
+    validateHeaderName(name);
+  } catch {
+    return `"${name}" is not a valid HTTP header name`;
+  }
+  if (RESERVED_HEADER_NAMES.has(name.toLowerCase()))
+    return `"${name}" is set by Switchboard (or would break the request) and cannot be a custom header`;
+  if (!isHeaderValue(value)) return 'cannot be sent in an HTTP header: it holds a line break or a control character';
+  return undefined;
+}
 
 const recordingsBucket = z
   .object({
@@ -192,6 +253,20 @@ export const recordingSettings = z
   .object({ type: z.enum(['cloud']), recordings_bucket: recordingsBucket.optional() })
   .strict();
 
+/** What is kept of each call (calls/): the transcript holds callers' words, personal data, so it can be turned off. */
+export const callRecordSettings = z.object({ transcript: z.boolean().default(true) }).strict();
+
+/** Told when each call ends, signed with `hmac` (base64, as pinless dial-in's). */
+export const statusCallback = z
+  .object({
+    url: z.string().url().max(2048),
+    hmac: z
+      .string()
+      .regex(/^[A-Za-z0-9+/]{22,}={0,2}$/, 'must be a base64 secret of at least 16 bytes')
+      .max(512),
+  })
+  .strict();
+
 const serviceOptions = z.union([
   z.record(z.string(), z.record(z.string(), z.unknown())),
   z.array(z.record(z.string(), z.record(z.string(), z.unknown()))),
@@ -205,10 +280,26 @@ export const botConfigFields = {
   max_duration: z.number().int().min(1).max(MAX_DURATION_LIMIT_SECS).default(DEFAULT_MAX_DURATION_SECS),
   api_keys: z.record(shortText, providerKey).default({}),
   service_options: serviceOptions.default({}),
-  webhook_tools: z.record(z.string(), webhookTool).optional(),
+  webhook_tools: z
+    .record(
+      z
+        .string()
+        .regex(FUNCTION_NAME_PATTERN, 'must be a function name: a letter or _, then up to 63 letters, digits, _ or -'),
+      webhookTool,
+    )
+    .optional(),
+  /** Signs webhook tool requests (README: Function calling); generated when a configuration has tools and none is given. */
+  webhook_secret: z
+    .string()
+    .min(16, 'must be at least 16 characters')
+    .max(256)
+    .refine(isHeaderValue, { message: 'must be printable characters only' })
+    .optional(),
   rtvi_client_version: shortText.optional(),
   dialin_settings: dialinSettings.optional(),
   recording_settings: recordingSettings.optional(),
+  call_record_settings: callRecordSettings.optional(),
+  status_callback: statusCallback.optional(),
 };
 
 /** Speech-to-speech profiles need only an LLM; pipeline profiles need all three services. */

@@ -4,8 +4,9 @@ import type { AccountCalls } from '../cluster/account-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import { startBot } from '../lifecycle/start-bot.js';
-import { type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
+import { type CallSessionDeps, PHRASES } from '../pipeline/call-deps.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
+import type { CallRecordsService } from '../records/call-records-service.js';
 import type { RoomManager } from '../rooms/room-manager.js';
 import { ApiError } from '../shared/api-error.js';
 import { CLOSE } from '../shared/close-codes.js';
@@ -24,6 +25,8 @@ export interface PhoneCallsOptions {
   dialout: DialoutService;
   /** Records calls whose configuration has recording_settings.type = "cloud". */
   recordings?: RecordingsService;
+  /** Every call gets a record. */
+  records?: CallRecordsService;
 }
 
 /**
@@ -76,7 +79,8 @@ export class PhoneCalls {
     transport.whenEnded(releaseCall);
     const recorder = this.opts.recordings?.startForCall(config, log);
     try {
-      const bot = startBot(transport, config, { ...this.opts.session, log }, recorder);
+      const record = this.opts.records?.begin({ kind: 'phone', config, recordingId: recorder?.recordingId, log });
+      const bot = startBot(transport, config, { ...this.opts.session, log }, recorder, record);
       transport.attach(bot.handler);
       transport.whenEnded(
         this.opts.liveCalls.add({

@@ -86,6 +86,7 @@ const envSchema = z.object({
   SWITCHBOARD_ROOM_EMPTY_GRACE_SECS: z.coerce.number().int().min(0).max(3600).default(10),
   SWITCHBOARD_ROOM_IDLE_TIMEOUT_SECS: z.coerce.number().int().min(10).max(86_400).default(300),
   SWITCHBOARD_TURN_DEADLINE_SECS: z.coerce.number().min(1).max(60).default(8),
+  SWITCHBOARD_CALL_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   SWITCHBOARD_DRAIN_TIMEOUT_SECS: z.coerce.number().int().min(0).max(3600).default(30),
   SWITCHBOARD_WEBRTC_PUBLIC_IP: z.ipv4({ error: 'must be an IPv4 address, e.g. 203.0.113.7' }).optional(),
   SWITCHBOARD_WEBRTC_UDP_PORTS: z
@@ -173,6 +174,8 @@ export interface AppConfig {
   dialoutRingTimeoutSecs: number;
   /** How long after finishing a turn a caller may wait in silence before the bot apologises. */
   turnDeadlineSecs: number;
+  /** Call records and their transcripts are deleted this many days after the call started. */
+  callRetentionDays: number;
   /** When set, GET /metrics requires `Authorization: Bearer <token>`. */
   metricsToken?: string;
   /** Browser origins (or `*`) whose pages may call POST /v1/bots/start (CORS); none by default. */
@@ -248,6 +251,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     dialinHoldTimeoutSecs: e.SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS,
     dialoutRingTimeoutSecs: e.SWITCHBOARD_DIALOUT_RING_TIMEOUT_SECS,
     turnDeadlineSecs: e.SWITCHBOARD_TURN_DEADLINE_SECS,
+    callRetentionDays: e.SWITCHBOARD_CALL_RETENTION_DAYS,
     rooms: {
       maxRooms: e.SWITCHBOARD_MAX_ROOMS,
       maxParticipants: e.SWITCHBOARD_ROOM_MAX_PARTICIPANTS,

@@ -99,7 +99,9 @@ export const recording = z.object({
       }),
     )
     .nullable(),
-  isVttEnabled: z.boolean(),
+  isVttEnabled: z.boolean().describe('the call has a transcript: WebVTT at vtt_url'),
+  call_id: z.string().optional().describe('the call record, when it has a transcript'),
+  vtt_url: z.string().optional().describe('the transcript as WebVTT (GET, with the API key)'),
 });
 
 export const recordings = z.object({ total_count: z.number().int(), data: z.array(recording) });

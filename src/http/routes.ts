@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { type AuthDeps, requireApiKey } from './auth.js';
 import { type BotStartRoutesOptions, botStartRoutes } from './bot-start-routes.js';
 import { botConfigRoutes } from './bot-config-routes.js';
+import { type CallRoutesOptions, callRoutes, callsPageRoutes } from './call-routes.js';
 import { domainRoutes } from './domain-routes.js';
 import { type MediaStreamOptions, mediaStreamRoutes } from './media-stream-routes.js';
 import { documentFrameworkErrors } from './error-responses.js';
@@ -25,6 +26,7 @@ export interface RouteDeps {
   phoneNumbers: Options<typeof phoneNumberRoutes>;
   domain: Options<typeof domainRoutes>;
   recordings: Options<typeof recordingRoutes>;
+  calls: CallRoutesOptions;
   botStart: BotStartRoutesOptions;
   webhooks: TwilioWebhookOptions;
   /** The carrier's media streams: one websocket per call leg. */
@@ -55,6 +57,7 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDeps): Pro
       await v1.register(phoneNumberRoutes, deps.phoneNumbers);
       await v1.register(domainRoutes, deps.domain);
       await v1.register(recordingRoutes, deps.recordings);
+      await v1.register(callRoutes, deps.calls);
       await v1.register(botStartRoutes, deps.botStart);
     },
     { prefix: API_PREFIX },
@@ -63,6 +66,7 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDeps): Pro
   await app.register(twilioWebhookRoutes, deps.webhooks);
   await app.register(recordingDownloadRoutes, deps.recordings);
   await app.register(webrtcRoutes, deps.webrtc);
+  await app.register(callsPageRoutes);
   // The websocket plugin is registered once, in app.ts; both kinds of socket share its upgrade handler.
   await app.register(async (sockets) => {
     await mediaStreamRoutes(sockets, deps.mediaStreams);

@@ -16,6 +16,9 @@ export class ServiceMetrics {
   private readonly turnLatency: Histogram<'kind' | 'stage'>;
   private readonly playoutTickLag: Histogram;
   private readonly dialoutLegs: Counter<'outcome'>;
+  private readonly turnStages: Histogram<'stage' | 'vendor'>;
+  private readonly toolCalls: Counter<'tool' | 'result'>;
+  private readonly toolLatency: Histogram<'tool'>;
 
   constructor() {
     // 10 ms resolution: the budget is about delays of 20 ms. Node counts the sampling interval in
@@ -66,6 +69,31 @@ export class ServiceMetrics {
       labelNames: ['outcome'],
       registers: [this.registry],
     });
+    this.toolCalls = new Counter({
+      name: 'switchboard_tool_calls_total',
+      help: 'Function calls the model made, by function and result (ok, or failed: an error, a timeout, a cancellation).',
+      labelNames: ['tool', 'result'],
+      registers: [this.registry],
+    });
+    this.toolLatency = new Histogram({
+      name: 'switchboard_tool_call_seconds',
+      help: 'How long each function call took to answer, by function.',
+      labelNames: ['tool'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+      registers: [this.registry],
+    });
+    this.turnStages = new Histogram({
+      name: 'switchboard_turn_stage_seconds',
+      help: 'Each answer’s wait on one vendor: STT final after VAD stop, LLM first token after the request, TTS first audio after the first token, a speech-to-speech vendor’s first audio after it heard the caller.',
+      labelNames: ['stage', 'vendor'],
+      buckets: [0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5],
+      registers: [this.registry],
+    });
+  }
+
+  /** One stage of an answer (calls/turn-stages.ts), on the vendor it waited for. */
+  turnStage(stage: string, vendor: string, ms: number): void {
+    this.turnStages.observe({ stage, vendor }, ms / 1000);
   }
 
   /**
@@ -97,6 +125,13 @@ export class ServiceMetrics {
     this.bargeIns.inc(summary.bargeIns);
     this.providerErrors.inc(summary.providerErrors);
     this.droppedTranscripts.inc(summary.droppedTranscripts);
+    for (const [name, figures] of Object.entries(summary.tools)) {
+      // Function names are checked when saved (64 characters at most, letters, digits, _ and -).
+      const tool = name.slice(0, 64);
+      this.toolCalls.inc({ tool, result: 'ok' }, figures.calls - figures.failures);
+      if (figures.failures > 0) this.toolCalls.inc({ tool, result: 'failed' }, figures.failures);
+      for (const latencyMs of figures.latencyMs) this.toolLatency.observe({ tool }, latencyMs / 1000);
+    }
     for (const turn of summary.perTurn) {
       if (turn.llmFirstTokenMs !== undefined)
         this.turnLatency.observe({ kind: turn.kind, stage: 'llm_first_token' }, turn.llmFirstTokenMs / 1000);

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
+import type { CallObserver } from './call-observer.js';
 import { CallMetrics, type CallSummary } from './call-metrics.js';
 import type { CallStart, CallTransport } from './call-transport.js';
 import type { Playout, PlayoutClock } from './playout.js';
@@ -13,8 +14,17 @@ export interface CallLifecycleDeps {
    * a carrier that runs TwiML after <Connect> would otherwise keep the caller on the line.
    */
   hangUp?: (callSid: string) => Promise<void>;
+  /**
+   * A cold transfer at the carrier (its `Carrier.transfer`): the call leaves the bot for `target`
+   * (E.164 or a SIP address), and the carrier ends the media stream.
+   */
+  transfer?: (callSid: string, target: string) => Promise<void>;
+  /** Why the carrier cannot reach a transfer target at all (the sandbox reaches only its own numbers). */
+  transferRefusal?: (target: string) => string | undefined;
   /** Told when the call starts and ends (/metrics counts calls and turn latencies). */
   observer?: { callStarted(): void; callEnded(reason: string, summary: CallSummary): void };
+  /** Watches this call closely, to write its record (calls/). */
+  record?: CallObserver;
 }
 
 /** A last phrase (goodbye, apology) may take this long to play before the stream is closed anyway. */
@@ -33,8 +43,10 @@ export const CLOSING_PHRASE_CAP_MS = 15_000;
 export class CallLifecycle {
   /** Aborted when the call ends: every provider request of the call listens to it. */
   readonly abort = new AbortController();
-  readonly metrics = new CallMetrics();
+  readonly metrics: CallMetrics;
   log: Logger;
+  /** Our side closed the stream (rather than the far end hanging up). */
+  private closedByUs = false;
   private endingValue = false;
   private endedValue = false;
   private started = false;
@@ -52,6 +64,7 @@ export class CallLifecycle {
     private readonly deps: CallLifecycleDeps,
   ) {
     this.log = deps.log;
+    this.metrics = new CallMetrics(deps.record);
   }
 
   /** A closing phrase is playing, or the call has ended. */
@@ -67,12 +80,44 @@ export class CallLifecycle {
     return this.started;
   }
 
+  /** The carrier's id for the call (phone calls; undefined in a room). */
+  get callSid(): string | undefined {
+    return this.transport.callSid;
+  }
+
+  /** The call is a phone call on a carrier that can transfer it. */
+  get canTransfer(): boolean {
+    return this.transport.callSid !== undefined && this.deps.transfer !== undefined;
+  }
+
+  /**
+   * Hands the caller to `target` (a cold transfer): the carrier dials it and ends our media
+   * stream; our side closes the stream without hanging up, which would end the transferred call.
+   * If the carrier refuses, the call ends as any other would.
+   */
+  transfer(target: string): void {
+    const callSid = this.transport.callSid;
+    if (!callSid || !this.deps.transfer) {
+      this.endCall();
+      return;
+    }
+    this.log.info({ target }, 'transferring the call');
+    this.deps.transfer(callSid, target).then(
+      () => this.endCall(this.endReason, { hangUp: false }),
+      (err: unknown) => {
+        this.log.warn({ err, target }, 'carrier transfer failed; ending the call');
+        this.endCall();
+      },
+    );
+  }
+
   /** The transport's start: Playout joins the clock, the call is counted and logged. */
   start(start: CallStart): void {
     this.log = this.log.child({ callSid: start.callSid, streamSid: start.streamSid });
     this.deps.clock.add(this.playout);
     this.started = true;
     this.deps.observer?.callStarted();
+    this.deps.record?.callStarted(start);
     this.log.info({ botConfigId: this.config.id, profile: this.config.body.bot_profile }, 'call started');
   }
 
@@ -104,12 +149,13 @@ export class CallLifecycle {
     return true;
   }
 
-  /** Our side ends the call: close the stream and hang up at the carrier. */
-  endCall(reason: string = this.endReason): void {
+  /** Our side ends the call: close the stream and (unless the call was handed on) hang up at the carrier. */
+  endCall(reason: string = this.endReason, options: { hangUp: boolean } = { hangUp: true }): void {
     if (this.endedValue) return;
     const callSid = this.transport.callSid;
+    this.closedByUs = true;
     this.transport.close(this.closeCode, reason);
-    if (callSid && this.deps.hangUp) {
+    if (callSid && this.deps.hangUp && options.hangUp) {
       this.deps.hangUp(callSid).catch((err: unknown) => this.log.warn({ err }, 'carrier hang-up failed'));
     }
   }
@@ -129,6 +175,7 @@ export class CallLifecycle {
     const summary = this.metrics.summary();
     this.log.info({ reason, ...summary, transport: this.transport.stats }, 'call ended');
     if (this.started) this.deps.observer?.callEnded(reason, summary);
+    this.deps.record?.callEnded(reason, this.closedByUs, summary);
     return true;
   }
 }

@@ -1,3 +1,5 @@
+import type { CallObserver } from './call-observer.js';
+
 /** Per-turn timings, ms from the moment VAD declared the caller's turn over (or the reply began). */
 export interface TurnTimings {
   turn: number;
@@ -24,11 +26,24 @@ export interface CallSummary {
   /** STT transcripts dropped because the caller's audio could not hold them (a provider fault). */
   droppedTranscripts: number;
   dtmfDigits: number;
+  /** Function calls per function: how many, how many failed (error, timeout, cancelled), and each one's time, ms. */
+  tools: Record<string, ToolFigures>;
   perTurn: Array<Omit<TurnTimings, 'turn'>>;
+}
+
+/** One function's calls on a call. */
+export interface ToolFigures {
+  calls: number;
+  failures: number;
+  latencyMs: number[];
 }
 
 export class CallMetrics {
   readonly startedAtMs = performance.now();
+
+  /** `observer` hears of pauses and resumes as they happen (the call record times them). */
+  constructor(private readonly observer?: Pick<CallObserver, 'replyPaused' | 'replyResumed'>) {}
+
   turns: TurnTimings[] = [];
   bargeIns = 0;
   falseAlarms = 0;
@@ -41,6 +56,7 @@ export class CallMetrics {
   paused(): void {
     this.pauses += 1;
     this.pausedAtMs = performance.now();
+    this.observer?.replyPaused();
   }
 
   /** The paused reply plays on. */
@@ -48,10 +64,21 @@ export class CallMetrics {
     this.resumes += 1;
     if (this.pausedAtMs !== undefined) this.pausedMs.push(elapsedSince(this.pausedAtMs));
     this.pausedAtMs = undefined;
+    this.observer?.replyResumed();
   }
   providerErrors = 0;
   droppedTranscripts = 0;
   dtmfDigits = 0;
+  readonly tools: Record<string, ToolFigures> = {};
+
+  /** A function call was answered (or failed, timed out, was cancelled). */
+  toolCalled(name: string, outcome: 'ok' | 'error' | 'timeout' | 'cancelled', latencyMs: number): void {
+    this.tools[name] ??= { calls: 0, failures: 0, latencyMs: [] };
+    const figures = this.tools[name];
+    figures.calls += 1;
+    if (outcome !== 'ok') figures.failures += 1;
+    figures.latencyMs.push(latencyMs);
+  }
 
   summary(): CallSummary {
     return {
@@ -65,6 +92,7 @@ export class CallMetrics {
       providerErrors: this.providerErrors,
       droppedTranscripts: this.droppedTranscripts,
       dtmfDigits: this.dtmfDigits,
+      tools: this.tools,
       perTurn: this.turns.map((t) => ({
         kind: t.kind,
         llmFirstTokenMs: t.llmFirstTokenMs,

@@ -1,11 +1,8 @@
-import type { Logger } from 'pino';
 import { fromTelephony, toTelephony } from '../audio/format-converter.js';
-import { decodeMulaw } from '../audio/mulaw.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
-import type { AppConfig } from '../config/env.js';
 import { providerSettingsFor } from './provider-settings.js';
-import type { ProviderRegistry, ProviderSettings } from '../providers/registry.js';
+import type { ProviderSettings } from '../providers/registry.js';
 import {
   type LlmMessage,
   type LlmProvider,
@@ -17,59 +14,23 @@ import {
   isAbortError,
 } from '../providers/types.js';
 import { type BotSettings, type InterruptionSettings, botSettings } from './bot-settings.js';
-import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
-import { CallLifecycle, type CallLifecycleDeps } from './call-lifecycle.js';
-import { type CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
-import type { CallVad, CallVadFactory } from '../vad/call-vad.js';
+import { type CallSessionDeps, PHRASES } from './call-deps.js';
+import { CallEngine } from './call-engine.js';
+import type { CallTransport } from './call-transport.js';
+import { type TurnTimings, elapsedSince } from './call-metrics.js';
 import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
-import { CALL_FRAMES_PER_WRITE, Playout } from './playout.js';
+import { Reply, type ReplyEndCause, type ReplyEnded, type ReplyParts } from './reply.js';
 import { ReplayableText, mayRetry, retryDelay } from './retry.js';
-import { SentenceSplitter } from './sentence-splitter.js';
+import { type BuiltInTool, type CallTools, DEFAULT_MAX_TOOL_ROUNDS } from './call-tools.js';
+import { LlmFailure, type ModelRoundsParts, modelRounds } from './model-rounds.js';
+import { builtInTool } from './built-in-tools.js';
+import type { ToolHandler } from './tool-types.js';
 import { SttInput } from './stt-input.js';
 import { TranscriptGuard, capTurnText } from './transcript-guard.js';
 import { DEFAULT_TURN_DEADLINE_MS, TurnDeadline } from './turn-deadline.js';
 import { NATURAL_TURN_POLICY } from './natural-turn-policy.js';
 import { DEFAULT_TURN_POLICY, type TurnDecision, TurnController, type TurnPolicy } from './turn-controller.js';
-
-export interface CallSessionDeps extends CallLifecycleDeps {
-  registry: ProviderRegistry;
-  createVad: CallVadFactory;
-  env: AppConfig['env'];
-  /** Speaks apologies when the configured TTS cannot (an offline engine). */
-  fallbackTts: () => TtsProvider;
-  leadMs?: number;
-  turnPolicy?: TurnPolicy;
-  /** Told what the call says and does as it happens (a room shows it to its participants). */
-  events?: CallEvents;
-  /** The caller's latest camera frame (base64 JPEG), given to the LLM with each user turn. */
-  latestImage?: () => string | undefined;
-  /** How long after the end of a caller's turn they must hear something (SWITCHBOARD_TURN_DEADLINE_SECS), ms. */
-  turnDeadlineMs?: number;
-}
-
-/** Live happenings of a call, for whoever shows them; each is optional to handle. */
-export interface CallEvents {
-  onUserSpeaking?(speaking: boolean): void;
-  /** Interim (final=false) and final transcripts of the caller. */
-  onUserTranscript?(text: string, final: boolean): void;
-  /** Each sentence the bot is about to speak. */
-  onBotText?(text: string): void;
-  /** The bot's audio started going out (true), or finished playing or was cut off (false). */
-  onBotSpeaking?(speaking: boolean): void;
-  /** From the end of the caller's turn to the first frame of the answer, ms. */
-  onTurnLatency?(latencyMs: number): void;
-}
-
-/** Lines the bot says on its own. */
-export const PHRASES = {
-  goodbye: 'We have reached the time limit for this call. Thank you for calling, goodbye!',
-  shutdown: 'Sorry, I have to end our call now. Thank you for calling, goodbye!',
-  llmFailed: 'Sorry, I had a problem coming up with an answer. Could you say that again?',
-  ttsFailed: 'Sorry, I had a problem speaking. Could you say that again?',
-  sttFailed: 'Sorry, I cannot hear you right now. Please try calling again later.',
-  unavailable: 'Sorry, this assistant is not available right now. Please try again later.',
-} as const;
 
 /**
  * Frames held while the STT socket opens (5 s of 20 ms frames, 40 kB): a slow handshake must not
@@ -77,32 +38,12 @@ export const PHRASES = {
  */
 const MAX_PENDING_STT_FRAMES = 250;
 /**
- * A reply paused on suspected speech resumes by itself after this long if nothing settled it
- * (VAD neither confirmed nor dismissed, and no turn of the caller is open): a stuck VAD must not
- * silence the bot for good.
- */
-const MAX_PAUSE_MS = 2000;
-
-interface Reply {
-  generation: number;
-  abort: AbortController;
-  timings: TurnTimings;
-  originMs: number;
-  /** Audio produced so far, ms (8 bytes of mu-law per ms). */
-  audioMs: number;
-  /** The goodbye (or the apology after a fatal error): the call ends once it has played. */
-  endsCall: boolean;
-}
-
-/**
  * One phone call with a bot: owns its lifetime (an AbortController, timers, the providers it
- * opened) and wires transport → VAD/STT → turn controller → LLM → TTS → Playout. Every background
- * promise ends in a catch here; nothing a call does can crash the process.
+ * opened) and wires transport → VAD/STT → turn controller → LLM → TTS → Playout. Each answer is a
+ * `Reply` (reply.ts), the one holder of "the bot is talking". Every background promise ends in a
+ * catch here; nothing a call does can crash the process.
  */
-export class CallSession implements CallTransportHandler {
-  private readonly call: CallLifecycle;
-  private readonly metrics: CallMetrics;
-  private readonly playout: Playout;
+export class CallSession extends CallEngine {
   private readonly turns: TurnController;
   private readonly deadline: TurnDeadline;
   private settings: BotSettings | undefined;
@@ -113,8 +54,7 @@ export class CallSession implements CallTransportHandler {
   private readonly transcripts = new TranscriptGuard();
   private llm: LlmProvider | undefined;
   private tts: TtsProvider | undefined;
-  private vad: CallVad | undefined;
-  private pcm = new Int16Array(160);
+  /** The reply that is live (being produced, playing or paused), if any. */
   private reply: Reply | undefined;
   private turnCount = 0;
   private vadStopAtMs: number | undefined;
@@ -122,34 +62,21 @@ export class CallSession implements CallTransportHandler {
   /** Providers are created: the call hears the caller and can speak. */
   private ready = false;
   private readonly interruptionMode: 'instant' | 'confirmed';
-  /** The reply was paused on suspected speech (see the barge-in section); its safety timer. */
-  private pauseTimer: NodeJS.Timeout | undefined;
-  /** The pause silenced audio the caller could hear (counted in the call's pauses and resumes), rather than holding a reply between its sentences. */
-  private pauseSilenced = false;
+  /** The functions the model may call on this call. */
+  private tools: CallTools | undefined;
+  /** What ends the call after its last reply instead of hanging up (a transfer). */
+  private afterLastReply: (() => void) | undefined;
 
-  constructor(
-    transport: CallTransport,
-    private readonly config: BotConfigForCall,
-    private readonly deps: CallSessionDeps,
-  ) {
-    this.playout = new Playout(
-      transport,
-      {
-        onFirstFrame: (generation) => {
-          this.deadline.met();
-          const reply = this.reply;
-          if (reply && reply.generation === generation) {
-            reply.timings.firstFrameSentMs = elapsedSince(reply.originMs);
-            this.deps.events?.onBotSpeaking?.(true);
-            if (reply.timings.kind === 'answer') this.deps.events?.onTurnLatency?.(reply.timings.firstFrameSentMs);
-          }
-        },
-        onReplyPlayed: (generation) => this.onReplyPlayed(generation),
+  constructor(transport: CallTransport, config: BotConfigForCall, deps: CallSessionDeps) {
+    super(transport, config, deps, {
+      onFirstFrame: (generation) => {
+        this.deadline.met();
+        if (this.reply?.generation === generation) this.reply.onFirstFrame();
       },
-      { leadMs: deps.leadMs, framesPerWrite: CALL_FRAMES_PER_WRITE },
-    );
-    this.call = new CallLifecycle(transport, config, this.playout, deps);
-    this.metrics = this.call.metrics;
+      onReplyPlayed: (generation) => {
+        if (this.reply?.generation === generation) this.reply.end('played');
+      },
+    });
     const interruption = botSettings(config.body).interruption;
     this.interruptionMode = interruption.mode;
     this.turns = new TurnController(
@@ -161,35 +88,11 @@ export class CallSession implements CallTransportHandler {
 
   // ---- transport events ----
 
-  private get log(): Logger {
-    return this.call.log;
-  }
-
-  private get ending(): boolean {
-    return this.call.ending;
-  }
-
-  private get ended(): boolean {
-    return this.call.ended;
-  }
-
-  onStart(start: CallStart): void {
-    this.call.start(start);
-    this.setUp().catch((err: unknown) => this.fail(err, 'call set-up failed'));
-  }
-
   onAudio(mulaw: Uint8Array): void {
     if (!this.ready || this.ended) return;
     this.transcripts.heard(mulaw.length / 8);
     this.sttInput.write(mulaw);
-    if (this.vad) {
-      if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
-      this.vad.push(decodeMulaw(mulaw, this.pcm));
-    }
-  }
-
-  onMark(name: string): void {
-    this.playout.onMarkEchoed(name);
+    this.hearCaller(mulaw);
   }
 
   onDtmf(digit: string): void {
@@ -201,12 +104,12 @@ export class CallSession implements CallTransportHandler {
   }
 
   onEnd(reason: string): void {
-    if (!this.call.finish(reason)) return;
+    if (this.reply && !this.ended)
+      this.deps.record?.replyCut(this.reply.timings, this.playout.heardMs(), this.reply.audioMs);
+    if (!this.finishCore(reason)) return;
     this.dtmf.dispose();
-    clearTimeout(this.pauseTimer);
     this.turns.dispose();
     this.deadline.dispose();
-    this.vad?.dispose();
     const stt = this.sttInput.stop();
     stt?.close().catch((err: unknown) => this.log.debug({ err }, 'stt close failed'));
     this.tts?.close?.();
@@ -214,10 +117,11 @@ export class CallSession implements CallTransportHandler {
 
   // ---- set-up ----
 
-  private async setUp(): Promise<void> {
+  protected async setUp(): Promise<void> {
     const body = this.config.body;
     this.settings = botSettings(body);
     this.conversation = new Conversation(this.settings.initialMessages);
+    this.tools = this.createCallTools(this.settings.llm, (name) => this.builtInTool(name));
     if (isSpeechToSpeech(body.bot_profile)) {
       throw new Error(`profile ${body.bot_profile} (speech-to-speech) is not available in this build`);
     }
@@ -263,23 +167,32 @@ export class CallSession implements CallTransportHandler {
     return { signal, log: this.log };
   }
 
+  protected onSetUpFailed(err: unknown): void {
+    this.fail(err, 'call set-up failed');
+  }
+
+  protected callerSpeaking(): boolean {
+    return this.turns.turnOpen;
+  }
+
   // ---- turn-taking and barge-in ----
   //
   // Barge-in, from ear to clear, all of it in this section:
   //  1. Silero suspects speech (its first window above confidence and min_volume while a reply
   //     is in progress, audible or between two sentences) → onCallerSpeechSuspected. In `instant`
-  //     mode the reply pauses: Playout.pause() sends `clear` through the transport (carrier or
-  //     room) at once; the LLM and TTS go on, and their audio waits in Playout behind the part the
+  //     mode the reply pauses (barge-in-pause.ts): Playout.pause() sends `clear` through the
+  //     transport (carrier or room) at once; the LLM and TTS go on, and their audio waits in
+  //     Playout behind the part the
   //     caller has not heard.
   //  2. Silero confirms start_secs of speech → onCallerSpeechStart. The turn controller decides
   //     whether speech interrupts (min words from interims, never a backchannel) and answers
-  //     'barge-in' → onTurnDecision → interrupt(): the reply's abort stops the LLM, the TTS and any
-  //     retry, Playout.clear() drops the audio (and sends `clear` unless paused), and the context
-  //     keeps what was heard.
+  //     'barge-in' → onTurnDecision → interrupt() → reply.end('interrupted'): the reply's abort
+  //     stops the LLM, the TTS and any retry, Playout.clear() drops the audio (and sends `clear`
+  //     unless paused), and the context keeps what was heard.
   //  3. Not speech after all (dismissed: a cough, a clatter; or speech that did not interrupt: a
   //     backchannel, a turn with no words) → resumeReply(): Playout.resume() sends the reply again
   //     from the heard point, and the context records it as spoken when it ends.
-  // In `confirmed` mode step 1 does nothing: the bot talks on until step 2, as it always did.
+  // In `confirmed` mode step 1 does nothing: the bot talks on until step 2.
 
   private onCallerSpeechSuspected(): void {
     // Every decision is logged (debug): which condition kept a suspicion from pausing the bot.
@@ -297,19 +210,7 @@ export class CallSession implements CallTransportHandler {
       this.log.debug({ skipped }, 'speech suspected: bot not paused');
       return;
     }
-    // Between two sentences nothing may be audible, but the next is on its way: it is held too,
-    // or it would start over the caller and play on until start_secs confirmed the speech.
-    const audible = this.playout.audible;
-    const heardMs = this.playout.pause();
-    if (heardMs === undefined) {
-      this.log.debug({ skipped: 'already paused' }, 'speech suspected: bot not paused');
-      return;
-    }
-    this.pauseSilenced = audible;
-    if (audible) this.metrics.paused();
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
-    this.log.debug({ heardMs, audible }, 'speech suspected: bot paused');
+    this.bargeInPause.pause();
   }
 
   private onCallerSpeechDismissed(): void {
@@ -318,21 +219,10 @@ export class CallSession implements CallTransportHandler {
     if (!this.turns.turnOpen) this.resumeReply('noise');
   }
 
-  private onPauseTimeout(): void {
-    this.pauseTimer = undefined;
-    if (!this.playout.paused) return;
-    if (this.turns.turnOpen) this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
-    else this.resumeReply('timeout');
-  }
-
   /** Step 3: the caller did not interrupt after all; play on from the first unheard word. */
-  private resumeReply(cause: 'noise' | 'no-turn' | 'timeout'): void {
-    if (!this.playout.paused || !this.reply || this.ended) return;
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = undefined;
-    this.playout.resume();
-    if (this.pauseSilenced) this.metrics.resumed();
-    this.log.debug({ cause, heardMs: this.playout.heardMs() }, 'not an interruption: bot resumed');
+  private resumeReply(cause: 'noise' | 'no-turn'): void {
+    if (!this.reply || this.ended) return;
+    this.bargeInPause.resume(cause);
   }
 
   private onCallerSpeechStart(): void {
@@ -437,27 +327,19 @@ export class CallSession implements CallTransportHandler {
     this.answer('dtmf');
   }
 
-  /** Barge-in (step 3 above): stop the reply everywhere, clear the carrier, keep in context only what was heard. */
+  /** Barge-in (step 2 above): the reply ends, keeping in the context only what was heard. */
   private interrupt(cause: 'speech' | 'dtmf'): void {
     const reply = this.reply;
-    if (!reply) return;
-    this.reply = undefined;
-    reply.abort.abort();
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = undefined;
-    const cleared = this.playout.clear();
-    const heardText = this.conversation!.truncateReply(cleared.heardMs, reply.audioMs);
-    reply.timings.interrupted = true;
-    this.metrics.bargeIns += 1;
-    this.turns.setBotSpeaking(false);
-    this.deps.events?.onBotSpeaking?.(false);
+    const ended = reply?.end('interrupted');
+    if (!reply || !ended) return;
+    this.deps.record?.replyCut(reply.timings, ended.heardMs, reply.audioMs, ended.keptText);
     this.log.info(
       {
         cause,
-        heardMs: cleared.heardMs,
-        sentMs: cleared.sentMs,
-        clearSent: cleared.cleared,
-        heardChars: heardText.length,
+        heardMs: ended.heardMs,
+        sentMs: ended.sentMs,
+        clearSent: ended.clearSent,
+        heardChars: ended.keptText.length,
       },
       'caller interrupted the bot',
     );
@@ -472,39 +354,43 @@ export class CallSession implements CallTransportHandler {
       this.apologiseForDeadline();
       return;
     }
-    const llm = this.llm!;
-    const tools = this.settings!.llm.tools as Array<Record<string, unknown>> | undefined;
-    this.startReply(kind, false, this.tts!, async function* (session, reply, ctx, messages) {
-      const splitter = new SentenceSplitter();
-      for (let attempt = 0; ; attempt++) {
-        let used = false;
-        try {
-          for await (const delta of llm.complete({ messages, tools }, ctx)) {
-            if (delta.type !== 'text') continue;
-            used = true;
-            reply.timings.llmFirstTokenMs ??= elapsedSince(reply.originMs);
-            session.conversation!.appendReplyText(delta.text);
-            for (const piece of splitter.push(delta.text)) {
-              session.deps.events?.onBotText?.(piece);
-              yield piece;
-            }
-          }
-          break;
-        } catch (err) {
-          if (used || !mayRetry(err, attempt, ctx.signal)) throw new LlmFailure(err);
-          session.log.warn(
-            { err, provider: llm.name, attempt: attempt + 1 },
-            'llm request failed before any text; retrying',
-          );
-          await retryDelay(attempt, ctx.signal);
-          if (ctx.signal.aborted) return;
-        }
-      }
-      const rest = splitter.flush();
-      if (rest) {
-        session.deps.events?.onBotText?.(rest);
-        yield rest;
-      }
+    const parts = this.roundsParts();
+    this.startReply(kind, false, this.tts!, (_session, reply, ctx, history) => modelRounds(parts, reply, ctx, history));
+  }
+
+  private roundsParts(): ModelRoundsParts {
+    return {
+      llm: this.llm!,
+      conversation: this.conversation!,
+      tools: this.tools!,
+      maxRounds: maxToolRounds(this.settings!.llm),
+      events: this.deps.events,
+      log: () => this.log,
+      onEndCallAction: (reply) => this.endAfterReply(reply, 'end_call'),
+    };
+  }
+
+  // ---- functions the bot answers itself ----
+
+  private builtInTool(name: BuiltInTool): ToolHandler | undefined {
+    return builtInTool(name, {
+      endAfterAnswer: (reason, then) => (this.reply ? this.endAfterReply(this.reply, reason, then) : false),
+      transfer: this.call.canTransfer
+        ? { refusal: (target) => this.deps.transferRefusal?.(target), start: (target) => this.call.transfer(target) }
+        : undefined,
+      sendDigits: undefined,
+    });
+  }
+
+  /**
+   * The call ends once `reply` has played (the model's goodbye is part of it): no new turn starts
+   * and the caller cannot cut the goodbye off. `then` replaces the hang-up (a transfer).
+   */
+  private endAfterReply(reply: Reply, reason: string, then?: () => void): boolean {
+    if (!reply.live) return false;
+    return this.call.endWith(reason, () => {
+      reply.markEndsCall();
+      this.afterLastReply = then;
     });
   }
 
@@ -527,33 +413,43 @@ export class CallSession implements CallTransportHandler {
     if (this.reply) this.interrupt('speech');
     // The history the model sees: everything before this reply, as it stands after any cut.
     const history = (this.conversation?.messages ?? []).map((m) => ({ ...m }));
-    const generation = this.playout.startReply();
-    this.conversation?.beginReply();
     this.turnCount += 1;
     const originMs = kind === 'answer' && this.vadStopAtMs !== undefined ? this.vadStopAtMs : performance.now();
     this.vadStopAtMs = undefined;
-    const reply: Reply = {
-      generation,
-      abort: new AbortController(),
-      timings: { turn: this.turnCount, kind, interrupted: false },
-      originMs,
-      audioMs: 0,
-      endsCall,
-    };
+    const reply = new Reply(this.replyParts(), { kind, turn: this.turnCount, originMs, endsCall });
     this.reply = reply;
     if (kind === 'answer' || kind === 'dtmf' || kind === 'greeting') this.deadline.owe(originMs);
-    this.metrics.turns.push(reply.timings);
-    this.turns.setBotSpeaking(true);
+    this.deps.record?.replyStarted(reply.timings, originMs);
     const ctx = this.context(AbortSignal.any([this.call.abort.signal, reply.abort.signal]));
     this.runReply(reply, tts, this.queuedPieces(reply, text(this, reply, ctx, history)), ctx).catch((err: unknown) =>
       this.fail(err, 'reply failed'),
     );
   }
 
+  private replyParts(): ReplyParts {
+    return {
+      playout: this.playout,
+      conversation: this.conversation,
+      metrics: this.metrics,
+      events: this.deps.events,
+      turns: this.turns,
+      onEnded: (reply, cause, ended) => this.onReplyEnded(reply, cause, ended),
+    };
+  }
+
+  /** Every reply's end, whatever ended it. */
+  private onReplyEnded(reply: Reply, cause: ReplyEndCause, _ended: ReplyEnded): void {
+    if (this.reply === reply) this.reply = undefined;
+    this.bargeInPause.cancel();
+    if (cause !== 'played' || !reply.endsCall) return;
+    if (this.afterLastReply) this.afterLastReply();
+    else this.call.endCall();
+  }
+
   /** The reply's pieces on their way to the voice, noted so an interruption can tell which sentence was playing. */
   private async *queuedPieces(reply: Reply, pieces: AsyncIterable<string>): AsyncIterable<string> {
     for await (const piece of pieces) {
-      if (this.reply === reply) this.conversation?.notePieceQueued(piece);
+      if (reply.live) this.conversation?.notePieceQueued(piece);
       yield piece;
     }
   }
@@ -599,8 +495,7 @@ export class CallSession implements CallTransportHandler {
         const mulaw = converter.convert(out.audio);
         if (mulaw.length === 0) continue;
         reply.timings.ttsFirstAudioMs ??= elapsedSince(reply.originMs);
-        reply.audioMs += mulaw.length / 8;
-        this.playout.enqueue(reply.generation, mulaw);
+        reply.enqueue(mulaw);
       } else {
         this.conversation?.notePiece(out.text, pieceStartMs, reply.audioMs);
         pieceStartMs = reply.audioMs;
@@ -608,8 +503,8 @@ export class CallSession implements CallTransportHandler {
     }
     if (ctx.signal.aborted) return;
     const tail = converter.flush();
-    if (tail.length > 0) this.playout.enqueue(reply.generation, tail);
-    this.playout.endReply(reply.generation);
+    if (tail.length > 0) reply.enqueue(tail);
+    reply.finishAudio();
   }
 
   private onReplyFailed(reply: Reply, err: unknown): void {
@@ -633,11 +528,12 @@ export class CallSession implements CallTransportHandler {
     }
     if (this.reply !== reply) return;
     if (reply.timings.kind === 'apology' || reply.endsCall) {
-      // Even the apology or goodbye could not be spoken: end the reply (and the call if due).
-      this.playout.endReply(reply.generation);
+      // Even the apology or goodbye could not be spoken: what it has plays out (and the call ends if due).
+      reply.finishAudio();
       if (reply.endsCall) this.call.endCall();
       return;
     }
+    reply.end('failed');
     if (fatal) {
       this.call.endWith('error', () => this.speakFixed('apology', PHRASES.unavailable, !llmFailed, true));
       return;
@@ -654,13 +550,7 @@ export class CallSession implements CallTransportHandler {
     if (this.ended || this.ending) return;
     const reply = this.reply;
     if (reply && reply.audioMs > 0) return; // its first audio is going out now
-    if (reply) {
-      this.reply = undefined;
-      reply.abort.abort();
-      this.playout.clear();
-      this.conversation?.truncateReply(0, 0);
-      this.turns.setBotSpeaking(false);
-    }
+    if (reply?.end('deadline')) this.deps.record?.replyCut(reply.timings, 0, reply.audioMs, '');
     if (this.turns.turnOpen) return;
     this.apologiseForDeadline();
   }
@@ -678,16 +568,6 @@ export class CallSession implements CallTransportHandler {
       `${provider ?? stage} gave nothing to say within the turn deadline; apologising`,
     );
     this.speakFixed('apology', stage === 'llm' ? PHRASES.llmFailed : PHRASES.ttsFailed, true);
-  }
-
-  private onReplyPlayed(generation: number): void {
-    const reply = this.reply;
-    if (!reply || reply.generation !== generation) return;
-    this.reply = undefined;
-    this.conversation?.endReply();
-    this.turns.setBotSpeaking(false);
-    this.deps.events?.onBotSpeaking?.(false);
-    if (reply.endsCall) this.call.endCall();
   }
 
   // ---- ending ----
@@ -731,9 +611,8 @@ function turnPolicyFor(interruption: InterruptionSettings, roomPolicy: TurnPolic
   return interruption.minWords === undefined ? policy : { ...policy, minInterruptionWords: interruption.minWords };
 }
 
-/** Marks an error as the LLM's, so the apology can still use the configured TTS. */
-class LlmFailure extends Error {
-  constructor(override readonly cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause));
-  }
+/** The llm option `max_tool_rounds`, else the default. */
+function maxToolRounds(llm: Record<string, unknown>): number {
+  const value = llm.max_tool_rounds;
+  return typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : DEFAULT_MAX_TOOL_ROUNDS;
 }

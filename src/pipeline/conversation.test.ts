@@ -85,3 +85,35 @@ describe('Conversation', () => {
     expect(c.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user']);
   });
 });
+
+describe('a reply that calls functions', () => {
+  it('keeps each call answered right behind its message, and cuts the heard words across the passes', () => {
+    const c = new Conversation([{ role: 'system', content: 'sys' }]);
+    c.addUser('book a table');
+    c.beginReply();
+    c.appendReplyText('Let me look.');
+    c.notePieceQueued('Let me look.');
+    c.notePiece('Let me look.', 0, 1000);
+    c.addToolCalls([{ id: 'c1', name: 'book', argumentsJson: '{}' }], '{"status":"running"}');
+    c.continueReply();
+    c.appendReplyText('You are booked for seven tonight.');
+    c.notePieceQueued('You are booked for seven tonight.');
+    // Heard: the first pass whole, then nothing of the second.
+    expect(c.truncateReply(1000, 1500)).toBe('Let me look.');
+    expect(c.messages.map((m) => m.role)).toEqual(['system', 'user', 'assistant', 'tool']);
+    expect(c.messages[2]!.toolCalls).toEqual([{ id: 'c1', name: 'book', argumentsJson: '{}' }]);
+    // The result arrives after the cut: it replaces the placeholder.
+    c.setToolResult('c1', '{"booked":true}');
+    expect(c.messages[3]).toEqual({ role: 'tool', content: '{"booked":true}', toolCallId: 'c1', toolName: 'book' });
+  });
+
+  it('keeps a message that only called functions even when nothing of it was heard', () => {
+    const c = new Conversation([]);
+    c.addUser('book');
+    c.beginReply();
+    c.addToolCalls([{ id: 'c1', name: 'book', argumentsJson: '{}' }], '{}');
+    c.continueReply();
+    c.truncateReply(0, 0);
+    expect(c.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool']);
+  });
+});

@@ -1,5 +1,5 @@
 import type { ChatMessage } from '../bots/bot-config-schema.js';
-import type { LlmMessage } from '../providers/types.js';
+import type { LlmMessage, LlmToolCall } from '../providers/types.js';
 
 /** Text of a config message whose content is a string or a list of `{type:"text", text}` parts. */
 export function messageText(message: ChatMessage): string {
@@ -27,10 +27,17 @@ export const DEFAULT_MS_PER_CHAR = 65;
  * The LLM context of a call: the initial messages, then user turns and the bot's replies. A reply
  * that is interrupted is cut to what the caller actually heard, so the model remembers the call
  * as it happened.
+ *
+ * A reply that calls functions spans several assistant messages (its segments): each model pass
+ * writes one, the functions it called hang on it, and their `tool` messages follow it at once,
+ * holding a placeholder until each result arrives (results may arrive after the reply ended). So
+ * every function call in the context always has its answer right behind it, whatever cut the
+ * reply, as every vendor demands.
  */
 export class Conversation {
   readonly messages: LlmMessage[];
-  private replyIndex = -1;
+  /** The assistant messages of the current reply, oldest first; empty between replies. */
+  private replyIndices: number[] = [];
   /** The words of each piece (sentence) of the current reply handed to the voice, in order. */
   private sentences: string[][] = [];
   /** What the voice reported spoken of the current reply, in order. */
@@ -49,23 +56,56 @@ export class Conversation {
   addUser(text: string): void {
     const last = this.messages.at(-1);
     // Two user turns in a row (the caller heard nothing of the reply between them) read as one.
-    if (last?.role === 'user' && this.replyIndex < 0) last.content = `${last.content} ${text}`;
+    if (last?.role === 'user' && this.replyIndices.length === 0) last.content = `${last.content} ${text}`;
     else this.messages.push({ role: 'user', content: text });
-    this.replyIndex = -1;
+    this.replyIndices = [];
   }
 
   /** Starts the assistant message of a new reply. */
   beginReply(): void {
     this.messages.push({ role: 'assistant', content: '' });
-    this.replyIndex = this.messages.length - 1;
+    this.replyIndices = [this.messages.length - 1];
     this.sentences = [];
     this.spans = [];
   }
 
   /** Text the LLM produced (kept even if not spoken yet; cut on interruption). */
   appendReplyText(text: string): void {
-    const message = this.replyIndex >= 0 ? this.messages[this.replyIndex] : undefined;
+    const message = this.currentSegment();
     if (message) message.content += text;
+  }
+
+  /** A phrase of the bot's own inside the reply (a filler while functions run), after its text so far. */
+  appendReplyPhrase(text: string): void {
+    const message = this.currentSegment();
+    if (!message) return;
+    message.content =
+      message.content && !/\s$/.test(message.content) ? `${message.content} ${text}` : message.content + text;
+  }
+
+  /**
+   * The reply's current model pass called `calls`: they hang on its message, each followed by a
+   * `tool` message holding `placeholderJson` until setToolResult answers it.
+   */
+  addToolCalls(calls: LlmToolCall[], placeholderJson: string): void {
+    const message = this.currentSegment();
+    if (!message || calls.length === 0) return;
+    message.toolCalls = [...(message.toolCalls ?? []), ...calls];
+    for (const call of calls)
+      this.messages.push({ role: 'tool', content: placeholderJson, toolCallId: call.id, toolName: call.name });
+  }
+
+  /** A function's result arrived (during its reply or after): it replaces the placeholder. */
+  setToolResult(toolCallId: string, resultJson: string): void {
+    const message = this.messages.findLast((m) => m.role === 'tool' && m.toolCallId === toolCallId);
+    if (message) message.content = resultJson;
+  }
+
+  /** The reply's next model pass (after its functions answered) writes a new assistant message. */
+  continueReply(): void {
+    if (this.replyIndices.length === 0) return;
+    this.messages.push({ role: 'assistant', content: '' });
+    this.replyIndices.push(this.messages.length - 1);
   }
 
   /** A piece (a sentence) of the reply was handed to the voice. */
@@ -91,7 +131,7 @@ export class Conversation {
   /** The reply is finished (played in full); its message stays as generated. */
   endReply(): void {
     this.dropEmptyReply();
-    this.replyIndex = -1;
+    this.replyIndices = [];
   }
 
   /**
@@ -103,8 +143,8 @@ export class Conversation {
    * caller heard no word is dropped, so the caller's next words join their previous turn.
    */
   truncateReply(heardMs: number, producedMs = heardMs): string {
-    const message = this.replyIndex >= 0 ? this.messages[this.replyIndex] : undefined;
-    if (!message) return '';
+    const segments = this.replyIndices.map((index) => this.messages[index]!);
+    if (segments.length === 0) return '';
     const kept: string[] = [];
     let reportedWords = 0;
     let reportedEndMs = 0;
@@ -126,13 +166,20 @@ export class Conversation {
       const estimatedMs = Math.max(producedMs - reportedEndMs, inFlight.join(' ').length * this.msPerChar());
       kept.push(...wordsHeard(inFlight, (heardMs - reportedEndMs) / Math.max(1, estimatedMs)));
     }
-    const generatedWords = wordsOf(message.content).length;
-    const text = kept.join(' ');
-    // The ellipsis tells the model its reply was cut off there.
-    message.content = text.length > 0 && kept.length < generatedWords ? `${text}…` : text;
+    // The heard words fill the reply's messages in order; the ellipsis tells the model where it was cut off.
+    let left = kept.length;
+    const keptTexts: string[] = [];
+    for (const message of segments) {
+      const generated = wordsOf(message.content);
+      const take = Math.min(left, generated.length);
+      left -= take;
+      const text = generated.slice(0, take).join(' ');
+      message.content = text.length > 0 && take < generated.length ? `${text}…` : text;
+      if (message.content.length > 0) keptTexts.push(message.content);
+    }
     this.dropEmptyReply();
-    this.replyIndex = -1;
-    return message.content;
+    this.replyIndices = [];
+    return keptTexts.join(' ');
   }
 
   /** The rest of the sentence that holds the reply's word number `wordIndex` (0-based). */
@@ -149,9 +196,17 @@ export class Conversation {
     return this.spokenChars > 0 ? this.spokenMs / this.spokenChars : DEFAULT_MS_PER_CHAR;
   }
 
+  private currentSegment(): LlmMessage | undefined {
+    const index = this.replyIndices.at(-1);
+    return index === undefined ? undefined : this.messages[index];
+  }
+
+  /** Drops the reply's messages that hold nothing: no word heard and no function called. */
   private dropEmptyReply(): void {
-    const message = this.replyIndex >= 0 ? this.messages[this.replyIndex] : undefined;
-    if (message && message.content.trim().length === 0) this.messages.splice(this.replyIndex, 1);
+    for (const index of [...this.replyIndices].reverse()) {
+      const message = this.messages[index]!;
+      if (message.content.trim().length === 0 && !message.toolCalls?.length) this.messages.splice(index, 1);
+    }
   }
 }
 

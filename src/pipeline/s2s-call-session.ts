@@ -1,24 +1,23 @@
-import type { Logger } from 'pino';
-import { decodeMulaw } from '../audio/mulaw.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { createS2sProvider, providerSettingsFor } from './provider-settings.js';
 import type { S2sEvents, S2sSession } from '../providers/s2s/types.js';
 import { type ProviderError, isAbortError } from '../providers/types.js';
 import { botSettings } from './bot-settings.js';
-import { CallLifecycle, HeldFrames } from './call-lifecycle.js';
-import { type CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
-import { type CallSessionDeps, PHRASES } from './call-session.js';
-import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
+import { type CallSessionDeps, PHRASES } from './call-deps.js';
+import { CallEngine } from './call-engine.js';
+import { CLOSING_PHRASE_CAP_MS, HeldFrames } from './call-lifecycle.js';
+import { builtInTool } from './built-in-tools.js';
+import type { BuiltInTool } from './call-tools.js';
+import { S2sToolBatch } from './s2s-tool-batch.js';
+import type { ToolHandler } from './tool-types.js';
+import { type TurnTimings, elapsedSince } from './call-metrics.js';
+import type { CallTransport } from './call-transport.js';
 import { Conversation } from './conversation.js';
 import { DtmfGatherer } from './dtmf-gatherer.js';
-import type { CallVad } from '../vad/call-vad.js';
 import { speakFixedPhrase } from './fixed-phrase.js';
-import { CALL_FRAMES_PER_WRITE, Playout } from './playout.js';
 
 /** Caller frames held while the vendor's session opens (2 s). */
 const MAX_PENDING_FRAMES = 100;
-/** A bot paused on suspected speech that the vendor never took as speech plays on after this long. */
-const MAX_PAUSE_MS = 2000;
 
 interface BotItem {
   id: string;
@@ -35,11 +34,13 @@ interface BotItem {
  * marks what the caller heard. When the vendor hears the caller start speaking over the bot, the
  * line is cleared at once and the interrupted item is truncated to the milliseconds actually
  * heard (never more than was received, counted per item, so the first turn is right too).
+ *
+ * In interruption mode `instant`, the local VAD pauses the bot at the first windows of plausible
+ * speech (the shared barge-in pause, barge-in-pause.ts), before the vendor's own VAD says
+ * `speech_started` (which then cancels the item), and resumes it when the sound was not speech.
+ * Barge-in itself stays the vendor's.
  */
-export class S2sCallSession implements CallTransportHandler {
-  private readonly call: CallLifecycle;
-  private readonly metrics: CallMetrics;
-  private readonly playout: Playout;
+export class S2sCallSession extends CallEngine {
   private session: S2sSession | undefined;
   private readonly heldFrames = new HeldFrames(MAX_PENDING_FRAMES);
   private item: BotItem | undefined;
@@ -48,56 +49,25 @@ export class S2sCallSession implements CallTransportHandler {
   private readonly dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits));
   /** A fixed phrase (goodbye, apology) is playing; the call ends when it has. */
   private closingGeneration: number | undefined;
-  /**
-   * Local VAD, in interruption mode `instant` only: it pauses the bot at the first windows of
-   * plausible speech, before the vendor's own VAD says `speech_started` (which then cancels the
-   * item, as before), and resumes it when the sound was not speech. Barge-in stays the vendor's.
-   */
-  private vad: CallVad | undefined;
-  private pcm = new Int16Array(160);
-  private callerSpeaking = false;
-  private pauseTimer: NodeJS.Timeout | undefined;
+  /** The local VAD heard the caller speaking (its start, not yet its stop). */
+  private callerSpeakingNow = false;
   private userSpokeAtMs = performance.now();
+  /** The model's function calls, run and answered in batches. */
+  private toolBatch: S2sToolBatch | undefined;
+  /** end_call or transfer_call was called: the call ends after the model's next answer. */
+  private lastAnswer:
+    | { reason: string; then?: () => void; afterItemId: string | undefined; capTimer: NodeJS.Timeout }
+    | undefined;
 
-  constructor(
-    transport: CallTransport,
-    private readonly config: BotConfigForCall,
-    private readonly deps: CallSessionDeps,
-  ) {
-    this.playout = new Playout(
-      transport,
-      { onReplyPlayed: (generation) => this.onPlayed(generation) },
-      { leadMs: deps.leadMs, framesPerWrite: CALL_FRAMES_PER_WRITE },
-    );
-    this.call = new CallLifecycle(transport, config, this.playout, deps);
-    this.metrics = this.call.metrics;
-  }
-
-  private get log(): Logger {
-    return this.call.log;
-  }
-
-  private get ending(): boolean {
-    return this.call.ending;
-  }
-
-  private get ended(): boolean {
-    return this.call.ended;
-  }
-
-  onStart(start: CallStart): void {
-    this.call.start(start);
-    this.setUp().catch((err: unknown) => this.fail(err));
+  constructor(transport: CallTransport, config: BotConfigForCall, deps: CallSessionDeps) {
+    super(transport, config, deps, { onReplyPlayed: (generation) => this.onPlayed(generation) });
   }
 
   onAudio(mulaw: Uint8Array): void {
     if (this.ended || this.ending) return;
     if (this.session) this.session.sendAudio(mulaw);
     else this.heldFrames.hold(mulaw);
-    if (this.vad) {
-      if (this.pcm.length !== mulaw.length) this.pcm = new Int16Array(mulaw.length);
-      this.vad.push(decodeMulaw(mulaw, this.pcm));
-    }
+    this.hearCaller(mulaw);
   }
 
   onDtmf(digit: string): void {
@@ -107,15 +77,12 @@ export class S2sCallSession implements CallTransportHandler {
     this.dtmf.press(digit);
   }
 
-  onMark(name: string): void {
-    this.playout.onMarkEchoed(name);
-  }
-
   onEnd(reason: string): void {
-    if (!this.call.finish(reason)) return;
+    if (this.item && !this.ended)
+      this.deps.record?.replyCut(this.item.timings, this.playout.heardMs(), this.item.receivedMs);
+    if (!this.finishCore(reason)) return;
     this.dtmf.dispose();
-    this.vad?.dispose();
-    clearTimeout(this.pauseTimer);
+    clearTimeout(this.lastAnswer?.capTimer);
     const session = this.session;
     this.session = undefined;
     session?.close().catch((err: unknown) => this.log.debug({ err }, 'speech-to-speech close failed'));
@@ -123,7 +90,15 @@ export class S2sCallSession implements CallTransportHandler {
 
   // ---- set-up ----
 
-  private async setUp(): Promise<void> {
+  protected onSetUpFailed(err: unknown): void {
+    this.fail(err);
+  }
+
+  protected callerSpeaking(): boolean {
+    return this.callerSpeakingNow;
+  }
+
+  protected async setUp(): Promise<void> {
     const body = this.config.body;
     const settings = botSettings(body);
     const llmName = body.services.llm!;
@@ -134,8 +109,15 @@ export class S2sCallSession implements CallTransportHandler {
       this.deps.registry,
     );
     const history = new Conversation(settings.initialMessages).messages;
+    const tools = this.createCallTools(settings.llm, (name) => this.builtInTool(name));
+    this.toolBatch = new S2sToolBatch(
+      tools,
+      (results) => this.session?.sendToolResults(results),
+      () => this.log,
+    );
     const options = {
       history,
+      tools: tools.any ? tools.offered : undefined,
       greet: settings.runOnConfig,
       model: typeof settings.llm.model === 'string' ? settings.llm.model : undefined,
       voice: typeof settings.llm.voice === 'string' ? settings.llm.voice : undefined,
@@ -149,13 +131,13 @@ export class S2sCallSession implements CallTransportHandler {
         {
           onSpeechSuspected: () => this.onSpeechSuspected(),
           onSpeechDismissed: () => {
-            if (!this.callerSpeaking) this.resume('noise');
+            if (!this.callerSpeakingNow) this.resume('noise');
           },
           onSpeechStart: () => {
-            this.callerSpeaking = true;
+            this.callerSpeakingNow = true;
           },
           onSpeechStop: () => {
-            this.callerSpeaking = false;
+            this.callerSpeakingNow = false;
           },
         },
         this.log,
@@ -190,6 +172,7 @@ export class S2sCallSession implements CallTransportHandler {
         this.deps.events?.onUserTranscript?.(text, true);
       },
       onBotTranscript: (_itemId, text) => this.deps.events?.onBotText?.(text),
+      onToolCall: (call) => this.toolBatch?.onToolCall(call),
       onError: (error) => this.onVendorLost(error),
     };
   }
@@ -207,6 +190,7 @@ export class S2sCallSession implements CallTransportHandler {
       };
       timings.ttsFirstAudioMs = elapsedSince(this.userSpokeAtMs);
       this.metrics.turns.push(timings);
+      this.deps.record?.replyStarted(timings, this.userSpokeAtMs);
       this.item = {
         id: itemId,
         generation: this.playout.startReply(),
@@ -229,34 +213,58 @@ export class S2sCallSession implements CallTransportHandler {
       return;
     }
     if (this.item?.generation === generation) {
+      const item = this.item;
       this.item = undefined;
       this.deps.events?.onBotSpeaking?.(false);
+      const last = this.lastAnswer;
+      if (last && item.id !== last.afterItemId) {
+        // The model's answer after end_call or transfer_call (its goodbye) has played.
+        this.lastAnswer = undefined;
+        clearTimeout(last.capTimer);
+        if (last.then) last.then();
+        else this.call.endCall(last.reason);
+      }
     }
+  }
+
+  // ---- functions the bot answers itself ----
+
+  private builtInTool(name: BuiltInTool): ToolHandler | undefined {
+    return builtInTool(name, {
+      endAfterAnswer: (reason, then) => this.endAfterAnswer(reason, then),
+      transfer: this.call.canTransfer
+        ? { refusal: (target) => this.deps.transferRefusal?.(target), start: (target) => this.call.transfer(target) }
+        : undefined,
+      sendDigits: undefined,
+    });
+  }
+
+  /**
+   * The call ends once the model's next answer (the one after the function's result, with its
+   * goodbye) has played, or after CLOSING_PHRASE_CAP_MS if it never comes. The vendor's audio
+   * still plays meanwhile, so the lifecycle is told only when the call ends.
+   */
+  private endAfterAnswer(reason: string, then?: () => void): boolean {
+    if (this.ending || this.lastAnswer) return false;
+    const capTimer = setTimeout(() => {
+      this.lastAnswer = undefined;
+      if (then) then();
+      else this.call.endCall(reason);
+    }, CLOSING_PHRASE_CAP_MS);
+    this.lastAnswer = { reason, then, afterItemId: this.item?.id, capTimer };
+    return true;
   }
 
   /** Suspected speech over the bot (local VAD): the line is cleared at once, the item's audio waits. */
   private onSpeechSuspected(): void {
     if (!this.item || this.ending || !this.playout.audible) return;
-    if (this.playout.pause() === undefined) return;
-    this.metrics.paused();
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
-  }
-
-  private onPauseTimeout(): void {
-    this.pauseTimer = undefined;
-    if (this.callerSpeaking) this.pauseTimer = setTimeout(() => this.onPauseTimeout(), MAX_PAUSE_MS);
-    else this.resume('vendor did not take it as speech');
+    this.bargeInPause.pause();
   }
 
   /** Not speech after all (or not to the vendor): the item plays on from the heard point. */
   private resume(cause: string): void {
-    if (!this.playout.paused || !this.item || this.ended) return;
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = undefined;
-    this.playout.resume();
-    this.metrics.resumed();
-    this.log.debug({ cause, itemId: this.item.id }, 'not an interruption: bot resumed');
+    if (!this.item || this.ended) return;
+    this.bargeInPause.resume(cause);
   }
 
   /** Barge-in: clear the line, and make the vendor keep only what the caller heard of the item. */
@@ -264,11 +272,12 @@ export class S2sCallSession implements CallTransportHandler {
     const item = this.item;
     if (!item) return;
     this.item = undefined;
-    clearTimeout(this.pauseTimer);
-    this.pauseTimer = undefined;
+    this.bargeInPause.cancel();
+    this.toolBatch?.interrupt();
     const cleared = this.playout.clear();
     const heardMs = Math.min(cleared.heardMs, item.receivedMs);
     item.timings.interrupted = true;
+    this.deps.record?.replyCut(item.timings, heardMs, item.receivedMs);
     this.deps.events?.onBotSpeaking?.(false);
     this.cancelled.add(item.id);
     this.metrics.bargeIns += 1;

@@ -48,21 +48,35 @@ export interface SttProvider {
   open(ctx: ProviderContext, onEvent: (event: SttEvent) => void): Promise<SttStream>;
 }
 
+/** A function the model asked to call. `argumentsJson` is the model's text as sent, not yet parsed. */
+export interface LlmToolCall {
+  id: string;
+  name: string;
+  argumentsJson: string;
+}
+
 export interface LlmMessage {
-  role: 'system' | 'user' | 'assistant';
+  /** `tool` carries one function's result, answering an assistant message's `toolCalls`. */
+  role: 'system' | 'user' | 'assistant' | 'tool';
+  /** For `tool`, the result as JSON text. An assistant message that only calls functions has ''. */
   content: string;
   /** A frame from the caller's camera, for vision profiles (JPEG or PNG, base64). */
   imageBase64?: string;
+  /** On an assistant message: the functions it called, in the model's order. */
+  toolCalls?: LlmToolCall[];
+  /** On a tool message: the call it answers, and that call's function name (Gemini matches by name). */
+  toolCallId?: string;
+  toolName?: string;
 }
 
 export interface LlmRequest {
   messages: LlmMessage[];
+  /** Functions offered to the model, in OpenAI's function format; each adapter translates them. */
   tools?: Array<Record<string, unknown>>;
 }
 
-export type LlmDelta =
-  | { type: 'text'; text: string }
-  | { type: 'tool-call'; id: string; name: string; argumentsJson: string };
+/** Text as it streams, or one complete function call (arguments joined); parallel calls come one delta each. */
+export type LlmDelta = { type: 'text'; text: string } | ({ type: 'tool-call' } & LlmToolCall);
 
 export interface LlmProvider {
   readonly name: string;

@@ -14,6 +14,8 @@ export interface RecorderResult {
 }
 
 export interface CallRecorderOptions {
+  /** The recording's id (its row's), for whoever needs to link to it. */
+  recordingId?: string;
   /** Where each track's WAV goes; the directory must exist. */
   paths: Record<RecordingTrack, string>;
   log: Logger;
@@ -44,6 +46,11 @@ export class CallRecorder {
   private readonly startMs: number;
   private readonly timer: NodeJS.Timeout;
   private finishing: Promise<void> | undefined;
+
+  /** The recording's id, when the recordings service made it. */
+  get recordingId(): string | undefined {
+    return this.options.recordingId;
+  }
 
   constructor(private readonly options: CallRecorderOptions) {
     this.now = options.now ?? (() => performance.now());

@@ -11,6 +11,7 @@ import type { UrlSigner } from '../security/url-signer.js';
 import type { Account } from '../store/accounts-repo.js';
 import type { PageDirection, PageQuery } from '../store/paging.js';
 import type { RecordingRow, RecordingsRepo } from '../store/recordings-repo.js';
+import type { CallRecordsRepo } from '../store/call-records-repo.js';
 import type { BucketStorage, RecordingsBucket } from './bucket-storage.js';
 import { CallRecorder, RECORDING_TRACKS, type RecorderResult, type RecordingTrack } from './call-tracks-recorder.js';
 import { PRIVATE_DIR_MODE } from '../shared/private-files.js';
@@ -57,7 +58,12 @@ export interface RecordingView {
   s3key: string;
   mtgSessionId: string;
   tracks: RecordingTrackView[] | null;
+  /** The call has a transcript (a WebVTT beside the recording, at `vtt_url`). */
   isVttEnabled: boolean;
+  /** The call record this recording belongs to, when it has a transcript. */
+  call_id?: string;
+  /** API path of the call's transcript as WebVTT. */
+  vtt_url?: string;
 }
 
 export interface AccessLink {
@@ -71,7 +77,7 @@ export const ACCESS_LINK_TRACKS = RECORDING_TRACKS;
 const bytesPerSample = 2;
 const msForSamples = (samples: number) => Math.round((samples * 1000) / TELEPHONY_SAMPLE_RATE_HZ);
 
-function view(row: RecordingRow): RecordingView {
+function view(row: RecordingRow, transcriptCallId?: string): RecordingView {
   return {
     id: row.id,
     room_name: row.room_name,
@@ -83,7 +89,10 @@ function view(row: RecordingRow): RecordingView {
     s3key: row.s3_key,
     mtgSessionId: row.mtg_session_id,
     tracks: row.tracks_json === null ? null : (JSON.parse(row.tracks_json) as RecordingTrackView[]),
-    isVttEnabled: false,
+    isVttEnabled: transcriptCallId !== undefined,
+    ...(transcriptCallId === undefined
+      ? {}
+      : { call_id: transcriptCallId, vtt_url: `/v1/calls/${transcriptCallId}/transcript.vtt` }),
   };
 }
 
@@ -94,6 +103,8 @@ function trackKey(row: Pick<RecordingRow, 'account_id' | 'id'>, track: Recording
 
 export interface RecordingsServiceDeps {
   repo: RecordingsRepo;
+  /** Which recordings have a call transcript beside them. */
+  callRecords?: CallRecordsRepo;
   /** Files go to `<dataDir>/recordings`. */
   dataDir: string;
   /** The data dir's id (store/data-dir-id.ts): rows are tagged with it, and recovery takes only its own. */
@@ -173,6 +184,7 @@ export class RecordingsService {
         },
       );
     const recorder = new CallRecorder({
+      recordingId: id,
       paths,
       log,
       ...(options.now ? { now: options.now } : {}),
@@ -280,11 +292,20 @@ export class RecordingsService {
       this.deps.repo.list(account.id, direction, page.limit, filters),
       this.deps.repo.count(account.id, filters),
     ]);
-    return { total_count: total, data: rows.map(view) };
+    const transcripts = await this.transcriptsOf(
+      account,
+      rows.map((r) => r.id),
+    );
+    return { total_count: total, data: rows.map((row) => view(row, transcripts.get(row.id))) };
   }
 
   async get(account: Account, id: string): Promise<RecordingView> {
-    return view(await this.row(account, id));
+    const row = await this.row(account, id);
+    return view(row, (await this.transcriptsOf(account, [id])).get(id));
+  }
+
+  private async transcriptsOf(account: Account, ids: string[]): Promise<Map<string, string>> {
+    return (await this.deps.callRecords?.transcriptsOfRecordings(account.id, ids)) ?? new Map();
   }
 
   /** Removes the row and the files, local and in the bucket. */

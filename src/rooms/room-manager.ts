@@ -5,8 +5,9 @@ import type { Coordinator } from '../cluster/coordinator.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import { ApiError } from '../shared/api-error.js';
 import { type LiveCalls, SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
-import type { CallSessionDeps } from '../pipeline/call-session.js';
+import type { CallSessionDeps } from '../pipeline/call-deps.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
+import type { CallRecordsService } from '../records/call-records-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { CLOSE } from '../shared/close-codes.js';
 import { Room, type RoomLimits } from './room.js';
@@ -22,6 +23,8 @@ export interface RoomManagerOptions {
   session: Omit<CallSessionDeps, 'log' | 'events' | 'latestImage' | 'turnPolicy'>;
   /** Records rooms whose configuration asks for it (`recording_settings.type = "cloud"`). */
   recordings?: RecordingsService;
+  /** Every room gets a call record. */
+  records?: CallRecordsService;
   /** Every room is registered here; while the server drains, no room opens. */
   liveCalls: LiveCalls;
   log: Logger;
@@ -92,6 +95,7 @@ export class RoomManager {
       limits: this.options.limits,
       session: this.options.session,
       recordings: this.options.recordings,
+      records: this.options.records,
       turnPolicy: request.turnPolicy,
       vision: request.vision,
       log: this.options.log,

@@ -4,8 +4,9 @@ import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import type { AttachableTransport, DialoutRoom } from '../dialout/dialout-service.js';
 import { SHUTDOWN_REASON } from '../lifecycle/live-calls.js';
 import { type BotOnCall, startBot } from '../lifecycle/start-bot.js';
-import { type CallEvents, type CallSessionDeps, PHRASES } from '../pipeline/call-session.js';
+import { type CallEvents, type CallSessionDeps, PHRASES } from '../pipeline/call-deps.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
+import type { CallRecordsService } from '../records/call-records-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { BrowserParticipant } from './browser-participant.js';
 import { PhoneLeg } from './phone-leg.js';
@@ -32,6 +33,7 @@ export interface RoomOptions {
   limits: RoomLimits;
   session: Omit<CallSessionDeps, 'log' | 'events' | 'latestImage' | 'turnPolicy'>;
   recordings?: RecordingsService;
+  records?: CallRecordsService;
   turnPolicy?: TurnPolicy;
   /** Vision profiles: camera frames are asked for and given to the LLM. */
   vision: boolean;
@@ -104,6 +106,13 @@ export class Room implements DialoutRoom {
         latestImage: options.vision ? () => this.latestImage : undefined,
       },
       recorder,
+      options.records?.begin({
+        kind: 'room',
+        config: options.config,
+        roomName: options.name,
+        recordingId: recorder?.recordingId,
+        log: this.log,
+      }),
     );
     this.joinTimer = setTimeout(() => this.close('nobody joined'), options.limits.joinTimeoutMs);
     this.hardStopTimer = setTimeout(() => this.close('max_duration'), Math.max(0, options.hardStopAtMs - Date.now()));

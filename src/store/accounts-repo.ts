@@ -46,6 +46,11 @@ export class AccountsRepo {
     return row.domain_id;
   }
 
+  async findAccountById(id: string): Promise<Account | undefined> {
+    const row = await this.db.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? { id: row.id, name: row.name, domainId: row.domain_id } : undefined;
+  }
+
   async findAccountByKeyHash(keyHash: string): Promise<Account | undefined> {
     const row = await this.db
       .selectFrom('api_keys')

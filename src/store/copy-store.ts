@@ -21,6 +21,7 @@ export const COPIED_TABLES: readonly CopiedTable[] = [
   { table: 'recordings', key: 'seq', serial: true },
   { table: 'service_keys', key: 'name', serial: false },
   { table: 'key_fingerprints', key: 'name', serial: false },
+  { table: 'call_records', key: 'seq', serial: true },
 ];
 
 /** Rows per insert: configuration bodies can be large, and PostgreSQL takes at most 65535 parameters. */

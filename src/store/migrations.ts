@@ -150,6 +150,43 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0009_call_records': {
+    async up(db: Kysely<unknown>) {
+      // One row per call or room: inserted when it starts (so a node that dies mid-call leaves it
+      // `in-progress`, for whoever finds it to mark `interrupted`), written in full once it ends.
+      await withSeq(db, db.schema.createTable('call_records'))
+        .addColumn('id', 'text', (c) => c.notNull().unique())
+        .addColumn('account_id', 'text', (c) => c.notNull().references('accounts.id'))
+        .addColumn('kind', 'text', (c) => c.notNull())
+        .addColumn('bot_config_id', 'text')
+        .addColumn('profile', 'text', (c) => c.notNull())
+        .addColumn('from_number', 'text')
+        .addColumn('to_number', 'text')
+        .addColumn('call_sid', 'text')
+        .addColumn('room_name', 'text')
+        .addColumn('recording_id', 'text')
+        .addColumn('node_id', 'text', (c) => c.notNull())
+        .addColumn('status', 'text', (c) => c.notNull())
+        .addColumn('started_at', 'text', (c) => c.notNull())
+        .addColumn('ended_at', 'text')
+        .addColumn('duration_ms', 'integer')
+        .addColumn('outcome', 'text')
+        .addColumn('end_reason', 'text')
+        .addColumn('summary_json', 'text')
+        .addColumn('turns_json', 'text')
+        .addColumn('transcript_json', 'text')
+        .execute();
+      await db.schema
+        .createIndex('call_records_account_seq')
+        .on('call_records')
+        .columns(['account_id', 'seq'])
+        .execute();
+      // Recovery and reaping look for rows left in progress; retention for old ones.
+      await db.schema.createIndex('call_records_status').on('call_records').columns(['status', 'node_id']).execute();
+      await db.schema.createIndex('call_records_started').on('call_records').column('started_at').execute();
+      await db.schema.createIndex('call_records_recording').on('call_records').column('recording_id').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

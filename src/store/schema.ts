@@ -84,6 +84,40 @@ export interface RecordingsTable {
   node_id: string | null;
 }
 
+export interface CallRecordsTable {
+  seq: Generated<number>;
+  id: string;
+  account_id: string;
+  /** `phone` (a carrier call answered by a bot) or `room` (a room, with its browser and phone legs). */
+  kind: string;
+  bot_config_id: string | null;
+  profile: string;
+  /** E.164 or the carrier's caller id, when the carrier told. */
+  from_number: string | null;
+  to_number: string | null;
+  call_sid: string | null;
+  room_name: string | null;
+  recording_id: string | null;
+  /** The node serving the call: whoever reaps it marks its rows left in progress. */
+  node_id: string;
+  /** `in-progress`, `ended`, or `interrupted` (the node serving it died). */
+  status: string;
+  /** ISO-8601 UTC, fixed width, so text order is time order. */
+  started_at: string;
+  ended_at: string | null;
+  duration_ms: number | null;
+  /** Who ended the call and why (calls/call-outcome.ts). */
+  outcome: string | null;
+  /** The close reason as the call saw it. */
+  end_reason: string | null;
+  /** Counters (turns, barge-ins, ...) as JSON. */
+  summary_json: string | null;
+  /** The per-turn latency breakdown as JSON. */
+  turns_json: string | null;
+  /** The transcript as JSON; null when the configuration turned transcripts off. */
+  transcript_json: string | null;
+}
+
 /** Keys every node shares, on the PostgreSQL store (security/service-keys.ts names them). */
 export interface ServiceKeysTable {
   name: string;
@@ -113,4 +147,5 @@ export interface Database {
   recordings: RecordingsTable;
   service_keys: ServiceKeysTable;
   key_fingerprints: KeyFingerprintsTable;
+  call_records: CallRecordsTable;
 }

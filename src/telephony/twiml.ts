@@ -44,3 +44,12 @@ export function buildSayHangupTwiml(message: string): string {
   response.ele('Hangup');
   return doc.end({ prettyPrint: false });
 }
+
+/** A cold transfer: `<Response><Dial><Number>…</Number></Dial></Response>` (or `<Sip>` for a SIP address). */
+export function buildTransferTwiml(target: string): string {
+  const doc = newDocument();
+  const dial = doc.ele('Response').ele('Dial');
+  if (/^sips?:/.test(target)) dial.ele('Sip').txt(target);
+  else dial.ele('Number').txt(target);
+  return doc.end({ prettyPrint: false });
+}

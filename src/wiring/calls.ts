@@ -7,12 +7,14 @@ import type { DialoutService } from '../dialout/dialout-service.js';
 import type { LiveCalls } from '../lifecycle/live-calls.js';
 import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
-import type { CallSessionDeps } from '../pipeline/call-session.js';
+import type { CallSessionDeps } from '../pipeline/call-deps.js';
 import type { RecordingsService } from '../recordings/recordings-service.js';
+import type { CallRecordsService } from '../records/call-records-service.js';
 import { RoomManager } from '../rooms/room-manager.js';
 import { RoomTokens } from '../rooms/room-tokens.js';
 import type { ServiceKeys } from '../security/service-keys.js';
 import type { Carrier } from '../telephony/carrier/carrier.js';
+import { webhookAddressPolicy } from '../security/address-policy.js';
 
 /** The parts of the call runtime (`runtime.ts`) every session runs on. */
 export type SessionRuntime = Pick<CallSessionDeps, 'registry' | 'createVad' | 'fallbackTts' | 'clock'>;
@@ -23,7 +25,14 @@ export function sessionDeps(
   config: AppConfig,
   metrics: ServiceMetrics,
 ): Omit<CallSessionDeps, 'log'> {
-  return { ...runtime, env: config.env, observer: metrics, turnDeadlineMs: config.turnDeadlineSecs * 1000 };
+  return {
+    ...runtime,
+    env: config.env,
+    observer: metrics,
+    turnDeadlineMs: config.turnDeadlineSecs * 1000,
+    // Function webhooks go where dial-in webhooks may.
+    webhookPolicy: webhookAddressPolicy(config.webhookAllowLinkLocal),
+  };
 }
 
 export interface CallsDeps {
@@ -35,6 +44,7 @@ export interface CallsDeps {
   liveCalls: LiveCalls;
   accountCalls: AccountCalls;
   recordings: RecordingsService;
+  records: CallRecordsService;
   botConfigs: BotConfigService;
   carrier: Carrier;
   dialout: DialoutService;
@@ -57,6 +67,7 @@ export function buildCalls(deps: CallsDeps): { rooms: RoomManager; phoneCalls: P
     },
     session,
     recordings: deps.recordings,
+    records: deps.records,
     liveCalls: deps.liveCalls,
     log: deps.log,
   });
@@ -66,12 +77,16 @@ export function buildCalls(deps: CallsDeps): { rooms: RoomManager; phoneCalls: P
       ...session,
       // A call our side ends is ended at the carrier too (a live call: 'answered').
       hangUp: (callSid) => deps.carrier.hangUp(callSid, 'answered'),
+      // transfer_call: a cold transfer at the carrier.
+      transfer: (callSid, target) => deps.carrier.transfer(callSid, target),
+      transferRefusal: (target) => deps.carrier.refusal(target),
     },
     liveCalls: deps.liveCalls,
     accountCalls: deps.accountCalls,
     rooms,
     dialout: deps.dialout,
     recordings: deps.recordings,
+    records: deps.records,
   });
   return { rooms, phoneCalls };
 }

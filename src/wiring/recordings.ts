@@ -7,6 +7,7 @@ import type { ServiceKeys } from '../security/service-keys.js';
 import { UrlSigner } from '../security/url-signer.js';
 import type { OpenedDatabase } from '../store/database.js';
 import { RecordingsRepo } from '../store/recordings-repo.js';
+import { CallRecordsRepo } from '../store/call-records-repo.js';
 
 export interface RecordingsDeps {
   config: AppConfig;
@@ -29,6 +30,7 @@ export async function buildRecordings(
   const bucketStorage = new BucketStorage(config.env);
   const recordings = new RecordingsService({
     repo: new RecordingsRepo(deps.database.db),
+    callRecords: new CallRecordsRepo(deps.database.db),
     dataDir: config.dataDir,
     nodeId: deps.nodeId,
     publicUrl: config.publicUrl,

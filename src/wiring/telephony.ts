@@ -7,7 +7,7 @@ import { DialoutService } from '../dialout/dialout-service.js';
 import type { LiveCalls } from '../lifecycle/live-calls.js';
 import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
-import type { CallSessionDeps } from '../pipeline/call-session.js';
+import type { CallSessionDeps } from '../pipeline/call-deps.js';
 import type { AddressPolicy } from '../security/address-policy.js';
 import type { SecretBox } from '../security/secret-box.js';
 import type { OpenedDatabase } from '../store/database.js';

@@ -131,6 +131,19 @@ describe.skipIf(!redisLookup.ok)('nodes failing and draining', { timeout: 120_00
         );
       });
 
+      // So are its call records: the phone call and the room it served are marked interrupted by
+      // B, which reaped it, and read through B.
+      type Listed = { kind: string; status: string; outcome: string | null; node_id: string; call_sid: string | null };
+      const interruptedRecords = async () =>
+        ((await cluster!.api('GET', '/v1/calls', undefined, b.baseUrl)).body.data as Listed[]).filter(
+          (c) => c.status === 'interrupted',
+        );
+      await until(async () => (await interruptedRecords()).length === 2);
+      const records = await interruptedRecords();
+      expect(records.map((c) => c.kind).sort()).toEqual(['phone', 'room']);
+      for (const record of records) expect(record).toMatchObject({ outcome: 'interrupted' });
+      expect(records.find((c) => c.kind === 'phone')!.call_sid).toBe((await phoneReport).callSid);
+
       // Every configuration acknowledged before the kill is there, and B takes new calls through the balancer.
       for (const created of configs)
         expect((await cluster.api('GET', `/v1/bots/twilio-config/${created.body.id}`)).status).toBe(200);
@@ -139,6 +152,12 @@ describe.skipIf(!redisLookup.ok)('nodes failing and draining', { timeout: 120_00
         scenario: { steps: [{ do: 'wait-bot-silence', ms: 600 }, { do: 'hangup' }], endOfScript: 'hangup' },
       }).run();
       expect(next.outcome).toBe('completed');
+      // Its record is written by whichever node served it, and read through the balancer.
+      await until(async () =>
+        ((await cluster!.api('GET', '/v1/calls?status=ended')).body.data as Listed[]).some(
+          (c) => c.call_sid === next.callSid,
+        ),
+      );
       expect(next.metrics.bot.receivedAudioMs).toBeGreaterThan(1000);
       expect(NODE_TIMEOUT_SECS).toBeLessThan(5);
     } finally {

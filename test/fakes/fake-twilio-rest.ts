@@ -46,7 +46,13 @@ const AVAILABLE = [
 export async function startFakeTwilioRest(
   accountSid: string,
   authToken: string,
-): Promise<{ url: string; requests: RecordedTwilioRequest[]; close(): Promise<void> }> {
+): Promise<{
+  url: string;
+  requests: RecordedTwilioRequest[];
+  /** A call Twilio has live (one that called in): Calls/{sid} updates then find it. */
+  addLiveCall(callSid: string): void;
+  close(): Promise<void>;
+}> {
   const requests: RecordedTwilioRequest[] = [];
   const owned = new Map<string, string>();
   const calls = new Map<string, string>();
@@ -126,8 +132,9 @@ export async function startFakeTwilioRest(
       if (req.method === 'POST' && update) {
         if (!calls.has(update[1]!))
           return send(404, { code: 20404, message: 'The requested resource was not found', status: 404 });
-        calls.set(update[1]!, form.Status ?? 'unknown');
-        return send(200, { sid: update[1], account_sid: accountSid, status: form.Status });
+        // New TwiML (a transfer's <Dial>) redirects the live call; a Status ends it.
+        calls.set(update[1]!, form.Status ?? (form.Twiml ? 'in-progress' : 'unknown'));
+        return send(200, { sid: update[1], account_sid: accountSid, status: form.Status ?? 'in-progress' });
       }
       send(404, { code: 20404, message: `no route ${req.method} ${url.pathname}`, status: 404 });
     });
@@ -137,6 +144,7 @@ export async function startFakeTwilioRest(
   return {
     url: `http://127.0.0.1:${port}`,
     requests,
+    addLiveCall: (callSid: string) => void calls.set(callSid, 'in-progress'),
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

@@ -68,9 +68,15 @@ export class ScriptedStt implements SttProvider {
   }
 }
 
+/** A scripted answer that calls functions: its text (if any), then one tool-call delta per call. */
+export interface ScriptedToolTurn {
+  text?: string;
+  calls: Array<{ name: string; arguments: Record<string, unknown>; id?: string }>;
+}
+
 export interface ScriptedLlmOptions {
-  /** Reply text per call; the last repeats. */
-  replies: string[];
+  /** Reply per call (text, or text and function calls); the last repeats. */
+  replies: Array<string | ScriptedToolTurn>;
   firstTokenMs?: number;
   tokenMs?: number;
   /** Throw after this many tokens on the given (1-based) request; retryable unless said otherwise. */
@@ -88,7 +94,8 @@ export class ScriptedLlm implements LlmProvider {
   async *complete(request: LlmRequest, ctx: ProviderContext): AsyncIterable<LlmDelta> {
     this.requests.push(structuredClone(request));
     const n = this.requests.length;
-    const text = this.options.replies[Math.min(n - 1, this.options.replies.length - 1)] ?? '';
+    const scripted = this.options.replies[Math.min(n - 1, this.options.replies.length - 1)] ?? '';
+    const text = typeof scripted === 'string' ? scripted : (scripted.text ?? '');
     await sleep(this.options.firstTokenMs ?? 20, ctx.signal);
     let tokens = 0;
     for (const word of text.split(/(?<= )/)) {
@@ -99,9 +106,19 @@ export class ScriptedLlm implements LlmProvider {
       if (this.options.failOnRequest?.request === n && tokens >= this.options.failOnRequest.afterTokens) {
         throw new ProviderError('scripted_llm', 'scripted failure', this.options.failOnRequest.retryable ?? true);
       }
+      if (word === '') continue;
       yield { type: 'text', text: word };
       tokens += 1;
       await sleep(this.options.tokenMs ?? 5, ctx.signal);
+    }
+    if (typeof scripted === 'string' || ctx.signal.aborted) return;
+    for (const [i, call] of scripted.calls.entries()) {
+      yield {
+        type: 'tool-call',
+        id: call.id ?? `call_${n}_${i + 1}`,
+        name: call.name,
+        argumentsJson: JSON.stringify(call.arguments),
+      };
     }
   }
 }

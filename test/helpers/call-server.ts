@@ -10,6 +10,7 @@ import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
 import { simulatedCallee } from '../../src/tools/simulator/sandbox-callee.js';
 import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from './test-app.js';
+import { testStoreEnv } from './test-store.js';
 
 export interface CallServer {
   app: FastifyInstance;
@@ -41,7 +42,7 @@ export async function startCallServer(
   options: { captureLogs?: boolean; liveCalls?: LiveCalls; publicHost?: string } = {},
 ): Promise<CallServer> {
   const dataDir = tempDataDir();
-  const database: OpenedDatabase = await openDatabase(dataDir);
+  const database: OpenedDatabase = await openDatabase(dataDir, (await testStoreEnv(dataDir)).DATABASE_URL);
   const registry = builtinRegistry();
   register(registry);
   const logs: CallServer['logs'] = [];

@@ -1,5 +1,5 @@
 import type { S2sEvents } from '../../src/providers/s2s/types.js';
-import type { ProviderError } from '../../src/providers/types.js';
+import type { LlmToolCall, ProviderError } from '../../src/providers/types.js';
 import { toneAudio } from '../../src/tools/emulators/emulator-kit.js';
 
 /** What a speech-to-speech session reported, in order, and a way to await a report. */
@@ -9,6 +9,7 @@ export class RecordedS2sEvents implements S2sEvents {
   readonly botTranscripts: Array<{ itemId: string; text: string }> = [];
   readonly userTranscripts: string[] = [];
   readonly errors: ProviderError[] = [];
+  readonly toolCalls: LlmToolCall[] = [];
   speechStarts = 0;
   /** Called inside onSpeechStarted, as a call session barges in: before any later event. */
   bargeIn: (() => void) | undefined;
@@ -37,6 +38,11 @@ export class RecordedS2sEvents implements S2sEvents {
 
   onBotTranscript(itemId: string, text: string): void {
     this.botTranscripts.push({ itemId, text });
+    this.changed();
+  }
+
+  onToolCall(call: LlmToolCall): void {
+    this.toolCalls.push(call);
     this.changed();
   }
 

@@ -1,7 +1,7 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { PHRASES } from '../../src/pipeline/call-session.js';
+import { PHRASES } from '../../src/pipeline/call-deps.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';

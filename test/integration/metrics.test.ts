@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
@@ -50,5 +51,22 @@ describe('GET /metrics', () => {
     expect(text).toMatch(/^switchboard_playout_tick_lag_seconds_count [1-9]\d*$/m);
     expect(text).toMatch(/^nodejs_eventloop_lag_p99_seconds /m);
     expect(text).toMatch(/^process_resident_memory_bytes /m);
+
+    // Every metric the Grafana dashboard in deploy/ charts is one this server serves.
+    const dashboard = JSON.parse(
+      readFileSync(new URL('../../deploy/grafana-dashboard.json', import.meta.url), 'utf8'),
+    ) as {
+      panels: Array<{ targets: Array<{ expr: string }> }>;
+    };
+    const charted = new Set(
+      dashboard.panels.flatMap((p) =>
+        p.targets.flatMap((t) => t.expr.match(/\b(switchboard|process|nodejs)_[a-z0-9_]+/g) ?? []),
+      ),
+    );
+    expect(charted.size).toBeGreaterThan(8);
+    for (const name of charted) {
+      const family = name.replace(/_(bucket|count|sum)$/, '');
+      expect(text, name).toMatch(new RegExp(`^# TYPE ${family} `, 'm'));
+    }
   });
 });

@@ -5,7 +5,7 @@ import { readMulawFile, sliceMulaw } from '../../src/tools/simulator/clip-file.j
 import type { CallReport } from '../../src/tools/simulator/call-report.js';
 import type { CallerClip } from '../../src/tools/simulator/caller-clip.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
-import { PHRASES } from '../../src/pipeline/call-session.js';
+import { PHRASES } from '../../src/pipeline/call-deps.js';
 import { MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../../src/audio/frames.js';
 import { CarrierMessages } from '../../src/tools/simulator/carrier-messages.js';
 import { CLOSE } from '../../src/shared/close-codes.js';

@@ -36,6 +36,7 @@ const QUICK_START = 'Quick start';
 const OFFLINE = 'A whole call, offline';
 const ROOMS = 'Rooms: a bot in the browser';
 const RECORDINGS = 'Call recordings';
+const CALL_RECORDS = 'Call records';
 const DIAL_IN = 'Try it with no carrier account';
 const DIAL_OUT = 'Dial-out';
 const LOADTEST = 'Load testing and the benchmark';
@@ -112,7 +113,7 @@ function explain(run: { code: number | null; output: string; script: string }): 
 // start's load test it once never finished its call on a two-core machine.
 describe('the README, executed', () => {
   it('every sh block belongs to a walk-through this file runs, and CI runs the quick start test command', () => {
-    const covered = new Set([QUICK_START, OFFLINE, ROOMS, RECORDINGS, DIAL_IN, DIAL_OUT, LOADTEST]);
+    const covered = new Set([QUICK_START, OFFLINE, ROOMS, RECORDINGS, CALL_RECORDS, DIAL_IN, DIAL_OUT, LOADTEST]);
     const uncovered = BLOCKS.filter((b) => !covered.has(b.section)).map((b) => `line ${b.line} (${b.section})`);
     expect(uncovered).toEqual([]);
     const [serve, test] = block(QUICK_START)
@@ -126,7 +127,7 @@ describe('the README, executed', () => {
     expect(ci).toContain(test);
   });
 
-  it('quick start, offline call, rooms, recordings and load test, in order', {
+  it('quick start, offline call, rooms, recordings, call records and load test, in order', {
     timeout: SCRIPT_TIMEOUT_MS + 30_000,
   }, async () => {
     const run = await follow([
@@ -137,6 +138,7 @@ describe('the README, executed', () => {
       block(OFFLINE).text,
       block(ROOMS).text,
       block(RECORDINGS).text,
+      block(CALL_RECORDS).text,
       block(LOADTEST).text,
     ]);
     const context = explain(run);
@@ -152,6 +154,14 @@ describe('the README, executed', () => {
     expect(run.output, context).toMatch(/"room_url":"http:\/\/localhost:\d+\/rooms\/[\w-]+","token":"v1\./);
     // The recording of that call, downloaded through its access link.
     expect(isWav(join(run.cwd, 'call.wav')), context).toBe(true);
+    // Its call record: who ended it, each answer's breakdown, the transcript as WebVTT, the page's link.
+    expect(run.output, context).toMatch(/"outcome": "caller_hung_up"/);
+    expect(run.output, context).toMatch(
+      /\{"kind":"answer","response_ms":\d+,"vad_stop_ms":\d+,"stt_final_ms":\d+,"llm_first_token_ms":\d+/,
+    );
+    expect(run.output, context).toMatch(/WEBVTT\n\n1\n\d\d:\d\d:\d\d\.\d{3} --> .*\n<v (Bot|Caller)>/);
+    expect(run.output, context).toMatch(/<v Caller>[^<]+<\/v>/);
+    expect(run.output, context).toMatch(/http:\/\/localhost:\d+\/calls-page#token=swpage\./);
     // The load test's calls were answered.
     expect(run.output, context).toMatch(/calls: 5, ok 5, failed 0/);
     expect(run.output, context).toMatch(/reply latency:\s+p50 \d+/);

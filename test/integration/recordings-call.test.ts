@@ -181,7 +181,8 @@ describe('a recorded phone call', () => {
     expect(recording).toMatchObject({
       room_name: report.callSid,
       max_participants: 2,
-      isVttEnabled: false,
+      // The call has a transcript beside the recording (call records).
+      isVttEnabled: true,
       share_token: null,
     });
     expect(recording.tracks!.map((t) => t.name)).toEqual(['caller', 'bot']);

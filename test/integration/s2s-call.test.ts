@@ -8,6 +8,8 @@ import type { CallReport } from '../../src/tools/simulator/call-report.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import type { Scenario } from '../../src/tools/simulator/scenario.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
+import { TEST_KEY } from '../helpers/test-app.js';
+import { startToolReceiver } from '../fakes/tool-webhook-receiver.js';
 
 /**
  * Phone calls on the speech-to-speech profiles, through the real adapters and the vendors'
@@ -22,12 +24,14 @@ const ANSWER = 'We have a lovely room with a view of the harbour for tonight, an
 
 let emulators: RunningEmulators | undefined;
 let server: CallServer | undefined;
+const closers: Array<() => Promise<void>> = [];
 
 afterEach(async () => {
   await server?.close();
   await emulators?.close();
   server = undefined;
   emulators = undefined;
+  for (const close of closers.splice(0)) await close();
 });
 
 async function clips() {
@@ -68,6 +72,18 @@ async function startOpenAi(protocol: 'ga' | 'beta' = 'ga', realTimeFactor = FAST
     service_options: protocol === 'beta' ? { openai_realtime: { protocol: 'beta' } } : {},
   });
   return { realtime, wssUrl };
+}
+
+async function endedCallRecord(): Promise<any> {
+  const headers = { authorization: `Bearer ${TEST_KEY}` };
+  for (let i = 0; ; i++) {
+    const list = (await (await fetch(`${server!.baseUrl}/v1/calls?status=ended`, { headers })).json()) as {
+      data: Array<{ id: string }>;
+    };
+    if (list.data[0]) return (await fetch(`${server!.baseUrl}/v1/calls/${list.data[0].id}`, { headers })).json();
+    if (i > 200) throw new Error('no ended call record');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 describe('a phone call on the OpenAI Realtime profile', () => {
@@ -134,6 +150,16 @@ describe('a phone call on the OpenAI Realtime profile', () => {
     // And the bot answered the interruption.
     expect(connection.responses).toHaveLength(2);
     expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
+
+    // The call's record gives the vendor's events for each turn, and the greeting's heard part.
+    const record = await endedCallRecord();
+    expect(record.counts).toMatchObject({ barge_ins: 1 });
+    const [greeting, answer] = record.turns;
+    expect(greeting).toMatchObject({ engine: 's2s', kind: 'greeting', interruption: expect.any(Object) });
+    expect(Math.abs(greeting.heard_ms - truncation!.audioEndMs)).toBeLessThan(25);
+    expect(answer).toMatchObject({ engine: 's2s', kind: 'answer' });
+    expect(answer.vendor_speech_started_ms).toBeLessThan(answer.tts_first_audio_ms);
+    expect(answer.tts_first_audio_ms).toBeLessThanOrEqual(answer.first_frame_sent_ms);
   });
 
   it('a burst that is not speech pauses the bot before the vendor could judge it, and the item resumes with nothing lost', async () => {
@@ -274,5 +300,104 @@ describe('a phone call on the Gemini Live profile', () => {
     expect(report.metrics.clears).toHaveLength(1);
     expect(report.metrics.clears[0]!.lateAudioMs).toBe(0);
     expect(report.metrics.utterances.map((u) => u.replyLatencyMs !== null)).toEqual([true, true]);
+  });
+});
+
+describe('function calls on the speech-to-speech profiles', () => {
+  const TOOLS = ['check_room', 'check_breakfast'].map((name) => ({
+    type: 'function',
+    function: { name, description: `the ${name} function`, parameters: { type: 'object', properties: {} } },
+  }));
+  const PARALLEL = {
+    text: 'Let me check.',
+    toolCalls: [
+      { name: 'check_room', argumentsJson: '{"nights":2}' },
+      { name: 'check_breakfast', argumentsJson: '{}' },
+    ],
+  };
+  const config = (services: Record<string, string>, profile: string, webhooks: Record<string, string>) => ({
+    bot_profile: profile,
+    services,
+    config: [
+      {
+        service: 'llm',
+        options: [
+          { name: 'initial_messages', value: [{ role: 'system', content: 'You are the front desk of a hotel.' }] },
+          { name: 'tools', value: TOOLS },
+        ],
+      },
+    ],
+    webhook_tools: Object.fromEntries(Object.entries(webhooks).map(([name, url]) => [name, { url }])),
+    webhook_secret: 'a-webhook-secret-of-some-length',
+    ...(services.llm === 'gemini' ? { api_keys: { gemini: 'gem-key-0123' } } : {}),
+  });
+  const scenario: Scenario = {
+    steps: [
+      { do: 'play', clip: 'question' },
+      { do: 'wait-bot-audio', timeoutMs: 15_000 },
+      { do: 'wait-bot-silence', ms: 1500, timeoutMs: 30_000 },
+    ],
+  };
+
+  it('OpenAI Realtime: parallel calls run once each through their webhooks, and the results go back together', async () => {
+    const receiver = await startToolReceiver({
+      check_room: { delayMs: 500, result: { free: true } },
+      check_breakfast: { delayMs: 800, result: { until: '10:30' } },
+    });
+    closers.push(receiver.close);
+    const realtime = new OpenAiRealtimeEmulator({
+      latencies: FAST,
+      replies: [PARALLEL],
+      afterToolResults: 'A room is free, and breakfast is until half past ten.',
+      transcripts: ['do you have a room'],
+    });
+    emulators = await startEmulatorServer([realtime]);
+    server = await startCallServer(() => undefined, { SWITCHBOARD_OPENAI_URL: emulators.url });
+    const { wssUrl } = await server.createConfig(
+      config({ llm: 'openai_realtime' }, 'openai_realtime_beta_2024_10', {
+        check_room: receiver.urlOf('check_room'),
+        check_breakfast: receiver.urlOf('check_breakfast'),
+      }),
+    );
+    const report = await runPhoneCall({ target: { wssUrl }, clips: await clips(), scenario });
+    expect(report.outcome).toBe('completed');
+    expect(receiver.requests.map((r) => r.body.function_name).sort()).toEqual(['check_breakfast', 'check_room']);
+    const connection = realtime.connections[0]!;
+    expect(connection.toolCalls).toHaveLength(2);
+    expect(connection.toolOutputs.map((o) => JSON.parse(o.output))).toEqual(
+      expect.arrayContaining([{ free: true }, { until: '10:30' }]),
+    );
+    // One response.create for both results: the model answered once, after all of them.
+    const events = connection.events.map((e) => e.type);
+    const afterOutputs = events.slice(events.lastIndexOf('conversation.item.create'));
+    expect(afterOutputs.filter((t) => t === 'response.create')).toHaveLength(1);
+    expect(connection.responses.at(-1)!.text).toBe('A room is free, and breakfast is until half past ten.');
+  });
+
+  it('Gemini Live: the calls run through their webhooks and one toolResponse answers them', async () => {
+    const receiver = await startToolReceiver({
+      check_room: { delayMs: 300, result: { free: true } },
+      check_breakfast: { result: { until: '10:30' } },
+    });
+    closers.push(receiver.close);
+    const live = new GeminiLiveEmulator({
+      latencies: FAST,
+      replies: [PARALLEL],
+      afterToolResults: 'Yes, and breakfast is until half past ten.',
+    });
+    emulators = await startEmulatorServer([live]);
+    server = await startCallServer(() => undefined, { SWITCHBOARD_GEMINI_URL: emulators.url });
+    const { wssUrl } = await server.createConfig(
+      config({ llm: 'gemini' }, 'gemini_multimodal_live_2024_12', {
+        check_room: receiver.urlOf('check_room'),
+        check_breakfast: receiver.urlOf('check_breakfast'),
+      }),
+    );
+    const report = await runPhoneCall({ target: { wssUrl }, clips: await clips(), scenario });
+    expect(report.outcome).toBe('completed');
+    expect(receiver.requests).toHaveLength(2);
+    const connection = live.connections[0]!;
+    expect(connection.toolResponses.map((r) => r.name).sort()).toEqual(['check_breakfast', 'check_room']);
+    expect(connection.toolResponses.every((r) => !r.cancelled)).toBe(true);
   });
 });

@@ -4,7 +4,7 @@ import { OpenAiRealtimeEmulator } from '../../src/tools/emulators/openai-realtim
 import { EnvError, loadConfig } from '../../src/config/env.js';
 import { LiveCalls } from '../../src/lifecycle/live-calls.js';
 import { createLogger } from '../../src/observability/logger.js';
-import { PHRASES } from '../../src/pipeline/call-session.js';
+import { PHRASES } from '../../src/pipeline/call-deps.js';
 import type { TimelineEvent } from '../../src/tools/simulator/call-report.js';
 import { PhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { CLOSE } from '../../src/shared/close-codes.js';

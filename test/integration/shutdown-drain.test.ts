@@ -12,7 +12,7 @@ import { DeepgramEmulator } from '../../src/tools/emulators/deepgram-emulator.js
 import { speechDurationMs } from '../../src/tools/emulators/emulator-kit.js';
 import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
 import { OpenAiEmulator } from '../../src/tools/emulators/openai-emulator.js';
-import { PHRASES } from '../../src/pipeline/call-session.js';
+import { PHRASES } from '../../src/pipeline/call-deps.js';
 import type { CallReport, TimelineEvent } from '../../src/tools/simulator/call-report.js';
 import type { CallerClip } from '../../src/tools/simulator/caller-clip.js';
 import { readMulawFile } from '../../src/tools/simulator/clip-file.js';

@@ -9,6 +9,7 @@ import { encodePcm16Wav } from '../../src/audio/wav.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../../src/store/accounts-repo.js';
 import { COPIED_TABLES } from '../../src/store/copy-store.js';
 import { RecordingsRepo } from '../../src/store/recordings-repo.js';
+import { CallRecordsRepo } from '../../src/store/call-records-repo.js';
 import { freePort } from '../helpers/call-server.js';
 import { runCli } from '../helpers/cli-process.js';
 import { type TestApp, auth, createTestApp, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
@@ -114,6 +115,28 @@ async function populatedSqliteStore(): Promise<{ t: TestApp; otherKey: string }>
       encodePcm16Wav(new Int16Array(800).fill(77), 8000),
     );
   }
+  await new CallRecordsRepo(t.database.db).insert({
+    id: 'call-a',
+    account_id: account.id,
+    kind: 'phone',
+    bot_config_id: null,
+    profile: 'telephony_ws_voice_2024_09',
+    from_number: '+15550100001',
+    to_number: null,
+    call_sid: 'CA1',
+    room_name: null,
+    recording_id: 'rec-a',
+    node_id: 'node-a',
+    status: 'ended',
+    started_at: new Date().toISOString(),
+    ended_at: new Date().toISOString(),
+    duration_ms: 1000,
+    outcome: 'caller_hung_up',
+    end_reason: 'stop',
+    summary_json: null,
+    turns_json: '[]',
+    transcript_json: JSON.stringify([{ speaker: 'caller', text: 'hello', start_ms: 0, end_ms: 500 }]),
+  });
   return { t, otherKey };
 }
 
@@ -126,6 +149,8 @@ describe('switchboard db copy', () => {
       numbers: await json(source, '/v1/purchased-phone-numbers'),
       domain: await json(source, '/v1/'),
       recordings: await json(source, '/v1/recordings'),
+      calls: await json(source, '/v1/calls'),
+      transcript: await json(source, '/v1/calls/call-a/transcript'),
     };
     const link = (
       (await json(source, '/v1/recordings/rec-a/access-link')) as { download_link: string }
@@ -167,6 +192,8 @@ describe('switchboard db copy', () => {
     expect(await json(target, '/v1/purchased-phone-numbers')).toEqual(before.numbers);
     expect(await json(target, '/v1/')).toEqual(before.domain);
     expect(await json(target, '/v1/recordings')).toEqual(before.recordings);
+    expect(await json(target, '/v1/calls')).toEqual(before.calls);
+    expect(await json(target, '/v1/calls/call-a/transcript')).toEqual(before.transcript);
     for (const key of ['secret', 'linkSigning', 'roomToken'] as const) {
       const file = { secret: 'secret.key', linkSigning: 'link-signing.key', roomToken: 'room-token.key' }[key];
       expect(target.keys[key].toString('base64'), key).toBe(readFileSync(join(dataDir, file), 'utf8').trim());

@@ -82,26 +82,7 @@ export function splitImage(imageBase64: string): { mediaType: string; data: stri
   return { mediaType: 'image/jpeg', data: imageBase64 };
 }
 
-const openAiStyleTool = z.object({
-  type: z.literal('function'),
-  function: z.object({
-    name: z.string().min(1),
-    description: z.string().optional(),
-    parameters: z.record(z.string(), z.unknown()).optional(),
-  }),
-});
-
-/**
- * A tool written in the OpenAI shape (`{type:"function", function:{name, description, parameters}}`),
- * which is how bot configurations usually carry them, as its parts; undefined for any other shape,
- * which the non-OpenAI adapters then pass through as already being in their vendor's format.
- */
-export function openAiToolFunction(
-  tool: Record<string, unknown>,
-): { name: string; description?: string; parameters?: Record<string, unknown> } | undefined {
-  const parsed = openAiStyleTool.safeParse(tool);
-  return parsed.success ? parsed.data.function : undefined;
-}
+export { openAiToolFunction } from '../tool-schemas.js';
 
 /**
  * Parses one SSE event's JSON with a vendor schema. Anything malformed is logged at debug (shape

@@ -1,4 +1,4 @@
-import type { LlmMessage, ProviderContext, ProviderError } from '../types.js';
+import type { LlmMessage, LlmToolCall, ProviderContext, ProviderError } from '../types.js';
 
 /**
  * A speech-to-speech model (OpenAI Realtime, Gemini Live) replaces STT, LLM and TTS for a call:
@@ -12,6 +12,8 @@ export interface S2sOptions {
   greet: boolean;
   model?: string;
   voice?: string;
+  /** Functions offered to the model, in OpenAI's function format; each adapter translates them. */
+  tools?: Array<Record<string, unknown>>;
 }
 
 export interface S2sEvents {
@@ -23,6 +25,8 @@ export interface S2sEvents {
   onSpeechStarted(): void;
   onUserTranscript(text: string): void;
   onBotTranscript(itemId: string, text: string): void;
+  /** The model asked to call a function: once per complete call (arguments joined). */
+  onToolCall(call: LlmToolCall): void;
   /** The session is lost for good (after any reconnection the adapter attempts). */
   onError(error: ProviderError): void;
 }
@@ -37,6 +41,12 @@ export interface S2sSession {
    * generated and make the vendor's context hold only what was heard.
    */
   interrupt(itemId: string, heardMs: number): void;
+  /**
+   * The results of the model's function calls, handed back together: the model answers once, after
+   * all of them (OpenAI Realtime: one function_call_output item each, then one response.create;
+   * Gemini Live: one toolResponse holding every functionResponse).
+   */
+  sendToolResults(results: Array<{ call: LlmToolCall; resultJson: string }>): void;
   close(): Promise<void>;
 }
 

@@ -56,6 +56,11 @@ export interface Carrier {
   dial(request: OutboundCallRequest): Promise<{ carrierRef: string }>;
   /** Ends an outbound call we placed; a call that has already ended is not an error. */
   hangUp(carrierRef: string, stage: OutboundCallStage): Promise<void>;
+  /**
+   * A cold transfer of a live call (ours, inbound or outbound) to `target`, an E.164 number or a SIP
+   * address: the carrier dials it, the caller is connected there, and our media stream ends.
+   */
+  transfer(carrierRef: string, target: string): Promise<void>;
   /** Why this carrier cannot call `to` at all (checked when a bot is started), or undefined. */
   refusal(to: string): string | undefined;
 }

@@ -90,6 +90,17 @@ export class SandboxCarrier implements Carrier {
     this.calls.get(carrierRef)?.hangUp();
   }
 
+  /**
+   * The sandbox has no second phone to bridge the caller to: a transfer to one of its numbers is
+   * accepted (the caller's stream ends as a real carrier's would), anything else refused.
+   */
+  async transfer(carrierRef: string, target: string): Promise<void> {
+    const refusal = sandboxRefusal(target);
+    if (refusal) throw new CarrierError(refusal, 'carrier');
+    this.callOptions.log.info({ callSid: carrierRef, target }, 'sandbox transfer: the call is handed to the target');
+    this.calls.get(carrierRef)?.hangUp();
+  }
+
   /** Why a destination cannot be dialled, before any call is placed. */
   refusal(to: string): string | undefined {
     return sandboxRefusal(to);

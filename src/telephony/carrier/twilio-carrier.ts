@@ -14,6 +14,7 @@ import {
   type PurchasedAtCarrier,
 } from './carrier.js';
 import { matchesSearch } from './sandbox-carrier.js';
+import { buildTransferTwiml } from '../twiml.js';
 
 export interface TwilioCarrierOptions {
   accountSid: string;
@@ -123,6 +124,15 @@ export class TwilioCarrier implements Carrier {
   refusal(): undefined {
     // Twilio decides what it can reach (geo permissions, SIP domains); its answer comes as a status.
     return undefined;
+  }
+
+  /** Calls/{sid} with new TwiML that dials the target: Twilio leaves our <Connect><Stream> and ends the stream. */
+  async transfer(carrierRef: string, target: string): Promise<void> {
+    try {
+      await this.client.calls(carrierRef).update({ twiml: buildTransferTwiml(target) });
+    } catch (err) {
+      throw carrierError('transfer', err);
+    }
   }
 
   async hangUp(carrierRef: string, stage: OutboundCallStage): Promise<void> {

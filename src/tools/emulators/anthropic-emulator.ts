@@ -6,6 +6,7 @@ import {
 } from '../../providers/llm/anthropic/anthropic-messages.js';
 import {
   type AcceptedRequest,
+  type EmulatedToolResult,
   LlmEmulatorBase,
   type LlmEmulatorOptions,
   type Rejection,
@@ -82,7 +83,7 @@ export class AnthropicEmulator extends LlmEmulatorBase<AcceptedMessages> {
     if (!parsed.success)
       return { status: 400, body: errorBody('invalid_request_error', describeZodIssues(parsed.error.issues)) };
     const request = parsed.data;
-    const orderProblem = alternationProblem(request);
+    const orderProblem = alternationProblem(request) ?? toolBlockProblem(request);
     if (orderProblem) return { status: 400, body: errorBody('invalid_request_error', orderProblem) };
     this.sequence += 1;
     return {
@@ -90,6 +91,7 @@ export class AnthropicEmulator extends LlmEmulatorBase<AcceptedMessages> {
       stream: request.stream === true,
       lastUserText: lastUserText(request),
       promptChars: JSON.stringify(request.messages).length + JSON.stringify(request.system ?? '').length,
+      toolResults: trailingToolResults(request),
       id: `msg_emu${this.sequence}`,
     };
   }
@@ -216,4 +218,69 @@ function lastUserText(request: MessagesRequest): string | undefined {
       .join(' ');
   }
   return undefined;
+}
+
+type Blocks = Exclude<MessagesRequest['messages'][number]['content'], string>;
+
+function blocksOf(message: MessagesRequest['messages'][number]): Blocks {
+  return typeof message.content === 'string' ? [] : message.content;
+}
+
+/**
+ * Anthropic's rules for tools in the history, with its messages: tool blocks need `tools` in the
+ * request; every `tool_use` is answered by a `tool_result` in the very next (user) message, where
+ * the results come before any other block; a `tool_result` answers a `tool_use` of the message
+ * just before it.
+ */
+function toolBlockProblem(request: MessagesRequest): string | undefined {
+  const messages = request.messages;
+  const hasToolBlocks = messages.some((m) =>
+    blocksOf(m).some((b) => b.type === 'tool_use' || b.type === 'tool_result'),
+  );
+  if (hasToolBlocks && (!request.tools || request.tools.length === 0))
+    return 'Requests which include `tool_use` or `tool_result` blocks must define tools.';
+  for (let i = 0; i < messages.length; i += 1) {
+    const blocks = blocksOf(messages[i]!);
+    const previous = i > 0 ? blocksOf(messages[i - 1]!) : [];
+    const used = previous.flatMap((b) => (b.type === 'tool_use' ? [b.id] : []));
+    let seenOther = false;
+    for (let k = 0; k < blocks.length; k += 1) {
+      const block = blocks[k]!;
+      if (block.type !== 'tool_result') {
+        seenOther = true;
+        continue;
+      }
+      if (!used.includes(block.tool_use_id))
+        return `messages.${i}.content.${k}: unexpected \`tool_use_id\` found in \`tool_result\` blocks: ${block.tool_use_id}. Each \`tool_result\` block must have a corresponding \`tool_use\` block in the previous message.`;
+      if (seenOther)
+        return `messages.${i}: \`tool_result\` blocks must come first in the content of a user message, before any other block.`;
+    }
+    const uses = blocks.flatMap((b) => (b.type === 'tool_use' ? [b.id] : []));
+    if (uses.length === 0) continue;
+    const next = messages[i + 1];
+    const answered = new Set(
+      next ? blocksOf(next).flatMap((b) => (b.type === 'tool_result' ? [b.tool_use_id] : [])) : [],
+    );
+    const missing = uses.filter((id) => !answered.has(id));
+    if (missing.length > 0)
+      return `messages.${i + 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing.join(', ')}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`;
+  }
+  return undefined;
+}
+
+/** The tool_result blocks of the last message, named from the tool_use blocks they answer. */
+function trailingToolResults(request: MessagesRequest): EmulatedToolResult[] {
+  const messages = request.messages;
+  const last = messages.at(-1);
+  if (last?.role !== 'user') return [];
+  const uses = messages.length > 1 ? blocksOf(messages[messages.length - 2]!) : [];
+  return blocksOf(last).flatMap((block) => {
+    if (block.type !== 'tool_result') return [];
+    const use = uses.find((b) => b.type === 'tool_use' && b.id === block.tool_use_id);
+    const content =
+      typeof block.content === 'string'
+        ? block.content
+        : (block.content ?? []).map((part) => (part.type === 'text' ? part.text : '')).join('');
+    return [{ name: use?.type === 'tool_use' ? use.name : undefined, callId: block.tool_use_id, content }];
+  });
 }

@@ -2,10 +2,13 @@ import type { IncomingMessage } from 'node:http';
 import {
   type GeminiErrorBody,
   type GenerateContentRequest,
+  functionCallPart,
+  functionResponsePart,
   generateContentRequest,
 } from '../../providers/llm/gemini/gemini-messages.js';
 import {
   type AcceptedRequest,
+  type EmulatedToolResult,
   LlmEmulatorBase,
   type LlmEmulatorOptions,
   type Rejection,
@@ -102,7 +105,7 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
         body: errorBody(400, `Invalid JSON payload received. ${describeZodIssues(parsed.error.issues)}`),
       };
     const request = parsed.data;
-    const orderProblem = alternationProblem(request);
+    const orderProblem = alternationProblem(request) ?? functionTurnProblem(request);
     if (orderProblem) return { status: 400, body: errorBody(400, orderProblem) };
     const match = PATH.exec(url.pathname)!;
     const streaming = match[2] === 'streamGenerateContent';
@@ -114,6 +117,7 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
       method,
       lastUserText: lastUserText(request),
       promptChars: JSON.stringify(request.contents).length + JSON.stringify(request.systemInstruction ?? '').length,
+      toolResults: trailingToolResults(request),
       responseId: `emu-response-${this.sequence}`,
     };
   }
@@ -209,4 +213,53 @@ function lastUserText(request: GenerateContentRequest): string | undefined {
       .join(' ');
   }
   return undefined;
+}
+
+type Parts = GenerateContentRequest['contents'][number]['parts'];
+
+function callsOf(parts: Parts): string[] {
+  return parts.flatMap((p) => {
+    const call = functionCallPart.safeParse(p);
+    return call.success ? [call.data.functionCall.name] : [];
+  });
+}
+
+function responsesOf(parts: Parts): Array<{ name: string; response: Record<string, unknown> }> {
+  return parts.flatMap((p) => {
+    const response = functionResponsePart.safeParse(p);
+    return response.success ? [response.data.functionResponse] : [];
+  });
+}
+
+/**
+ * Gemini's rules for function turns, with its messages: a function-call turn comes right after a
+ * user turn or a function-response turn; a function-response turn comes right after a
+ * function-call turn and answers each of its calls (one response part per call, names matching).
+ */
+function functionTurnProblem(request: GenerateContentRequest): string | undefined {
+  const contents = request.contents;
+  for (let i = 0; i < contents.length; i += 1) {
+    const parts = contents[i]!.parts;
+    const responses = responsesOf(parts);
+    const previousCalls = i > 0 ? callsOf(contents[i - 1]!.parts) : [];
+    if (responses.length > 0) {
+      if (previousCalls.length === 0)
+        return 'Please ensure that function response turn comes immediately after a function call turn.';
+      if (responses.length !== previousCalls.length)
+        return 'Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.';
+      const unmatched = responses.find((r) => !previousCalls.includes(r.name));
+      if (unmatched)
+        return `Please ensure that the function response name "${unmatched.name}" matches a function call of the function call turn.`;
+    } else if (previousCalls.length > 0) {
+      return 'Please ensure that function response turn comes immediately after a function call turn.';
+    }
+  }
+  return undefined;
+}
+
+/** The functionResponse parts of the last content. */
+function trailingToolResults(request: GenerateContentRequest): EmulatedToolResult[] {
+  const last = request.contents.at(-1);
+  if (!last || (last.role ?? 'user') !== 'user') return [];
+  return responsesOf(last.parts).map((r) => ({ name: r.name, callId: undefined, content: JSON.stringify(r.response) }));
 }

@@ -9,6 +9,7 @@ import {
   speechDurationMs,
   writeHttpError,
 } from './emulator-kit.js';
+import type { EmulatedReply, EmulatedToolResult } from './llm-emulator-base.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
@@ -22,13 +23,21 @@ import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator
  * `generationComplete`, and `turnComplete` once the audio has had time to play (until then the
  * turn can still be interrupted). Every other server message goes out as a binary frame,
  * as Gemini sometimes does.
+ *
+ * Function calling: a reply with tool calls sends `toolCall {functionCalls: [{id, name, args}]}`
+ * (after speaking its text, if any) and waits for the client's `toolResponse`, which must answer
+ * every id (an unknown id closes with 1007); then the next turn speaks `afterToolResults`. Speech
+ * from the caller while calls are pending sends `toolCallCancellation {ids}`, as Gemini does;
+ * responses to cancelled ids are recorded and otherwise ignored.
  */
 
 export interface GeminiLiveEmulatorOptions {
   latencies?: Partial<EmulatorLatencies>;
   /** The one key accepted; by default any non-empty key is. */
   apiKey?: string;
-  replies?: string[];
+  replies?: EmulatedReply[];
+  /** The reply once a toolResponse has answered every pending call (default: the next of `replies`). */
+  afterToolResults?: EmulatedReply | ((results: EmulatedToolResult[]) => EmulatedReply);
   transcripts?: string[];
   /** RMS (int16) above which 20 ms of caller audio counts as speech. Default 300. */
   speechRmsThreshold?: number;
@@ -45,6 +54,11 @@ export interface RecordedLiveConnection {
   audioMessages: number;
   modelTurns: Array<{ text: string; status: 'speaking' | 'complete' | 'interrupted' }>;
   interruptions: number;
+  /** Function calls sent in toolCall messages, in order. */
+  toolCalls: Array<{ id: string; name: string; args: unknown }>;
+  /** functionResponses received, in order; `cancelled` when the call had been cancelled. */
+  toolResponses: Array<{ id: string; name: string; response: unknown; cancelled: boolean }>;
+  toolCallCancellations: string[][];
   closeCode?: number;
 }
 
@@ -82,6 +96,9 @@ export class GeminiLiveEmulator implements VendorEmulator {
       audioMessages: 0,
       modelTurns: [],
       interruptions: 0,
+      toolCalls: [],
+      toolResponses: [],
+      toolCallCancellations: [],
     };
     pushBounded(this.connections, record, 200);
     this.sessions.accept(
@@ -115,6 +132,11 @@ class LiveConnection {
   private transcriptIndex = 0;
   private binaryNext = false;
   private readonly thresholdSquared: number;
+  /** Calls sent and not yet answered, by id. */
+  private readonly pendingCalls = new Map<string, string>();
+  private readonly cancelledCalls = new Set<string>();
+  private readonly answered: EmulatedToolResult[] = [];
+  private callCounter = 0;
 
   constructor(
     private readonly ws: WebSocket,
@@ -161,8 +183,49 @@ class LiveConnection {
       return;
     }
     this.record.messages.push(message);
+    if (message.toolResponse) {
+      this.onToolResponse(message.toolResponse);
+      return;
+    }
     const content = message.clientContent as { turnComplete?: boolean } | undefined;
     if (content?.turnComplete) this.startTurn();
+  }
+
+  private onToolResponse(toolResponse: unknown): void {
+    const responses = (toolResponse as { functionResponses?: unknown }).functionResponses;
+    if (!Array.isArray(responses) || responses.length === 0) {
+      this.ws.close(1007, 'Request contains an invalid argument. toolResponse needs functionResponses.');
+      return;
+    }
+    for (const raw of responses as Array<Record<string, unknown>>) {
+      const id = typeof raw.id === 'string' ? raw.id : '';
+      const name = typeof raw.name === 'string' ? raw.name : '';
+      const cancelled = this.cancelledCalls.has(id);
+      if (!cancelled && !this.pendingCalls.has(id)) {
+        this.ws.close(1007, `Request contains an invalid argument. Unknown function call id "${id}".`);
+        return;
+      }
+      this.record.toolResponses.push({ id, name, response: raw.response, cancelled });
+      if (cancelled) continue;
+      this.pendingCalls.delete(id);
+      this.answered.push({ name: name || undefined, callId: id, content: JSON.stringify(raw.response ?? {}) });
+    }
+    if (this.pendingCalls.size > 0 || this.answered.length === 0) return;
+    const results = this.answered.splice(0);
+    const after = this.options.afterToolResults;
+    this.startTurn(after === undefined ? undefined : typeof after === 'function' ? after(results) : after);
+  }
+
+  private sendToolCall(calls: Array<{ name: string; argumentsJson: string }>): void {
+    const functionCalls = calls.map((call) => {
+      this.callCounter += 1;
+      const id = `function-call-${this.record.id}-${this.callCounter}`;
+      const args = JSON.parse(call.argumentsJson) as unknown;
+      this.pendingCalls.set(id, call.name);
+      this.record.toolCalls.push({ id, name: call.name, args });
+      return { id, name: call.name, args };
+    });
+    this.send({ toolCall: { functionCalls } });
   }
 
   private onAudio(pcm: Buffer, rateHz: number): void {
@@ -179,6 +242,14 @@ class LiveConnection {
       this.silentMs = 0;
       if (!this.inSpeech && this.voicedMs >= SPEECH_START_MS) {
         this.inSpeech = true;
+        if (this.pendingCalls.size > 0) {
+          const ids = [...this.pendingCalls.keys()];
+          for (const id of ids) this.cancelledCalls.add(id);
+          this.pendingCalls.clear();
+          this.answered.length = 0;
+          this.record.toolCallCancellations.push(ids);
+          this.send({ toolCallCancellation: { ids } });
+        }
         if (this.turn) {
           this.turn.record.status = 'interrupted';
           this.stop();
@@ -203,10 +274,16 @@ class LiveConnection {
     this.startTurn();
   }
 
-  private startTurn(): void {
+  private startTurn(scripted?: EmulatedReply): void {
     if (this.turn) return;
     const replies = this.options.replies ?? ['Hello, how can I help you today?'];
-    const text = replies[this.replyIndex++ % replies.length]!;
+    const reply = scripted ?? replies[this.replyIndex++ % replies.length]!;
+    const text = typeof reply === 'string' ? reply : (reply.text ?? '');
+    const toolCalls = typeof reply === 'string' ? [] : (reply.toolCalls ?? []);
+    if (text === '') {
+      if (toolCalls.length > 0) setTimeout(() => this.sendToolCall(toolCalls), this.latencies.llmFirstTokenMs);
+      return;
+    }
     const record = { text, status: 'speaking' as const } as RecordedLiveConnection['modelTurns'][number];
     this.record.modelTurns.push(record);
     const stream = new ToneStream(
@@ -238,6 +315,7 @@ class LiveConnection {
       },
       () => {
         this.send({ serverContent: { generationComplete: true } });
+        if (toolCalls.length > 0) this.sendToolCall(toolCalls);
         // Like Gemini, hold turnComplete until the audio has had time to play: until then the
         // caller can still interrupt the turn.
         const playedForMs = performance.now() - (firstAudioAtMs ?? performance.now());

@@ -17,8 +17,18 @@ export interface EmulatedToolCall {
   argumentsJson: string;
 }
 
-/** A scripted reply: plain text, or text and/or tool calls. */
+/** A scripted reply: plain text, or text and/or tool calls (several at once are parallel calls). */
 export type EmulatedReply = string | { text?: string; toolCalls?: EmulatedToolCall[] };
+
+/** A function result the request ends with (the model's second pass after its calls). */
+export interface EmulatedToolResult {
+  /** The function's name where the vendor's wire carries it (Gemini), else the call's name from the history. */
+  name: string | undefined;
+  /** The call id it answers (OpenAI, Anthropic; undefined on Gemini, which matches by name). */
+  callId: string | undefined;
+  /** The result as the request carried it (JSON text). */
+  content: string;
+}
 
 export interface ResolvedReply {
   /** The text split into the tokens that are streamed one by one (words with their trailing space). */
@@ -31,6 +41,12 @@ export interface LlmEmulatorOptions {
   latencies?: Partial<EmulatorLatencies>;
   /** Replies given in turn, cycling. Without any, each reply is "You said: <last user words>". */
   replies?: EmulatedReply[];
+  /**
+   * The reply to a request whose conversation ends with function results, instead of the next of
+   * `replies`: so concurrent calls each get "call the tool, then answer with its result" whatever
+   * order their requests arrive in. A function builds the reply from the results.
+   */
+  afterToolResults?: EmulatedReply | ((results: EmulatedToolResult[]) => EmulatedReply);
   /** The one key accepted; by default any non-empty key is. */
   apiKey?: string;
   /** Requests kept in `requests` (oldest dropped first), so long load tests use bounded memory. Default 200. */
@@ -76,6 +92,8 @@ export interface AcceptedRequest {
   lastUserText: string | undefined;
   /** Characters of prompt, for approximate usage numbers. */
   promptChars: number;
+  /** The function results the conversation ends with; empty when it ends with the caller's turn. */
+  toolResults: EmulatedToolResult[];
 }
 
 /** One piece of a stream. Tokens are paced at llmTokensPerSec and counted by the failure switches. */
@@ -115,6 +133,7 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
   protected readonly latencies: EmulatorLatencies;
   protected readonly expectedKey: string | undefined;
   private readonly replies: EmulatedReply[];
+  private readonly afterToolResults: LlmEmulatorOptions['afterToolResults'];
   private replyIndex = 0;
   private readonly maxRecorded: number;
   private readonly maxBodyBytes: number;
@@ -123,6 +142,7 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
   constructor(options: LlmEmulatorOptions = {}) {
     this.latencies = { ...DEFAULT_EMULATOR_LATENCIES, ...options.latencies };
     this.replies = options.replies ?? [];
+    this.afterToolResults = options.afterToolResults;
     this.expectedKey = options.apiKey;
     this.maxRecorded = options.maxRecordedRequests ?? DEFAULT_MAX_RECORDED;
     this.maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -214,7 +234,7 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
     const accepted = this.accept(record.body, url, req);
     if (isRejection(accepted)) return this.reply(res, record, accepted.status, accepted.body);
 
-    const reply = this.nextReply(accepted.lastUserText);
+    const reply = this.nextReply(accepted);
     if (!accepted.stream) {
       this.schedule(res, this.latencies.llmFirstTokenMs, () =>
         this.reply(res, record, 200, this.wholeResponse(reply, accepted)),
@@ -276,9 +296,13 @@ export abstract class LlmEmulatorBase<A extends AcceptedRequest = AcceptedReques
     this.schedule(res, this.latencies.llmFirstTokenMs, tick);
   }
 
-  private nextReply(lastUserText: string | undefined): ResolvedReply {
+  private nextReply(request: AcceptedRequest): ResolvedReply {
+    const lastUserText = request.lastUserText;
     let scripted: EmulatedReply;
-    if (this.replies.length > 0) {
+    const after = this.afterToolResults;
+    if (after !== undefined && request.toolResults.length > 0) {
+      scripted = typeof after === 'function' ? after(request.toolResults) : after;
+    } else if (this.replies.length > 0) {
       scripted = this.replies[this.replyIndex % this.replies.length]!;
       this.replyIndex += 1;
     } else {

@@ -1,11 +1,13 @@
 import type { IncomingMessage } from 'node:http';
 import {
   type ChatCompletionRequest,
+  type ChatMessage,
   type OpenAiErrorBody,
   chatCompletionRequest,
 } from '../../providers/llm/openai/openai-messages.js';
 import {
   type AcceptedRequest,
+  type EmulatedToolResult,
   LlmEmulatorBase,
   type LlmEmulatorOptions,
   type Rejection,
@@ -92,12 +94,16 @@ export class OpenAiEmulator extends LlmEmulatorBase<AcceptedChat> {
       };
     }
     const request = parsed.data;
+    const toolProblem = toolMessageProblem(request);
+    if (toolProblem)
+      return { status: 400, body: errorBody(toolProblem.message, 'invalid_request_error', null, toolProblem.param) };
     this.sequence += 1;
     return {
       model: request.model,
       stream: request.stream === true,
       lastUserText: lastUserText(request),
       promptChars: JSON.stringify(request.messages).length,
+      toolResults: trailingToolResults(request),
       includeUsage: request.stream_options?.include_usage === true,
       id: `chatcmpl-emu${this.sequence}`,
       createdSecs: Math.floor(Date.now() / 1000),
@@ -221,4 +227,69 @@ function lastUserText(request: ChatCompletionRequest): string | undefined {
       .join(' ');
   }
   return undefined;
+}
+
+/**
+ * OpenAI's rules for function calls in the history, with its messages: an assistant message with
+ * `tool_calls` must be followed, at once, by one `tool` message per call id; a `tool` message must
+ * answer a call of the assistant message before its run of tool messages.
+ */
+function toolMessageProblem(request: ChatCompletionRequest): { message: string; param: string } | undefined {
+  const messages = request.messages;
+  for (let i = 0; i < messages.length; i += 1) {
+    const message = messages[i]!;
+    if (message.role === 'tool') {
+      let owner = i - 1;
+      while (owner >= 0 && messages[owner]!.role === 'tool') owner -= 1;
+      const calls = owner >= 0 ? callIds(messages[owner]!) : [];
+      if (calls.length === 0)
+        return {
+          message:
+            "Invalid parameter: messages with role 'tool' must be a response to a preceeding message with 'tool_calls'.",
+          param: `messages.[${i}].role`,
+        };
+      if (!calls.includes(message.tool_call_id))
+        return {
+          message: `Invalid parameter: 'tool_call_id' of '${message.tool_call_id}' not found in 'tool_calls' of previous message.`,
+          param: `messages.[${i}].tool_call_id`,
+        };
+      continue;
+    }
+    const calls = callIds(message);
+    if (calls.length === 0) continue;
+    const answered = new Set<string>();
+    for (let j = i + 1; j < messages.length && messages[j]!.role === 'tool'; j += 1) {
+      const reply = messages[j]!;
+      if (reply.role === 'tool') answered.add(reply.tool_call_id);
+    }
+    const missing = calls.filter((id) => !answered.has(id));
+    if (missing.length > 0)
+      return {
+        message: `An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'. The following tool_call_ids did not have response messages: ${missing.join(', ')}`,
+        param: `messages.[${i}].role`,
+      };
+  }
+  return undefined;
+}
+
+function callIds(message: ChatMessage): string[] {
+  return message.role === 'assistant' ? (message.tool_calls ?? []).map((call) => call.id) : [];
+}
+
+/** The tool messages the conversation ends with, named from the calls they answer. */
+function trailingToolResults(request: ChatCompletionRequest): EmulatedToolResult[] {
+  const messages = request.messages;
+  const results: EmulatedToolResult[] = [];
+  let i = messages.length - 1;
+  for (; i >= 0; i -= 1) {
+    const message = messages[i]!;
+    if (message.role !== 'tool') break;
+    const content =
+      typeof message.content === 'string' ? message.content : message.content.map((part) => part.text).join('');
+    results.unshift({ name: undefined, callId: message.tool_call_id, content });
+  }
+  const owner = messages[i];
+  const calls = owner?.role === 'assistant' ? (owner.tool_calls ?? []) : [];
+  for (const result of results) result.name = calls.find((call) => call.id === result.callId)?.function.name;
+  return results;
 }

@@ -13,6 +13,7 @@ import {
   speechDurationMs,
   writeHttpError,
 } from './emulator-kit.js';
+import { type EmulatedReply, type EmulatedToolResult, fragments } from './llm-emulator-base.js';
 import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator } from './types.js';
 
 /**
@@ -25,6 +26,13 @@ import { DEFAULT_EMULATOR_LATENCIES, type EmulatorLatencies, type VendorEmulator
  * character, after llmFirstTokenMs + ttsFirstByteMs, at ttsRealTimeFactor. `response.cancel` ends
  * the response with `status: "cancelled"` (or answers `response_cancel_not_active`);
  * `conversation.item.truncate` is checked against the audio the item actually sent.
+ *
+ * Function calling: a reply with tool calls adds, after its spoken text, one `function_call`
+ * output item per call (`response.output_item.added`, `response.function_call_arguments.delta`
+ * fragments, `.done`, `response.output_item.done`), then `response.done`. The client answers with
+ * `conversation.item.create {type: "function_call_output", call_id, output}` (a call_id the
+ * conversation does not hold is an error event) and `response.create`, which then speaks
+ * `afterToolResults`. `session.update` tools must be `{type: "function", name, parameters}`.
  */
 
 export interface OpenAiRealtimeEmulatorOptions {
@@ -32,7 +40,9 @@ export interface OpenAiRealtimeEmulatorOptions {
   /** The one key accepted; by default any non-empty key is. */
   apiKey?: string;
   /** Replies in turn, per connection. Default "Hello, how can I help you today?". */
-  replies?: string[];
+  replies?: EmulatedReply[];
+  /** The reply to a response.create that follows function_call_output items (default: the next of `replies`). */
+  afterToolResults?: EmulatedReply | ((results: EmulatedToolResult[]) => EmulatedReply);
   /** Transcripts of the caller's turns, in turn. Default "hello". */
   transcripts?: string[];
   /** RMS (int16) above which 20 ms of caller audio counts as speech. Default 300. */
@@ -58,6 +68,10 @@ export interface RecordedRealtimeConnection {
   }>;
   truncations: Array<{ itemId: string; audioEndMs: number; accepted: boolean }>;
   cancels: number;
+  /** function_call items the model produced. */
+  toolCalls: Array<{ callId: string; name: string; arguments: string }>;
+  /** function_call_output items the client created. */
+  toolOutputs: Array<{ callId: string; output: string }>;
   closeCode?: number;
 }
 
@@ -97,6 +111,8 @@ export class OpenAiRealtimeEmulator implements VendorEmulator {
       responses: [],
       truncations: [],
       cancels: 0,
+      toolCalls: [],
+      toolOutputs: [],
     };
     pushBounded(this.connections, record, 200);
     this.sessions.accept(
@@ -138,9 +154,14 @@ class RealtimeConnection {
   private speechStartMs = 0;
   private carry = Buffer.alloc(0);
   private replyIndex = 0;
+  private responseCount = 0;
   private transcriptIndex = 0;
   private nextItem = 1;
   private eventIdCounter = 0;
+  /** Function call ids the conversation holds (made by the model or created by the client). */
+  private readonly knownCalls = new Map<string, string>();
+  /** Outputs created since the last response: the next response.create answers them. */
+  private readonly newOutputs: EmulatedToolResult[] = [];
   private readonly thresholdSquared: number;
 
   constructor(
@@ -185,18 +206,37 @@ class RealtimeConnection {
         this.onAudio(audio);
         return;
       }
-      case 'session.update':
+      case 'session.update': {
         this.record.events.push(event);
+        const problem = toolsProblem((event.session as { tools?: unknown } | undefined)?.tools);
+        if (problem) {
+          this.error('invalid_request_error', 'missing_required_parameter', problem);
+          return;
+        }
         send(this.ws, { type: 'session.updated', event_id: this.eventId(), session: event.session });
         return;
-      case 'conversation.item.create':
+      }
+      case 'conversation.item.create': {
         this.record.events.push(event);
+        const item = (event.item ?? {}) as Record<string, unknown>;
+        if (item.type === 'function_call') this.knownCalls.set(String(item.call_id ?? ''), String(item.name ?? ''));
+        if (item.type === 'function_call_output') {
+          const callId = String(item.call_id ?? '');
+          if (!this.knownCalls.has(callId)) {
+            this.error('invalid_request_error', 'invalid_value', `Tool call ID '${callId}' not found in conversation.`);
+            return;
+          }
+          const output = typeof item.output === 'string' ? item.output : JSON.stringify(item.output ?? '');
+          this.record.toolOutputs.push({ callId, output });
+          this.newOutputs.push({ name: this.knownCalls.get(callId), callId, content: output });
+        }
         send(this.ws, {
           type: this.record.protocol === 'ga' ? 'conversation.item.added' : 'conversation.item.created',
           event_id: this.eventId(),
           item: event.item,
         });
         return;
+      }
       case 'response.create':
         this.record.events.push(event);
         this.startResponse();
@@ -314,6 +354,10 @@ class RealtimeConnection {
     this.startResponse();
   }
 
+  private error(type: string, code: string, message: string): void {
+    send(this.ws, { type: 'error', event_id: this.eventId(), error: { type, code, message } });
+  }
+
   private startResponse(): void {
     if (this.response) {
       send(this.ws, {
@@ -328,9 +372,19 @@ class RealtimeConnection {
       return;
     }
     const replies = this.options.replies ?? ['Hello, how can I help you today?'];
-    const text = replies[this.replyIndex++ % replies.length]!;
-    const id = `resp_${this.record.id}_${this.replyIndex}`;
-    const itemId = `item_out_${this.record.id}_${this.replyIndex}`;
+    const after = this.options.afterToolResults;
+    const results = this.newOutputs.splice(0);
+    const reply =
+      after !== undefined && results.length > 0
+        ? typeof after === 'function'
+          ? after(results)
+          : after
+        : replies[this.replyIndex++ % replies.length]!;
+    this.responseCount += 1;
+    const text = typeof reply === 'string' ? reply : (reply.text ?? '');
+    const toolCalls = typeof reply === 'string' ? [] : (reply.toolCalls ?? []);
+    const id = `resp_${this.record.id}_${this.responseCount}`;
+    const itemId = `item_out_${this.record.id}_${this.responseCount}`;
     const record = { id, itemId, text, status: 'in_progress' as const, audioSentMs: 0 };
     this.record.responses.push(record);
     const stream = new ToneStream(
@@ -342,13 +396,25 @@ class RealtimeConnection {
       },
     );
     this.response = { id, itemId, stream, record };
-    this.itemAudioMs.set(itemId, 0);
     const beta = this.record.protocol === 'beta';
     send(this.ws, {
       type: 'response.created',
       event_id: this.eventId(),
       response: { id, object: 'realtime.response', status: 'in_progress', output: [] },
     });
+    const finish = () => {
+      this.sendFunctionCalls(id, toolCalls, text ? 1 : 0);
+      this.endResponse('completed');
+    };
+    if (!text) {
+      // A response that only calls functions: no message item, no audio.
+      const response = this.response;
+      response.timer = setTimeout(() => {
+        if (this.response === response) finish();
+      }, this.latencies.llmFirstTokenMs);
+      return;
+    }
+    this.itemAudioMs.set(itemId, 0);
     send(this.ws, {
       type: 'response.output_item.added',
       event_id: this.eventId(),
@@ -389,9 +455,59 @@ class RealtimeConnection {
           content_index: 0,
           transcript: text,
         });
-        this.endResponse('completed');
+        finish();
       },
     );
+  }
+
+  /** One function_call output item per call, its arguments streamed in fragments. */
+  private sendFunctionCalls(
+    responseId: string,
+    calls: Array<{ name: string; argumentsJson: string }>,
+    firstIndex: number,
+  ): void {
+    calls.forEach((call, position) => {
+      const outputIndex = firstIndex + position;
+      const itemId = `item_fc_${this.record.id}_${this.nextItem++}`;
+      const callId = `call_emu${this.record.id}_${this.nextItem}`;
+      this.knownCalls.set(callId, call.name);
+      this.record.toolCalls.push({ callId, name: call.name, arguments: call.argumentsJson });
+      const item = { id: itemId, object: 'realtime.item', type: 'function_call', call_id: callId, name: call.name };
+      send(this.ws, {
+        type: 'response.output_item.added',
+        event_id: this.eventId(),
+        response_id: responseId,
+        output_index: outputIndex,
+        item: { ...item, status: 'in_progress', arguments: '' },
+      });
+      for (const delta of fragments(call.argumentsJson))
+        send(this.ws, {
+          type: 'response.function_call_arguments.delta',
+          event_id: this.eventId(),
+          response_id: responseId,
+          item_id: itemId,
+          output_index: outputIndex,
+          call_id: callId,
+          delta,
+        });
+      send(this.ws, {
+        type: 'response.function_call_arguments.done',
+        event_id: this.eventId(),
+        response_id: responseId,
+        item_id: itemId,
+        output_index: outputIndex,
+        call_id: callId,
+        name: call.name,
+        arguments: call.argumentsJson,
+      });
+      send(this.ws, {
+        type: 'response.output_item.done',
+        event_id: this.eventId(),
+        response_id: responseId,
+        output_index: outputIndex,
+        item: { ...item, status: 'completed', arguments: call.argumentsJson },
+      });
+    });
   }
 
   private endResponse(status: 'completed' | 'cancelled' | undefined): void {
@@ -413,4 +529,16 @@ class RealtimeConnection {
     this.eventIdCounter += 1;
     return `event_${this.record.id}_${this.eventIdCounter}`;
   }
+}
+
+/** Why `session.tools` would be refused, in the API's words, or undefined. */
+function toolsProblem(tools: unknown): string | undefined {
+  if (tools === undefined) return undefined;
+  if (!Array.isArray(tools)) return "Invalid type for 'session.tools': expected an array.";
+  for (const [index, tool] of (tools as Array<Record<string, unknown>>).entries()) {
+    if (tool?.type !== 'function') return `Invalid value for 'session.tools[${index}].type': expected 'function'.`;
+    if (typeof tool.name !== 'string' || tool.name === '')
+      return `Missing required parameter: 'session.tools[${index}].name'.`;
+  }
+  return undefined;
 }

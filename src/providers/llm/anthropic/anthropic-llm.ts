@@ -22,6 +22,7 @@ import {
   messageDelta,
   streamEvent,
 } from './anthropic-messages.js';
+import { argumentsObject, pairToolResults } from '../tool-history.js';
 
 export const MESSAGES_PATH = '/v1/messages';
 
@@ -186,7 +187,9 @@ function toAnthropicTool(tool: Record<string, unknown>): Record<string, unknown>
  * The conversation as the Messages API wants it: system messages joined into the top-level
  * `system`; consecutive messages of one role merged (the API wants user and assistant to
  * alternate); a user turn first (CALL_START_TURN) when the bot spoke first or nobody has spoken;
- * images as base64 image blocks before their text; empty turns dropped (empty text is refused).
+ * images as base64 image blocks before their text; an assistant's function calls as `tool_use`
+ * blocks after its text, and their results as `tool_result` blocks opening the next user turn
+ * (the API wants them there, before any text); empty turns dropped (empty text is refused).
  */
 export function toAnthropicMessages(
   messages: LlmMessage[],
@@ -194,13 +197,16 @@ export function toAnthropicMessages(
 ): { system: string | undefined; messages: Message[] } {
   const systemParts: string[] = [];
   const turns: Array<{ role: 'user' | 'assistant'; blocks: ContentBlock[] }> = [];
-  for (const message of messages) {
+  for (const message of pairToolResults(messages, ctx, 'anthropic')) {
     if (message.role === 'system') {
       if (message.content.trim()) systemParts.push(message.content);
       continue;
     }
+    const role = message.role === 'tool' ? 'user' : message.role;
     const blocks: ContentBlock[] = [];
-    if (message.imageBase64) {
+    if (message.role === 'tool') {
+      blocks.push({ type: 'tool_result', tool_use_id: message.toolCallId!, content: message.content });
+    } else if (message.imageBase64) {
       if (message.role === 'user') {
         const image = splitImage(message.imageBase64);
         // A data URL of another type is sent as it is; the API's 400 then names the problem.
@@ -210,17 +216,28 @@ export function toAnthropicMessages(
         ctx?.log.debug({ provider: 'anthropic', role: message.role }, 'dropped an image on a non-user message');
       }
     }
-    if (message.content.trim()) blocks.push({ type: 'text', text: message.content });
+    if (message.role !== 'tool' && message.content.trim()) blocks.push({ type: 'text', text: message.content });
+    if (message.role === 'assistant')
+      for (const call of message.toolCalls ?? [])
+        blocks.push({ type: 'tool_use', id: call.id, name: call.name, input: argumentsObject(call) });
     if (blocks.length === 0) continue;
     const last = turns.at(-1);
-    if (last && last.role === message.role) last.blocks.push(...blocks);
-    else turns.push({ role: message.role, blocks });
+    if (last && last.role === role) {
+      // Results answer the turn before: they go ahead of text already in this user turn.
+      if (message.role === 'tool') last.blocks.splice(firstNonResult(last.blocks), 0, ...blocks);
+      else last.blocks.push(...blocks);
+    } else turns.push({ role, blocks });
   }
   if (turns[0]?.role !== 'user') turns.unshift({ role: 'user', blocks: [{ type: 'text', text: CALL_START_TURN }] });
   return {
     system: systemParts.length > 0 ? systemParts.join('\n\n') : undefined,
     messages: turns.map(({ role, blocks }) => ({ role, content: asContent(blocks) })),
   };
+}
+
+function firstNonResult(blocks: ContentBlock[]): number {
+  const index = blocks.findIndex((block) => block.type !== 'tool_result');
+  return index < 0 ? blocks.length : index;
 }
 
 /** Text-only turns as one string (merged turns joined by a newline); anything else as blocks. */

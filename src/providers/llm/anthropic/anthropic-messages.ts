@@ -57,7 +57,8 @@ export const messagesRequest = z.looseObject({
   temperature: z.number().min(0).max(1).optional(),
   stop_sequences: z.array(z.string()).optional(),
   stream: z.boolean().optional(),
-  tools: z.array(z.looseObject({ name: z.string().min(1) })).optional(),
+  // A custom tool needs its input_schema; server tools (web search, …) name their `type` instead.
+  tools: z.array(z.union([tool, z.looseObject({ type: z.string().min(1), name: z.string().min(1) })])).optional(),
   tool_choice: z.unknown().optional(),
 });
 export type MessagesRequest = z.infer<typeof messagesRequest>;

@@ -6,12 +6,13 @@ import {
   CALL_START_TURN,
   endpointUrl,
   isRetryableErrorType,
-  openAiToolFunction,
   nonEmptyReply,
   parseEventData,
   splitImage,
   streamSse,
 } from '../llm-http.js';
+import { LOCAL_CALL_ID_PREFIX, argumentsObject, localCallId, pairToolResults, resultObject } from '../tool-history.js';
+import { toGeminiTools } from '../../tool-schemas.js';
 import { type Content, type Part, functionCallPart, generateContentResponse, textPart } from './gemini-messages.js';
 
 /** Finish reasons that mean the model's answer was withheld, not merely ended. */
@@ -75,7 +76,6 @@ export class GeminiLlm implements LlmProvider {
       },
       ctx,
     );
-    let callCount = 0;
     let yielded = false;
     for await (const event of events) {
       const response = parseEventData(event.data, generateContentResponse, ctx, this.name);
@@ -100,11 +100,10 @@ export class GeminiLlm implements LlmProvider {
           yielded = true;
           yield {
             type: 'tool-call',
-            id: fn.id ?? `call_${callCount}`,
+            id: fn.id ?? localCallId(),
             name: fn.name,
             argumentsJson: JSON.stringify(fn.args ?? {}),
           };
-          callCount += 1;
           continue;
         }
         const text = textPart.safeParse(raw);
@@ -144,28 +143,13 @@ export class GeminiLlm implements LlmProvider {
   }
 }
 
-/** OpenAI-shaped tools become one `{functionDeclarations}` entry; other entries are taken as Gemini's own. */
-function toGeminiTools(tools: Array<Record<string, unknown>>): Array<Record<string, unknown>> {
-  const declarations: Array<Record<string, unknown>> = [];
-  const native: Array<Record<string, unknown>> = [];
-  for (const tool of tools) {
-    const fn = openAiToolFunction(tool);
-    if (fn)
-      declarations.push({
-        name: fn.name,
-        ...(fn.description ? { description: fn.description } : {}),
-        ...(fn.parameters ? { parameters: fn.parameters } : {}),
-      });
-    else native.push(tool);
-  }
-  return [...(declarations.length > 0 ? [{ functionDeclarations: declarations }] : []), ...native];
-}
-
 /**
  * The conversation as Gemini wants it: system messages joined into `systemInstruction`;
  * assistant → `model`; consecutive turns of one role merged into one content (Gemini wants user
  * and model to alternate); a user turn first (CALL_START_TURN) when the bot spoke first or nobody
- * has; images as `inlineData` parts before their text; empty turns dropped.
+ * has; images as `inlineData` parts before their text; an assistant's function calls as
+ * `functionCall` parts, answered by `functionResponse` parts (matched by name, one per call) that
+ * open the next user turn; empty turns dropped.
  */
 export function toGeminiContents(
   messages: LlmMessage[],
@@ -173,14 +157,22 @@ export function toGeminiContents(
 ): { systemInstruction: Content | undefined; contents: Content[] } {
   const systemParts: string[] = [];
   const contents: Content[] = [];
-  for (const message of messages) {
+  for (const message of pairToolResults(messages, ctx, 'gemini')) {
     if (message.role === 'system') {
       if (message.content.trim()) systemParts.push(message.content);
       continue;
     }
     const role = message.role === 'assistant' ? 'model' : 'user';
     const parts: Part[] = [];
-    if (message.imageBase64) {
+    if (message.role === 'tool') {
+      parts.push({
+        functionResponse: {
+          name: message.toolName ?? '',
+          response: resultObject(message.content),
+          ...vendorId(message.toolCallId),
+        },
+      });
+    } else if (message.imageBase64) {
       if (role === 'user') {
         const image = splitImage(message.imageBase64);
         parts.push({ inlineData: { mimeType: image.mediaType, data: image.data } });
@@ -188,15 +180,31 @@ export function toGeminiContents(
         ctx?.log.debug({ provider: 'gemini', role: message.role }, 'dropped an image on a non-user message');
       }
     }
-    if (message.content.trim()) parts.push({ text: message.content });
+    if (message.role !== 'tool' && message.content.trim()) parts.push({ text: message.content });
+    if (message.role === 'assistant')
+      for (const call of message.toolCalls ?? [])
+        parts.push({ functionCall: { name: call.name, args: argumentsObject(call), ...vendorId(call.id) } });
     if (parts.length === 0) continue;
     const last = contents.at(-1);
-    if (last && last.role === role) last.parts.push(...parts);
-    else contents.push({ role, parts });
+    if (last && last.role === role) {
+      // Responses answer the model turn before: they go ahead of text already in this user turn.
+      if (message.role === 'tool') last.parts.splice(firstNonResponse(last.parts), 0, ...parts);
+      else last.parts.push(...parts);
+    } else contents.push({ role, parts });
   }
   if (contents[0]?.role !== 'user') contents.unshift({ role: 'user', parts: [{ text: CALL_START_TURN }] });
   return {
     systemInstruction: systemParts.length > 0 ? { parts: [{ text: systemParts.join('\n\n') }] } : undefined,
     contents,
   };
+}
+
+/** Gemini's own call id goes back with the call and its response; an id made up here does not. */
+function vendorId(id: string | undefined): { id?: string } {
+  return id && !id.startsWith(LOCAL_CALL_ID_PREFIX) ? { id } : {};
+}
+
+function firstNonResponse(parts: Part[]): number {
+  const index = parts.findIndex((part) => !('functionResponse' in part));
+  return index < 0 ? parts.length : index;
 }

@@ -3,6 +3,7 @@ import type { EndpointGuard } from '../../endpoint.js';
 import { ProviderError } from '../../types.js';
 import { isRetryableStatus } from '../../vendor-errors.js';
 import { isRetryableErrorType, nonEmptyReply, parseEventData, splitImage, streamSse } from '../llm-http.js';
+import { localCallId, pairToolResults } from '../tool-history.js';
 import { type ChatMessage, DONE_SENTINEL, type StreamPayload, streamPayload } from './openai-messages.js';
 
 export interface OpenAiLlmConfig {
@@ -146,7 +147,7 @@ function* drainToolCalls(
     }
     yield {
       type: 'tool-call',
-      id: call.id ?? `call_${index}`,
+      id: call.id ?? localCallId(),
       name: call.name,
       argumentsJson: call.argumentsJson || '{}',
     };
@@ -155,13 +156,30 @@ function* drainToolCalls(
 
 /**
  * The conversation in Chat Completions form. System messages stay where they are (role system);
- * an image goes with its text as an `image_url` data URL; empty turns (a reply cut before any
- * words) are dropped because they carry nothing.
+ * an image goes with its text as an `image_url` data URL; an assistant message's function calls
+ * become `tool_calls`, each followed by its `tool` message (pairToolResults); empty turns (a reply
+ * cut before any words) are dropped because they carry nothing.
  */
 export function toChatMessages(messages: LlmMessage[], ctx: ProviderContext, provider: string): ChatMessage[] {
   const out: ChatMessage[] = [];
-  for (const message of messages) {
+  for (const message of pairToolResults(messages, ctx, provider)) {
+    if (message.role === 'tool') {
+      out.push({ role: 'tool', tool_call_id: message.toolCallId!, content: message.content });
+      continue;
+    }
     const hasText = message.content.trim().length > 0;
+    if (message.role === 'assistant' && message.toolCalls && message.toolCalls.length > 0) {
+      out.push({
+        role: 'assistant',
+        content: hasText ? message.content : null,
+        tool_calls: message.toolCalls.map((call) => ({
+          id: call.id,
+          type: 'function' as const,
+          function: { name: call.name, arguments: call.argumentsJson },
+        })),
+      });
+      continue;
+    }
     const image = message.imageBase64 && message.role === 'user' ? splitImage(message.imageBase64) : undefined;
     if (message.imageBase64 && !image)
       ctx.log.debug({ provider, role: message.role }, 'dropped an image on a non-user message');

@@ -24,6 +24,20 @@ export const serverMessage = z.looseObject({
       interrupted: z.boolean().optional(),
     })
     .optional(),
+  toolCall: z
+    .looseObject({
+      functionCalls: z
+        .array(
+          z.looseObject({
+            id: z.string().optional(),
+            name: z.string().min(1),
+            args: z.record(z.string(), z.unknown()).optional(),
+          }),
+        )
+        .optional(),
+    })
+    .optional(),
+  toolCallCancellation: z.looseObject({ ids: z.array(z.string()).optional() }).optional(),
   goAway: z.looseObject({ timeLeft: z.string().optional() }).optional(),
 });
 

@@ -3,7 +3,9 @@ import type { EndpointGuard } from '../../endpoint.js';
 import type WebSocket from 'ws';
 import type { RawData } from 'ws';
 import { AudioConverter, fromTelephony } from '../../../audio/format-converter.js';
-import { type ProviderContext, ProviderError } from '../../types.js';
+import { type LlmToolCall, type ProviderContext, ProviderError } from '../../types.js';
+import { toGeminiTools } from '../../tool-schemas.js';
+import { LOCAL_CALL_ID_PREFIX, argumentsObject, localCallId, resultObject } from '../../llm/tool-history.js';
 import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine, redact } from '../../vendor-errors.js';
 import { frameText, openVendorSocket } from '../../vendor-socket.js';
 import { S2sSocketSession } from '../s2s-socket.js';
@@ -124,15 +126,42 @@ class LiveSession extends S2sSocketSession implements S2sSession {
     this.send({ clientContent: { turns: [{ role: 'user', parts: [{ text }] }], turnComplete: true } });
   }
 
+  sendToolResults(results: Array<{ call: LlmToolCall; resultJson: string }>): void {
+    if (results.length === 0) return;
+    // One toolResponse for the batch: the model goes on once it has every result.
+    this.send({
+      toolResponse: {
+        functionResponses: results.map(({ call, resultJson }) => ({
+          ...(call.id.startsWith(LOCAL_CALL_ID_PREFIX) ? {} : { id: call.id }),
+          name: call.name,
+          response: resultObject(resultJson),
+        })),
+      },
+    });
+  }
+
   interrupt(): void {
     // Gemini has no cancel or truncate: it stopped on its own (`interrupted`); audio of this turn is dropped.
     this.nextTurn();
   }
 
   private start(options: S2sOptions): void {
-    const turns = options.history
-      .filter((m) => m.role !== 'system')
-      .map((m) => ({ role: m.role === 'assistant' ? 'model' : 'user', parts: [{ text: m.content }] }));
+    // Earlier function calls and results travel as parts of the turns they belong to.
+    const turns: Array<{ role: string; parts: Array<Record<string, unknown>> }> = [];
+    for (const m of options.history) {
+      if (m.role === 'system') continue;
+      const role = m.role === 'assistant' ? 'model' : 'user';
+      const parts: Array<Record<string, unknown>> = [];
+      if (m.role === 'tool')
+        parts.push({ functionResponse: { name: m.toolName ?? '', response: resultObject(m.content) } });
+      else if (m.content.trim()) parts.push({ text: m.content });
+      for (const call of m.role === 'assistant' ? (m.toolCalls ?? []) : [])
+        parts.push({ functionCall: { name: call.name, args: argumentsObject(call) } });
+      if (parts.length === 0) continue;
+      const last = turns.at(-1);
+      if (last?.role === role) last.parts.push(...parts);
+      else turns.push({ role, parts });
+    }
     if (options.greet) {
       if (turns.length === 0)
         turns.push({ role: 'user', parts: [{ text: 'The caller has just connected. Greet them.' }] });
@@ -158,6 +187,17 @@ class LiveSession extends S2sSocketSession implements S2sSession {
       this.ctx.log.warn(
         { provider: PROVIDER, timeLeft: parsed.data.goAway.timeLeft },
         'gemini live will close the session soon',
+      );
+    for (const call of parsed.data.toolCall?.functionCalls ?? [])
+      this.events.onToolCall({
+        id: call.id ?? localCallId(),
+        name: call.name,
+        argumentsJson: JSON.stringify(call.args ?? {}),
+      });
+    if (parsed.data.toolCallCancellation)
+      this.ctx.log.info(
+        { provider: PROVIDER, ids: parsed.data.toolCallCancellation.ids },
+        'gemini live cancelled function calls (their results still go back when they arrive)',
       );
     if (!content) return;
     if (content.interrupted) {
@@ -216,6 +256,7 @@ function setupMessage(config: GeminiLiveConfig, options: S2sOptions): Record<str
         },
       },
       ...(instructions ? { systemInstruction: { parts: [{ text: instructions }] } } : {}),
+      ...(options.tools && options.tools.length > 0 ? { tools: toGeminiTools(options.tools) } : {}),
       realtimeInputConfig: {
         automaticActivityDetection: { disabled: false },
         activityHandling: 'START_OF_ACTIVITY_INTERRUPTS',

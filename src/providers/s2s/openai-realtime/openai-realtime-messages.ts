@@ -26,6 +26,13 @@ export const audioDelta = z.looseObject({ item_id: z.string(), delta: z.string()
 export const audioDone = z.looseObject({ item_id: z.string() });
 export const transcriptDone = z.looseObject({ item_id: z.string(), transcript: z.string() });
 export const inputTranscription = z.looseObject({ transcript: z.string() });
+export const outputItemDone = z.looseObject({ item: z.looseObject({ type: z.string() }) });
+export const functionCallItem = z.looseObject({
+  type: z.literal('function_call'),
+  call_id: z.string().min(1),
+  name: z.string().min(1),
+  arguments: z.string(),
+});
 export const errorEvent = z.looseObject({
   error: z.looseObject({ type: z.string().optional(), code: z.string().nullish(), message: z.string().optional() }),
 });

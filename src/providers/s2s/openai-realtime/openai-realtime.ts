@@ -2,7 +2,8 @@ import type { IncomingMessage } from 'node:http';
 import type { EndpointGuard } from '../../endpoint.js';
 import type WebSocket from 'ws';
 import type { RawData } from 'ws';
-import type { ProviderContext, ProviderError } from '../../types.js';
+import type { LlmToolCall, ProviderContext, ProviderError } from '../../types.js';
+import { openAiToolFunction } from '../../tool-schemas.js';
 import { handshakeError, handshakeRefusal } from '../../vendor-errors.js';
 import { frameText, openVendorSocket } from '../../vendor-socket.js';
 import { S2sSocketSession } from '../s2s-socket.js';
@@ -17,7 +18,9 @@ import {
   audioDone,
   envelope,
   errorEvent,
+  functionCallItem,
   inputTranscription,
+  outputItemDone,
   transcriptDone,
 } from './openai-realtime-messages.js';
 
@@ -111,6 +114,17 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
     this.send({ type: 'response.create' });
   }
 
+  sendToolResults(results: Array<{ call: LlmToolCall; resultJson: string }>): void {
+    if (results.length === 0) return;
+    for (const { call, resultJson } of results)
+      this.send({
+        type: 'conversation.item.create',
+        item: { type: 'function_call_output', call_id: call.id, output: resultJson },
+      });
+    // One response for the whole batch: the model answers once, knowing every result.
+    this.send({ type: 'response.create' });
+  }
+
   interrupt(itemId: string, heardMs: number): void {
     // The server's VAD has usually cancelled already; a second cancel only earns a harmless error.
     this.send({ type: 'response.cancel' });
@@ -161,15 +175,37 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
             input_audio_transcription: { model: 'whisper-1' },
             turn_detection: turnDetection,
           };
-    this.send({ type: 'session.update', session: { ...session, ...this.config.sessionExtras } });
+    const tools = realtimeTools(options.tools);
+    this.send({
+      type: 'session.update',
+      session: {
+        ...session,
+        ...(tools.length > 0 ? { tools, tool_choice: 'auto' } : {}),
+        ...this.config.sessionExtras,
+      },
+    });
     const assistantContentType = protocol === 'ga' ? 'output_text' : 'text';
     for (const message of options.history) {
       if (message.role === 'system') continue;
-      const contentType = message.role === 'user' ? 'input_text' : assistantContentType;
-      this.send({
-        type: 'conversation.item.create',
-        item: { type: 'message', role: message.role, content: [{ type: contentType, text: message.content }] },
-      });
+      if (message.role === 'tool') {
+        this.send({
+          type: 'conversation.item.create',
+          item: { type: 'function_call_output', call_id: message.toolCallId, output: message.content },
+        });
+        continue;
+      }
+      if (message.content.trim()) {
+        const contentType = message.role === 'user' ? 'input_text' : assistantContentType;
+        this.send({
+          type: 'conversation.item.create',
+          item: { type: 'message', role: message.role, content: [{ type: contentType, text: message.content }] },
+        });
+      }
+      for (const call of message.role === 'assistant' ? (message.toolCalls ?? []) : [])
+        this.send({
+          type: 'conversation.item.create',
+          item: { type: 'function_call', call_id: call.id, name: call.name, arguments: call.argumentsJson },
+        });
     }
     if (options.greet) this.send({ type: 'response.create' });
   }
@@ -193,6 +229,16 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
     } else if (type === AUDIO_DONE[protocol]) {
       const event = audioDone.safeParse(json);
       if (event.success) this.events.onItemDone(event.data.item_id);
+    } else if (type === 'response.output_item.done') {
+      // A function call is complete (arguments joined) once its item is done.
+      const event = outputItemDone.safeParse(json);
+      const item = event.success ? functionCallItem.safeParse(event.data.item) : undefined;
+      if (item?.success)
+        this.events.onToolCall({
+          id: item.data.call_id,
+          name: item.data.name,
+          argumentsJson: item.data.arguments || '{}',
+        });
     } else if (type === 'input_audio_buffer.speech_started') {
       this.events.onSpeechStarted();
     } else if (type === TRANSCRIPT_DONE[protocol]) {
@@ -210,4 +256,18 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
       else this.ctx.log.warn({ provider: PROVIDER, code, message }, 'realtime error event');
     }
   }
+}
+
+/** OpenAI function-format tools in the Realtime session's flat shape (`{type, name, description, parameters}`). */
+function realtimeTools(tools: Array<Record<string, unknown>> | undefined): Array<Record<string, unknown>> {
+  return (tools ?? []).map((tool) => {
+    const fn = openAiToolFunction(tool);
+    if (!fn) return tool;
+    return {
+      type: 'function',
+      name: fn.name,
+      ...(fn.description ? { description: fn.description } : {}),
+      parameters: fn.parameters ?? { type: 'object', properties: {} },
+    };
+  });
 }
