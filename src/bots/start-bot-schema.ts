@@ -20,9 +20,13 @@ export const startBotBody = z
     /**
      * "websocket": answer with what Pipecat's WebSocketTransport connects with, `{ws_url}`,
      * instead of the spec's `{room_url, token}` (that transport refuses any other key).
+     * "webrtc": answer with what Pipecat's SmallWebRTCTransport connects with, the room's offer
+     * URL (`webrtcRequestParams`) and the STUN/TURN servers (`iceConfig`).
      */
     transport: z
-      .literal('websocket', { error: () => 'transport must be "websocket" (or left out for {room_url, token})' })
+      .enum(['websocket', 'webrtc'], {
+        error: () => 'transport must be "websocket" or "webrtc" (or left out for {room_url, token})',
+      })
       .optional(),
   })
   .strict()

@@ -8,7 +8,7 @@ import {
   dialoutTargets,
   startBotBody,
 } from '../bots/start-bot-schema.js';
-import { type AppConfig, websocketBase } from '../config/env.js';
+import { type AppConfig, type WebRtcIceServer, websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
 import { NATURAL_TURN_POLICY, NATURAL_VAD_STOP_SECS } from '../pipeline/natural-turn-policy.js';
@@ -37,6 +37,8 @@ export interface BotStartRoutesOptions {
   accountCalls: AccountCalls;
   /** Where webhook_tools URLs may point. */
   webhookPolicy: AddressPolicy;
+  /** STUN/TURN servers handed to WebRTC clients (SWITCHBOARD_ICE_SERVERS). */
+  iceServers: readonly WebRtcIceServer[];
 }
 
 const VISION_PROFILES = new Set(['vision_2024_10', 'vision_2024_08']);
@@ -49,7 +51,8 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
     summary: 'Start a bot in a new room',
     description:
       'Open room_url in a browser with #<token> to talk to the bot; the token joins only that room, until max_duration. ' +
-      'With "transport": "websocket" the answer is {ws_url} (the room socket with the token in its query), which Pipecat\'s WebSocketTransport connects with as is.',
+      'With "transport": "websocket" the answer is {ws_url} (the room socket with the token in its query), which Pipecat\'s WebSocketTransport connects with as is. ' +
+      'With "transport": "webrtc" it is {webrtcRequestParams: {endpoint}, iceConfig: {iceServers}}: the room\'s offer URL (token in its query) and the STUN/TURN servers, which Pipecat\'s SmallWebRTCTransport connects with as is.',
     body: named(app, 'StartBotRequest', withKnownProviders(startBotBody, registry)),
     response: {
       200: startedBot,
@@ -118,6 +121,15 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
       // Pipecat's websocket transport takes only a URL (older versions refuse even a `token` key),
       // so the token rides in the query, where the room socket accepts it.
       return { ws_url: `${websocketBase(opts.publicUrl)}/rooms/${name}/ws?token=${encodeURIComponent(token)}` };
+    }
+    if (body.transport === 'webrtc') {
+      // The SmallWebRTC transport POSTs its offer (and PATCHes candidates) to this URL; it cannot
+      // take headers from this answer, so the token rides in the query as for ws_url.
+      return {
+        webrtcRequestParams: { endpoint: `${opts.publicUrl}/rooms/${name}/offer?token=${encodeURIComponent(token)}` },
+        iceConfig: { iceServers: opts.iceServers.map((server) => ({ ...server })) },
+        ...(generatedSecret ? { webhook_secret: generatedSecret } : {}),
+      };
     }
     return {
       room_url: `${opts.publicUrl}/rooms/${name}`,

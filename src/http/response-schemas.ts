@@ -27,6 +27,21 @@ export const startedBot = z.union([
       ),
   }),
   z.object({ ws_url: z.string() }).describe('with "transport": "websocket"'),
+  z
+    .object({
+      webrtcRequestParams: z.object({ endpoint: z.string() }),
+      iceConfig: z.object({
+        iceServers: z.array(
+          z.object({
+            urls: z.union([z.string(), z.array(z.string())]),
+            username: z.string().optional(),
+            credential: z.string().optional(),
+          }),
+        ),
+      }),
+      webhook_secret: z.string().optional().describe('as for room_url'),
+    })
+    .describe('with "transport": "webrtc"'),
 ]);
 
 export const availableNumbers = z.object({

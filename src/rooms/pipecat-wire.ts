@@ -47,7 +47,12 @@ function decodeAudio(audio: AudioRawFrame): ClientFrame {
   return { kind: 'audio', pcm: mono, sampleRateHz: rateHz };
 }
 
-function decodeMessage(data: string): ClientFrame {
+/**
+ * One RTVI message of a Pipecat client (JSON text): what the room acts on, a refusal for the SDK's
+ * other requests, or why it is malformed. The websocket transport carries it in message frames,
+ * the SmallWebRTC transport as data channel text.
+ */
+export function decodeRtviMessage(data: string): ClientFrame {
   let json: unknown;
   try {
     json = JSON.parse(data);
@@ -94,7 +99,7 @@ export const pipecatWire: RoomWire = {
       case 'audio':
         return decodeAudio(frame.frame.audio);
       case 'message':
-        return decodeMessage(frame.frame.message.data);
+        return decodeRtviMessage(frame.frame.message.data);
       case undefined:
         return malformed('malformed message: a Pipecat frame of no known kind');
       default:

@@ -10,6 +10,7 @@ import type { CallRecordsService } from '../records/call-records-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { BrowserParticipant } from './browser-participant.js';
 import { PhoneLeg } from './phone-leg.js';
+import type { ParticipantEvents, RoomParticipant } from './room-participant.js';
 import { CLOSE } from '../shared/close-codes.js';
 import { RTVI_PROTOCOL_VERSION, serverMessage } from './room-messages.js';
 import { type RoomInput, RoomTransport } from './room-transport.js';
@@ -40,7 +41,10 @@ export interface RoomOptions {
   onClosed(room: Room, reason: string): void;
 }
 
-type Member = BrowserParticipant | PhoneLeg;
+type Member = RoomParticipant | PhoneLeg;
+
+/** Why a participant could not join. */
+export type JoinRefusal = { why: 'closed' | 'full'; message: string };
 
 /**
  * A meeting point of transports: the bot (a CallSession on a RoomTransport), browser
@@ -125,25 +129,48 @@ export class Room implements DialoutRoom {
 
   /** Takes a browser socket whose token was checked. False (and the socket closed) when full. */
   admit(socket: ConstructorParameters<typeof BrowserParticipant>[0], log: Logger): boolean {
-    if (this.closed) {
-      socket.close(CLOSE.notFound, 'room has closed');
+    const refusal = this.refusal();
+    if (refusal) {
+      socket.close(refusal.why === 'closed' ? CLOSE.notFound : CLOSE.roomFull, refusal.message);
       return false;
     }
-    if (this.members.size >= this.options.limits.maxParticipants) {
-      socket.close(CLOSE.roomFull, `room is full (${this.options.limits.maxParticipants} participants)`);
-      return false;
-    }
-    const participant = new BrowserParticipant(socket, log, {
+    this.addParticipant(new BrowserParticipant(socket, log, this.participantEvents()));
+    return true;
+  }
+
+  /**
+   * Takes a participant of another transport (a WebRTC peer), built by `create` with the room's
+   * events once the room has a place for it; the refusal otherwise.
+   */
+  admitParticipant<P extends RoomParticipant>(create: (events: ParticipantEvents) => P): P | JoinRefusal {
+    const refusal = this.refusal();
+    if (refusal) return refusal;
+    const participant = create(this.participantEvents());
+    this.addParticipant(participant);
+    return participant;
+  }
+
+  private refusal(): JoinRefusal | undefined {
+    if (this.closed) return { why: 'closed', message: 'room has closed' };
+    if (this.members.size >= this.options.limits.maxParticipants)
+      return { why: 'full', message: `room is full (${this.options.limits.maxParticipants} participants)` };
+    return undefined;
+  }
+
+  private participantEvents(): ParticipantEvents {
+    return {
       onReady: (p) => this.onParticipantReady(p),
       onImage: (image) => {
         if (this.options.vision) this.latestImage = image;
       },
       onGone: (p, reason) => this.leave(p, reason),
       onDisconnectBot: () => this.close('disconnect-bot'),
-    });
+    };
+  }
+
+  private addParticipant(participant: RoomParticipant): void {
     this.members.set(participant, undefined);
     this.clearEmptyTimer();
-    return true;
   }
 
   /**
@@ -255,8 +282,8 @@ export class Room implements DialoutRoom {
     clearTimeout(this.hardStopTimer);
     this.transport.end(reason);
     for (const member of [...this.members.keys()]) {
-      if (member instanceof BrowserParticipant) member.close(code, `room closed: ${reason}`);
-      else member.transport.close(code, `room closed: ${reason}`);
+      if (member instanceof PhoneLeg) member.transport.close(code, `room closed: ${reason}`);
+      else member.close(code, `room closed: ${reason}`);
     }
     this.members.clear();
     for (const listener of this.closeListeners.splice(0)) listener();
@@ -264,7 +291,7 @@ export class Room implements DialoutRoom {
     this.options.onClosed(this, reason);
   }
 
-  private onParticipantReady(participant: BrowserParticipant): void {
+  private onParticipantReady(participant: RoomParticipant): void {
     if (this.closed) return;
     participant.send(
       serverMessage('bot-ready', {
@@ -324,8 +351,7 @@ export class Room implements DialoutRoom {
   }
 
   private broadcast(message: string): void {
-    for (const member of this.members.keys())
-      if (member instanceof BrowserParticipant && member.ready) member.send(message);
+    for (const member of this.members.keys()) if (!(member instanceof PhoneLeg) && member.ready) member.send(message);
   }
 
   private callEvents(): CallEvents {
