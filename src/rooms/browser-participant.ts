@@ -10,7 +10,7 @@ import { StreamingResampler } from '../audio/resample.js';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
 import { pipecatWire } from './pipecat-wire.js';
 import { CLOSE } from '../shared/close-codes.js';
-import { type ClientMessage, RTVI_LABEL, serverMessage } from './room-messages.js';
+import { type ClientMessage, type FunctionCallResultMessage, RTVI_LABEL, serverMessage } from './room-messages.js';
 import type { RoomInput, RoomListener } from './room-transport.js';
 import { jsonWire, type RoomWire } from './room-wire.js';
 
@@ -37,6 +37,8 @@ export interface ParticipantEvents {
   onImage(imageBase64: string): void;
   /** A Pipecat client asked the bot to leave (disconnect-bot): the room ends. */
   onDisconnectBot(participant: BrowserParticipant): void;
+  /** The client answered a function call it was asked (llm-function-call-result). */
+  onFunctionCallResult(participant: BrowserParticipant, message: FunctionCallResultMessage): void;
   /** The socket closed, from either side. Called once. */
   onGone(participant: BrowserParticipant, reason: string): void;
 }
@@ -185,6 +187,9 @@ export class BrowserParticipant implements RoomListener {
       case 'disconnect-bot':
         if (wire.disconnectBotEndsRoom) this.events.onDisconnectBot(this);
         else this.close(CLOSE.normal, 'participant left');
+        return;
+      case 'llm-function-call-result':
+        if (this.ready) this.events.onFunctionCallResult(this, message);
         return;
     }
   }
