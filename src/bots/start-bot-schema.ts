@@ -5,6 +5,7 @@ import {
   dialoutTarget,
   type TelephonyConfigBody,
 } from './bot-config-schema.js';
+import { checkFunctionTools } from './function-tools.js';
 
 /**
  * Body of POST /v1/bots/start: the fields a telephony configuration shares (validated by the same
@@ -26,7 +27,16 @@ export const startBotBody = z
   })
   .strict()
   .superRefine(checkServicesForProfile)
+  // A room's client answers functions that are neither webhooks nor built in.
+  .superRefine((value, ctx) => checkFunctionTools(value, ctx, { roomClient: true }))
   .superRefine((value, ctx) => {
+    if (value.transport === 'websocket' && value.webhook_tools && !value.webhook_secret)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['webhook_secret'],
+        message:
+          'webhook_tools with "transport": "websocket" need a webhook_secret of your own: that answer has no room for a generated one',
+      });
     const profile = value.bot_profile;
     if (profile === 'telephony_ws_voice_2024_09') {
       ctx.addIssue({

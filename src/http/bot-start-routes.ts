@@ -17,7 +17,9 @@ import type { RoomManager } from '../rooms/room-manager.js';
 import { errorResponses } from './error-responses.js';
 import type { Forwarding } from './forwarding.js';
 import { named } from './openapi.js';
-import { assertProvidersSetUp, withKnownProviders } from './provider-checks.js';
+import { assertProvidersSetUp, assertWebhookToolUrls, withKnownProviders } from './provider-checks.js';
+import type { AddressPolicy } from '../security/address-policy.js';
+import { generateWebhookSecret } from '../bots/webhook-secret.js';
 import { startedBot } from './response-schemas.js';
 
 export interface BotStartRoutesOptions {
@@ -33,6 +35,8 @@ export interface BotStartRoutesOptions {
   forwarding: Forwarding;
   /** The account's concurrent calls (SWITCHBOARD_ACCOUNT_MAX_CALLS); a room is one. */
   accountCalls: AccountCalls;
+  /** Where webhook_tools URLs may point. */
+  webhookPolicy: AddressPolicy;
 }
 
 const VISION_PROFILES = new Set(['vision_2024_10', 'vision_2024_08']);
@@ -64,6 +68,7 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
   app.post('/bots/start', { schema, preHandler }, async (request) => {
     const body = request.body;
     assertProvidersSetUp(body, registry, env);
+    assertWebhookToolUrls(body, opts.webhookPolicy);
     opts.rooms.assertCapacity();
     const dialin = dialinCall(body);
     // Every target is checked (caller ids, reachable destinations) before a room or call exists.
@@ -87,6 +92,12 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
     const profile = body.bot_profile;
     const natural = profile === 'natural_conversation_2024_11';
     const configBody = asBotConfigBody(body);
+    // Webhook tools are signed; without a secret of the caller's own, the answer carries a new one.
+    const generatedSecret =
+      body.webhook_tools && Object.keys(body.webhook_tools).length > 0 && !body.webhook_secret
+        ? generateWebhookSecret()
+        : undefined;
+    if (generatedSecret) configBody.webhook_secret = generatedSecret;
     if (natural) {
       // A shorter pause ends speech; the words then decide whether the turn is over. The bot's
       // own vad settings come later in the list, so they still win.
@@ -108,6 +119,10 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
       // so the token rides in the query, where the room socket accepts it.
       return { ws_url: `${websocketBase(opts.publicUrl)}/rooms/${name}/ws?token=${encodeURIComponent(token)}` };
     }
-    return { room_url: `${opts.publicUrl}/rooms/${name}`, token };
+    return {
+      room_url: `${opts.publicUrl}/rooms/${name}`,
+      token,
+      ...(generatedSecret ? { webhook_secret: generatedSecret } : {}),
+    };
   });
 }

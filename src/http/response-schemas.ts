@@ -16,7 +16,16 @@ export const storedTelephonyConfig = z.object({
 export const deletedConfig = z.object({ deleted: z.literal(true), id: z.string() });
 
 export const startedBot = z.union([
-  z.object({ room_url: z.string(), token: z.string() }),
+  z.object({
+    room_url: z.string(),
+    token: z.string(),
+    webhook_secret: z
+      .string()
+      .optional()
+      .describe(
+        "signs this bot's webhook_tools requests; present when the request had webhook_tools and no webhook_secret",
+      ),
+  }),
   z.object({ ws_url: z.string() }).describe('with "transport": "websocket"'),
 ]);
 
