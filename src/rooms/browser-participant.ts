@@ -176,6 +176,9 @@ export class BrowserParticipant implements RoomParticipant {
         if (wire.disconnectBotEndsRoom) this.events.onDisconnectBot(this);
         else this.close(CLOSE.normal, 'participant left');
         return;
+      case 'llm-function-call-result':
+        if (this.ready) this.events.onFunctionCallResult(this, message);
+        return;
     }
   }
 

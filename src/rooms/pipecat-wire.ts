@@ -17,7 +17,7 @@ export const PIPECAT_PLAYER_RATE_HZ = 24000;
 export const PIPECAT_MIC_RATES_HZ = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
 
 /** The RTVI client messages the room acts on; others are answered with an error-response. */
-const ROOM_CLIENT_TYPES = new Set(['client-ready', 'user-image', 'disconnect-bot']);
+const ROOM_CLIENT_TYPES = new Set(['client-ready', 'user-image', 'disconnect-bot', 'llm-function-call-result']);
 
 const envelope = z
   .object({

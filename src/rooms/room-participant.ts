@@ -1,3 +1,4 @@
+import type { FunctionCallResultMessage } from './room-messages.js';
 import type { RoomInput, RoomListener } from './room-transport.js';
 
 /**
@@ -22,6 +23,8 @@ export interface ParticipantEvents {
   onImage(imageBase64: string): void;
   /** A Pipecat client asked the bot to leave (disconnect-bot): the room ends. */
   onDisconnectBot(participant: RoomParticipant): void;
+  /** The client answered a function call it was asked (llm-function-call-result). */
+  onFunctionCallResult(participant: RoomParticipant, message: FunctionCallResultMessage): void;
   /** The connection closed, from either side. Called once. */
   onGone(participant: RoomParticipant, reason: string): void;
 }

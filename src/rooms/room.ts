@@ -11,6 +11,7 @@ import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { BrowserParticipant } from './browser-participant.js';
 import { PhoneLeg } from './phone-leg.js';
 import type { ParticipantEvents, RoomParticipant } from './room-participant.js';
+import { RoomClientTools } from './room-client-tools.js';
 import { CLOSE } from '../shared/close-codes.js';
 import { RTVI_PROTOCOL_VERSION, serverMessage } from './room-messages.js';
 import { type RoomInput, RoomTransport } from './room-transport.js';
@@ -75,12 +76,15 @@ export class Room implements DialoutRoom {
   /** Dial-out legs still ringing: while any is, the room waits for them rather than for a browser. */
   private ringingDialouts = 0;
   private readonly closeListeners: Array<() => void> = [];
+  /** Functions the bot asks of the room's client (neither webhooks nor built in). */
+  private readonly clientTools: RoomClientTools;
 
   constructor(private readonly options: RoomOptions) {
     this.name = options.name;
     this.accountId = options.config.accountId;
     this.log = options.log.child({ room: options.name });
     this.transport = new RoomTransport((code, reason) => this.close(reason, code));
+    this.clientTools = new RoomClientTools(() => this.functionCallClient(), this.log);
     // A recorded room: the mix of participants is the caller track, the bot's frames the bot track.
     const settings = options.config.body.recording_settings;
     const recorder =
@@ -104,6 +108,7 @@ export class Room implements DialoutRoom {
         events: this.callEvents(),
         turnPolicy: options.turnPolicy,
         latestImage: options.vision ? () => this.latestImage : undefined,
+        clientTools: this.clientTools,
       },
       recorder,
       options.records?.begin({
@@ -163,8 +168,12 @@ export class Room implements DialoutRoom {
       onImage: (image) => {
         if (this.options.vision) this.latestImage = image;
       },
-      onGone: (p, reason) => this.leave(p, reason),
+      onGone: (p, reason) => {
+        this.clientTools.clientGone(p);
+        this.leave(p, reason);
+      },
       onDisconnectBot: () => this.close('disconnect-bot'),
+      onFunctionCallResult: (p, message) => this.clientTools.onResult(p, message),
     };
   }
 
@@ -348,6 +357,12 @@ export class Room implements DialoutRoom {
   private touch(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => this.close('idle'), this.options.limits.idleTimeoutMs);
+  }
+
+  /** The participant asked for function results: the earliest to join of the ready browsers. */
+  private functionCallClient(): RoomParticipant | undefined {
+    for (const member of this.members.keys()) if (!(member instanceof PhoneLeg) && member.ready) return member;
+    return undefined;
   }
 
   private broadcast(message: string): void {

@@ -327,6 +327,8 @@ export class WebRtcParticipant implements RoomParticipant {
           else this.markReady();
         } else if (message.type === 'user-image') {
           if (this.isReady) this.events.onImage(message.data.imageBase64);
+        } else if (message.type === 'llm-function-call-result') {
+          if (this.isReady) this.events.onFunctionCallResult(this, message);
         } else {
           // disconnect-bot: a Pipecat bot ends its pipeline.
           this.events.onDisconnectBot(this);
