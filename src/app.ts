@@ -6,6 +6,7 @@ import { createCoordinator, nodeUrlOf } from './cluster/create-coordinator.js';
 import type { AppConfig } from './config/env.js';
 import { Forwarding } from './http/forwarding.js';
 import { registerRoutes } from './http/routes.js';
+import { WebRtcPeers } from './rooms/webrtc/webrtc-peers.js';
 import { LiveCalls } from './lifecycle/live-calls.js';
 import type { Logger } from './observability/logger.js';
 import { ServiceMetrics } from './observability/metrics.js';
@@ -104,6 +105,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     log,
   });
 
+  const webrtcPeers = new WebRtcPeers({
+    rooms,
+    network: { publicIp: config.webrtc.publicIp, udpPortRange: config.webrtc.udpPortRange },
+    maxPeers: config.rooms.maxRooms * config.rooms.maxParticipants,
+    log,
+  });
+
   // Closing the app ends whatever calls are still live, each closed with 1001 "going away".
   // Added before the websocket plugin, so it runs before that plugin closes the sockets without a code.
   app.addHook('preClose', async () => liveCalls.endAllNow());
@@ -127,12 +135,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     auth: { ...auth, pageTokens: new PageTokens(linkSigner) },
     corsOrigins: config.corsOrigins,
     operator: { database, liveCalls, metrics, metricsToken: config.metricsToken, version: VERSION, cluster },
-    botConfigs: { service: botConfigs, registry: runtime.registry, env, dialout },
+    botConfigs: { service: botConfigs, registry: runtime.registry, env, dialout, webhookPolicy },
     phoneNumbers: { service: telephony.phoneNumbers },
     domain: { service: pinless },
     recordings: { service: recordings, forwarding },
     calls: { service: records, signer: linkSigner, publicUrl },
-    botStart: { rooms, registry: runtime.registry, env, publicUrl, dialinCalls, dialout, forwarding, accountCalls },
+    botStart: {
+      rooms,
+      registry: runtime.registry,
+      env,
+      publicUrl,
+      dialinCalls,
+      dialout,
+      forwarding,
+      accountCalls,
+      webhookPolicy,
+      iceServers: config.webrtc.iceServers,
+    },
     webhooks: {
       service: botConfigs,
       accounts,
@@ -145,6 +164,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
     mediaStreams: { phoneCalls, dialinCalls, dialout, publicUrl, authToken, forwarding },
     rooms: { rooms, liveCalls, cluster, forwarding },
+    webrtc: { peers: webrtcPeers, tokens: rooms.tokens, liveCalls, forwarding, corsOrigins: config.corsOrigins },
   });
 
   return app;

@@ -8,6 +8,7 @@ import {
   PROFILE_ALIASES,
   isSpeechToSpeech,
 } from './profiles.js';
+import { checkFunctionTools } from './function-tools.js';
 
 /** Upper bound for max_duration: one day, as the hosted service allowed. */
 export const MAX_DURATION_LIMIT_SECS = 86_400;
@@ -68,7 +69,8 @@ const OPTION_SCHEMAS: Record<string, Record<string, z.ZodType>> = {
     model: shortText,
     initial_messages: z.array(chatMessage).max(500),
     run_on_config: z.boolean(),
-    tools: z.array(z.record(z.string(), z.unknown())).max(128),
+    // Functions in OpenAI's format, or a built-in by its bare name ("end_call"); see function-tools.ts.
+    tools: z.array(z.union([z.string().min(1).max(64), z.record(z.string(), z.unknown())])).max(128),
     // Passes with function calls one answer may make (README: Function calling).
     max_tool_rounds: z.number().int().min(0).max(20),
     temperature: z.number().min(0).max(2),
@@ -171,6 +173,14 @@ const dialinSettings = z
   })
   .passthrough();
 
+function parsedUrl(raw: string): URL | undefined {
+  try {
+    return new URL(raw);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Longest a function may take before its call becomes a timed-out result (per tool `timeout_secs`). */
 export const MAX_TOOL_TIMEOUT_SECS = 120;
 
@@ -182,7 +192,16 @@ export const MAX_TOOL_TIMEOUT_SECS = 120;
  */
 export const webhookTool = z
   .object({
-    url: z.string().max(2048).url(),
+    url: z
+      .string()
+      .max(2048)
+      .url()
+      .refine((raw) => /^https?:$/.test(parsedUrl(raw)?.protocol ?? 'http:'), {
+        message: 'must be an http:// or https:// URL',
+      })
+      .refine((raw) => !parsedUrl(raw)?.username && !parsedUrl(raw)?.password, {
+        message: 'must not carry credentials (send them in custom_headers)',
+      }),
     method: z.enum(['POST', 'GET']).optional(),
     streaming: z.boolean().optional(),
     custom_headers: z
@@ -200,6 +219,9 @@ export const webhookTool = z
   })
   .passthrough();
 export type WebhookToolSettings = z.output<typeof webhookTool>;
+
+/** The `webhook_tools` key whose entry answers every function without an entry of its own. */
+export const ANY_FUNCTION = '*';
 
 /** Function names as every vendor accepts them (OpenAI's rule is the strictest of the three). */
 export const FUNCTION_NAME_PATTERN = /^[a-zA-Z_][a-zA-Z0-9_-]{0,63}$/;
@@ -280,11 +302,18 @@ export const botConfigFields = {
   max_duration: z.number().int().min(1).max(MAX_DURATION_LIMIT_SECS).default(DEFAULT_MAX_DURATION_SECS),
   api_keys: z.record(shortText, providerKey).default({}),
   service_options: serviceOptions.default({}),
+  // Keyed by function name; "*" answers every function that has no entry of its own.
   webhook_tools: z
     .record(
-      z
-        .string()
-        .regex(FUNCTION_NAME_PATTERN, 'must be a function name: a letter or _, then up to 63 letters, digits, _ or -'),
+      z.union([
+        z.literal(ANY_FUNCTION),
+        z
+          .string()
+          .regex(
+            FUNCTION_NAME_PATTERN,
+            'must be a function name (a letter or _, then up to 63 letters, digits, _ or -) or "*"',
+          ),
+      ]),
       webhookTool,
     )
     .optional(),
@@ -327,7 +356,8 @@ export const telephonyConfigBody = z
     room: z.object({ geo: shortText.optional(), x_mesh_sfu: shortText.optional() }).strict().optional(),
   })
   .strict()
-  .superRefine(checkServicesForProfile);
+  .superRefine(checkServicesForProfile)
+  .superRefine((value, ctx) => checkFunctionTools(value, ctx, { roomClient: false }));
 
 export type TelephonyConfigBody = z.output<typeof telephonyConfigBody>;
 export type ConfigEntry = z.output<typeof configEntry>;

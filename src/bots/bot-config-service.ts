@@ -6,6 +6,7 @@ import type { Account } from '../store/accounts-repo.js';
 import type { BotConfigRow, BotConfigsRepo } from '../store/bot-configs-repo.js';
 import type { PageDirection, PageQuery } from '../store/paging.js';
 import type { TelephonyConfigBody } from './bot-config-schema.js';
+import { generateWebhookSecret } from './webhook-secret.js';
 
 /** A configuration as the API returns it (the spec's "stored configuration"). */
 export interface BotConfigView {
@@ -24,6 +25,8 @@ export interface BotConfigForCall {
 }
 
 type StoredBody = Omit<TelephonyConfigBody, 'api_keys'>;
+/** As the row holds it: the webhook signing secret sealed like the provider keys. */
+type RowBody = Omit<StoredBody, 'webhook_secret'> & { webhook_secret_sealed?: string };
 
 /**
  * Writes the carrier markup that connects a call to a media stream. The markup is the carrier's
@@ -53,7 +56,7 @@ export class BotConfigService {
     const row = await this.repo.insert({
       id: randomUUID(),
       accountId: account.id,
-      bodyJson: JSON.stringify(rest),
+      bodyJson: this.rowBody(rest, undefined),
       apiKeysSealed: this.seal(api_keys),
     });
     return this.view(account, row);
@@ -76,7 +79,8 @@ export class BotConfigService {
       keys[vendor] = stored !== undefined && value === maskSecret(stored) ? stored : value;
     }
     const { api_keys: _ignored, ...rest } = body;
-    const row = await this.repo.replace(account.id, id, JSON.stringify(rest), this.seal(keys));
+    const stored = this.openSecret(JSON.parse(existing.bodyJson) as RowBody);
+    const row = await this.repo.replace(account.id, id, this.rowBody(rest, stored), this.seal(keys));
     if (!row) throw notFound(id);
     return this.view(account, row);
   }
@@ -103,7 +107,7 @@ export class BotConfigService {
   async loadForCall(id: string): Promise<BotConfigForCall | undefined> {
     const row = await this.repo.getForCall(id);
     if (!row) return undefined;
-    const body = { ...(JSON.parse(row.bodyJson) as StoredBody), api_keys: this.openKeys(row) };
+    const body = { ...this.storedBody(row), api_keys: this.openKeys(row) };
     return { id: row.id, accountId: row.accountId, body };
   }
 
@@ -120,7 +124,8 @@ export class BotConfigService {
   }
 
   private view(account: Account, row: BotConfigRow): BotConfigView {
-    const body = JSON.parse(row.bodyJson) as StoredBody;
+    // The owner reads the signing secret in full: their receivers need it to check requests.
+    const body = this.storedBody(row);
     const masked: Record<string, string> = {};
     for (const [vendor, key] of Object.entries(this.openKeys(row))) masked[vendor] = maskSecret(key);
     return {
@@ -139,6 +144,29 @@ export class BotConfigService {
     const field = page.starting_after ? 'starting_after' : 'ending_before';
     if (seq === undefined) throw new ApiError('invalid-request-error', `${field}: no configuration with id ${cursor}`);
     return { kind: page.starting_after ? 'older' : 'newer', seq };
+  }
+
+  /**
+   * The body as stored: `webhook_secret` sealed. A configuration with webhook tools always has a
+   * secret: the one sent, else the one it had (a replace that leaves it out keeps it, so receivers
+   * keep working), else a new one.
+   */
+  private rowBody(body: StoredBody, previousSecret: string | undefined): string {
+    const { webhook_secret, ...rest } = body;
+    const hasTools = Object.keys(body.webhook_tools ?? {}).length > 0;
+    const secret = webhook_secret ?? previousSecret ?? (hasTools ? generateWebhookSecret() : undefined);
+    const row: RowBody = { ...rest, ...(secret ? { webhook_secret_sealed: this.secrets.seal(secret) } : {}) };
+    return JSON.stringify(row);
+  }
+
+  private storedBody(row: BotConfigRow): StoredBody {
+    const { webhook_secret_sealed, ...rest } = JSON.parse(row.bodyJson) as RowBody;
+    const secret = this.openSecret({ webhook_secret_sealed });
+    return { ...rest, ...(secret ? { webhook_secret: secret } : {}) };
+  }
+
+  private openSecret(body: Pick<RowBody, 'webhook_secret_sealed'>): string | undefined {
+    return body.webhook_secret_sealed ? this.secrets.open(body.webhook_secret_sealed) : undefined;
   }
 
   private seal(keys: Record<string, string>): string | null {

@@ -5,6 +5,7 @@ import {
   dialoutTarget,
   type TelephonyConfigBody,
 } from './bot-config-schema.js';
+import { checkFunctionTools } from './function-tools.js';
 
 /**
  * Body of POST /v1/bots/start: the fields a telephony configuration shares (validated by the same
@@ -19,14 +20,27 @@ export const startBotBody = z
     /**
      * "websocket": answer with what Pipecat's WebSocketTransport connects with, `{ws_url}`,
      * instead of the spec's `{room_url, token}` (that transport refuses any other key).
+     * "webrtc": answer with what Pipecat's SmallWebRTCTransport connects with, the room's offer
+     * URL (`webrtcRequestParams`) and the STUN/TURN servers (`iceConfig`).
      */
     transport: z
-      .literal('websocket', { error: () => 'transport must be "websocket" (or left out for {room_url, token})' })
+      .enum(['websocket', 'webrtc'], {
+        error: () => 'transport must be "websocket" or "webrtc" (or left out for {room_url, token})',
+      })
       .optional(),
   })
   .strict()
   .superRefine(checkServicesForProfile)
+  // A room's client answers functions that are neither webhooks nor built in.
+  .superRefine((value, ctx) => checkFunctionTools(value, ctx, { roomClient: true }))
   .superRefine((value, ctx) => {
+    if (value.transport === 'websocket' && value.webhook_tools && !value.webhook_secret)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['webhook_secret'],
+        message:
+          'webhook_tools with "transport": "websocket" need a webhook_secret of your own: that answer has no room for a generated one',
+      });
     const profile = value.bot_profile;
     if (profile === 'telephony_ws_voice_2024_09') {
       ctx.addIssue({

@@ -88,6 +88,37 @@ const envSchema = z.object({
   SWITCHBOARD_TURN_DEADLINE_SECS: z.coerce.number().min(1).max(60).default(8),
   SWITCHBOARD_CALL_RETENTION_DAYS: z.coerce.number().int().min(1).max(36_500).default(30),
   SWITCHBOARD_DRAIN_TIMEOUT_SECS: z.coerce.number().int().min(0).max(3600).default(30),
+  SWITCHBOARD_WEBRTC_PUBLIC_IP: z.ipv4({ error: 'must be an IPv4 address, e.g. 203.0.113.7' }).optional(),
+  SWITCHBOARD_WEBRTC_UDP_PORTS: z
+    .string()
+    .regex(/^\d{1,5}-\d{1,5}$/, 'must be a range such as 40000-40999')
+    .transform((value) => value.split('-').map(Number) as [number, number])
+    .refine(([min, max]) => min >= 1024 && max <= 65535 && min < max, 'must be low-high within 1024-65535, low < high')
+    .optional(),
+  SWITCHBOARD_ICE_SERVERS: z
+    .string()
+    .transform((value, ctx) => {
+      try {
+        return JSON.parse(value) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be JSON: [{"urls": "stun:stun.example.com:3478"}]' });
+        return z.NEVER;
+      }
+    })
+    .pipe(
+      z
+        .array(
+          z
+            .object({
+              urls: z.union([z.string().regex(/^(stun|turns?):/), z.array(z.string().regex(/^(stun|turns?):/)).min(1)]),
+              username: z.string().optional(),
+              credential: z.string().optional(),
+            })
+            .strict(),
+        )
+        .max(8),
+    )
+    .optional(),
   SWITCHBOARD_CORS_ORIGINS: z
     .string()
     .transform((value) =>
@@ -109,6 +140,13 @@ function isOrigin(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+/** A STUN or TURN server as a browser's RTCPeerConnection takes it. */
+export interface WebRtcIceServer {
+  urls: string | string[];
+  username?: string;
+  credential?: string;
 }
 
 export interface AppConfig {
@@ -150,6 +188,11 @@ export interface AppConfig {
     emptyGraceSecs: number;
     idleTimeoutSecs: number;
   };
+  /**
+   * WebRTC rooms: the address announced in ICE candidates behind a 1:1 NAT, the UDP ports media
+   * uses, and the STUN/TURN servers handed to browsers (the server itself needs none).
+   */
+  webrtc: { publicIp?: string; udpPortRange?: [number, number]; iceServers: WebRtcIceServer[] };
   /** On SIGTERM, live calls may go on this long before the bot says goodbye and they are closed. */
   drainTimeoutSecs: number;
   /**
@@ -215,6 +258,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       joinTimeoutSecs: e.SWITCHBOARD_ROOM_JOIN_TIMEOUT_SECS,
       emptyGraceSecs: e.SWITCHBOARD_ROOM_EMPTY_GRACE_SECS,
       idleTimeoutSecs: e.SWITCHBOARD_ROOM_IDLE_TIMEOUT_SECS,
+    },
+    webrtc: {
+      publicIp: e.SWITCHBOARD_WEBRTC_PUBLIC_IP,
+      udpPortRange: e.SWITCHBOARD_WEBRTC_UDP_PORTS,
+      iceServers: e.SWITCHBOARD_ICE_SERVERS ?? [],
     },
     drainTimeoutSecs: e.SWITCHBOARD_DRAIN_TIMEOUT_SECS,
     cluster: {

@@ -12,3 +12,4 @@ export {
   verifyWebhookSignature,
   webhookSignature,
 } from './webhook-signature.js';
+export { webhookToolFor } from './webhook-tool-for.js';

@@ -1,4 +1,6 @@
-import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHmac, timingSafeEqual } from 'node:crypto';
+
+export { generateWebhookSecret } from '../bots/webhook-secret.js';
 
 /**
  * Webhook tool requests are signed so a receiver can tell they come from this service:
@@ -10,11 +12,6 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
  * GET. The timestamp is inside the signed text, so a receiver can refuse old requests (replays).
  */
 export const SIGNATURE_HEADER = 'x-switchboard-signature';
-
-/** A new signing secret: 32 random bytes, base64url, with a prefix that says what it is. */
-export function generateWebhookSecret(): string {
-  return `whsec_${randomBytes(32).toString('base64url')}`;
-}
 
 export function webhookSignature(secret: string, timestampSecs: number, payload: string): string {
   const mac = createHmac('sha256', secret).update(`${timestampSecs}.${payload}`).digest('hex');

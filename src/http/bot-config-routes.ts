@@ -9,7 +9,8 @@ import type { ProviderRegistry } from '../providers/registry.js';
 import { pageQuery } from '../store/paging.js';
 import { errorResponses } from './error-responses.js';
 import { named } from './openapi.js';
-import { assertProvidersSetUp, withKnownProviders } from './provider-checks.js';
+import { assertProvidersSetUp, assertWebhookToolUrls, withKnownProviders } from './provider-checks.js';
+import type { AddressPolicy } from '../security/address-policy.js';
 import { deletedConfig, storedTelephonyConfig } from './response-schemas.js';
 
 const idParams = z.object({ id: z.string().min(1).max(128) });
@@ -17,16 +18,24 @@ const idParams = z.object({ id: z.string().min(1).max(128) });
 /** Endpoints 2–5 of the spec, plus DELETE. Mounted under /v1 behind the API-key check. */
 export async function botConfigRoutes(
   instance: FastifyInstance,
-  opts: { service: BotConfigService; registry: ProviderRegistry; env: AppConfig['env']; dialout: DialoutService },
+  opts: {
+    service: BotConfigService;
+    registry: ProviderRegistry;
+    env: AppConfig['env'];
+    dialout: DialoutService;
+    /** Where webhook_tools URLs may point. */
+    webhookPolicy: AddressPolicy;
+  },
 ): Promise<void> {
   const app = instance.withTypeProvider<ZodTypeProvider>();
-  const { service, registry, env, dialout } = opts;
+  const { service, registry, env, dialout, webhookPolicy } = opts;
   const body = named(app, 'TelephonyConfigRequest', withKnownProviders(telephonyConfigBody, registry));
   const stored = named(app, 'StoredTelephonyConfig', storedTelephonyConfig);
 
   /** Checks beyond the body's shape: provider keys and options, and dial-out targets (as POST /v1/bots/start does). */
   async function checked<T extends z.output<typeof telephonyConfigBody>>(config: T, accountId: string): Promise<T> {
     assertProvidersSetUp(config, registry, env);
+    assertWebhookToolUrls(config, webhookPolicy);
     // The configuration's caller is in the room too.
     if ((config.dialout_settings ?? []).length > 0) await dialout.plan(accountId, config.dialout_settings ?? [], 1);
     return config;

@@ -8,7 +8,7 @@ import {
   dialoutTargets,
   startBotBody,
 } from '../bots/start-bot-schema.js';
-import { type AppConfig, websocketBase } from '../config/env.js';
+import { type AppConfig, type WebRtcIceServer, websocketBase } from '../config/env.js';
 import type { DialinCalls } from '../dialin/dialin-calls.js';
 import type { DialoutService } from '../dialout/dialout-service.js';
 import { NATURAL_TURN_POLICY, NATURAL_VAD_STOP_SECS } from '../pipeline/natural-turn-policy.js';
@@ -17,7 +17,9 @@ import type { RoomManager } from '../rooms/room-manager.js';
 import { errorResponses } from './error-responses.js';
 import type { Forwarding } from './forwarding.js';
 import { named } from './openapi.js';
-import { assertProvidersSetUp, withKnownProviders } from './provider-checks.js';
+import { assertProvidersSetUp, assertWebhookToolUrls, withKnownProviders } from './provider-checks.js';
+import type { AddressPolicy } from '../security/address-policy.js';
+import { generateWebhookSecret } from '../bots/webhook-secret.js';
 import { startedBot } from './response-schemas.js';
 
 export interface BotStartRoutesOptions {
@@ -33,6 +35,10 @@ export interface BotStartRoutesOptions {
   forwarding: Forwarding;
   /** The account's concurrent calls (SWITCHBOARD_ACCOUNT_MAX_CALLS); a room is one. */
   accountCalls: AccountCalls;
+  /** Where webhook_tools URLs may point. */
+  webhookPolicy: AddressPolicy;
+  /** STUN/TURN servers handed to WebRTC clients (SWITCHBOARD_ICE_SERVERS). */
+  iceServers: readonly WebRtcIceServer[];
 }
 
 const VISION_PROFILES = new Set(['vision_2024_10', 'vision_2024_08']);
@@ -45,7 +51,8 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
     summary: 'Start a bot in a new room',
     description:
       'Open room_url in a browser with #<token> to talk to the bot; the token joins only that room, until max_duration. ' +
-      'With "transport": "websocket" the answer is {ws_url} (the room socket with the token in its query), which Pipecat\'s WebSocketTransport connects with as is.',
+      'With "transport": "websocket" the answer is {ws_url} (the room socket with the token in its query), which Pipecat\'s WebSocketTransport connects with as is. ' +
+      'With "transport": "webrtc" it is {webrtcRequestParams: {endpoint}, iceConfig: {iceServers}}: the room\'s offer URL (token in its query) and the STUN/TURN servers, which Pipecat\'s SmallWebRTCTransport connects with as is.',
     body: named(app, 'StartBotRequest', withKnownProviders(startBotBody, registry)),
     response: {
       200: startedBot,
@@ -64,6 +71,7 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
   app.post('/bots/start', { schema, preHandler }, async (request) => {
     const body = request.body;
     assertProvidersSetUp(body, registry, env);
+    assertWebhookToolUrls(body, opts.webhookPolicy);
     opts.rooms.assertCapacity();
     const dialin = dialinCall(body);
     // Every target is checked (caller ids, reachable destinations) before a room or call exists.
@@ -87,6 +95,12 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
     const profile = body.bot_profile;
     const natural = profile === 'natural_conversation_2024_11';
     const configBody = asBotConfigBody(body);
+    // Webhook tools are signed; without a secret of the caller's own, the answer carries a new one.
+    const generatedSecret =
+      body.webhook_tools && Object.keys(body.webhook_tools).length > 0 && !body.webhook_secret
+        ? generateWebhookSecret()
+        : undefined;
+    if (generatedSecret) configBody.webhook_secret = generatedSecret;
     if (natural) {
       // A shorter pause ends speech; the words then decide whether the turn is over. The bot's
       // own vad settings come later in the list, so they still win.
@@ -108,6 +122,19 @@ export async function botStartRoutes(instance: FastifyInstance, opts: BotStartRo
       // so the token rides in the query, where the room socket accepts it.
       return { ws_url: `${websocketBase(opts.publicUrl)}/rooms/${name}/ws?token=${encodeURIComponent(token)}` };
     }
-    return { room_url: `${opts.publicUrl}/rooms/${name}`, token };
+    if (body.transport === 'webrtc') {
+      // The SmallWebRTC transport POSTs its offer (and PATCHes candidates) to this URL; it cannot
+      // take headers from this answer, so the token rides in the query as for ws_url.
+      return {
+        webrtcRequestParams: { endpoint: `${opts.publicUrl}/rooms/${name}/offer?token=${encodeURIComponent(token)}` },
+        iceConfig: { iceServers: opts.iceServers.map((server) => ({ ...server })) },
+        ...(generatedSecret ? { webhook_secret: generatedSecret } : {}),
+      };
+    }
+    return {
+      room_url: `${opts.publicUrl}/rooms/${name}`,
+      token,
+      ...(generatedSecret ? { webhook_secret: generatedSecret } : {}),
+    };
   });
 }

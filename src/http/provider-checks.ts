@@ -4,6 +4,8 @@ import type { AppConfig } from '../config/env.js';
 import { providerSetupIssues } from '../pipeline/provider-settings.js';
 import type { ProviderRegistry } from '../providers/registry.js';
 import { ApiError } from '../shared/api-error.js';
+import type { AddressPolicy } from '../security/address-policy.js';
+import { webhookUrlProblem } from '../security/webhook-client.js';
 
 /**
  * A bot body schema that also refuses provider names this server cannot run (the catalog's and
@@ -32,5 +34,22 @@ export function assertProvidersSetUp(
   env: AppConfig['env'],
 ): void {
   const issues = providerSetupIssues(body, registry, env);
+  if (issues.length > 0) throw new ApiError('invalid-request-error', issues.join('; '));
+}
+
+/**
+ * Each `webhook_tools` URL against the webhook address policy (a metadata address, or link-local
+ * unless the operator allows it): a 400 naming the field now, not an error result mid-call. Host
+ * names are judged again on every connection.
+ */
+export function assertWebhookToolUrls(
+  body: { webhook_tools?: Record<string, { url: string }> | undefined },
+  policy: AddressPolicy,
+): void {
+  const issues: string[] = [];
+  for (const [name, tool] of Object.entries(body.webhook_tools ?? {})) {
+    const problem = webhookUrlProblem(tool.url, policy);
+    if (problem) issues.push(`webhook_tools.${name}.url: ${problem}`);
+  }
   if (issues.length > 0) throw new ApiError('invalid-request-error', issues.join('; '));
 }

@@ -16,8 +16,32 @@ export const storedTelephonyConfig = z.object({
 export const deletedConfig = z.object({ deleted: z.literal(true), id: z.string() });
 
 export const startedBot = z.union([
-  z.object({ room_url: z.string(), token: z.string() }),
+  z.object({
+    room_url: z.string(),
+    token: z.string(),
+    webhook_secret: z
+      .string()
+      .optional()
+      .describe(
+        "signs this bot's webhook_tools requests; present when the request had webhook_tools and no webhook_secret",
+      ),
+  }),
   z.object({ ws_url: z.string() }).describe('with "transport": "websocket"'),
+  z
+    .object({
+      webrtcRequestParams: z.object({ endpoint: z.string() }),
+      iceConfig: z.object({
+        iceServers: z.array(
+          z.object({
+            urls: z.union([z.string(), z.array(z.string())]),
+            username: z.string().optional(),
+            credential: z.string().optional(),
+          }),
+        ),
+      }),
+      webhook_secret: z.string().optional().describe('as for room_url'),
+    })
+    .describe('with "transport": "webrtc"'),
 ]);
 
 export const availableNumbers = z.object({

@@ -13,6 +13,7 @@ import { recordingDownloadRoutes, recordingRoutes } from './recording-routes.js'
 import { type RoomRoutesOptions, roomRoutes } from './room-routes.js';
 import { startBotCors } from './start-bot-cors.js';
 import { type TwilioWebhookOptions, twilioWebhookRoutes } from './twilio-webhook-routes.js';
+import { type WebRtcRoutesOptions, webrtcRoutes } from './webrtc-routes.js';
 
 type Options<T extends (app: FastifyInstance, opts: never) => unknown> = Parameters<T>[1];
 
@@ -32,6 +33,8 @@ export interface RouteDeps {
   mediaStreams: MediaStreamOptions;
   /** The room page and the room websocket. */
   rooms: RoomRoutesOptions;
+  /** The WebRTC offer endpoint of rooms (Pipecat's SmallWebRTC transport). */
+  webrtc: WebRtcRoutesOptions;
 }
 
 /**
@@ -62,6 +65,7 @@ export async function registerRoutes(app: FastifyInstance, deps: RouteDeps): Pro
 
   await app.register(twilioWebhookRoutes, deps.webhooks);
   await app.register(recordingDownloadRoutes, deps.recordings);
+  await app.register(webrtcRoutes, deps.webrtc);
   await app.register(callsPageRoutes);
   // The websocket plugin is registered once, in app.ts; both kinds of socket share its upgrade handler.
   await app.register(async (sockets) => {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { DEFAULT_TOOL_TIMEOUT_SECS } from '../functions/index.js';
+import { DEFAULT_TOOL_TIMEOUT_SECS, webhookToolFor } from '../functions/index.js';
 import { openAiToolFunction } from '../providers/tool-schemas.js';
 import type { LlmToolCall } from '../providers/types.js';
 import type { CallMetrics } from './call-metrics.js';
@@ -132,7 +132,7 @@ export class CallTools {
       if (typeof entry === 'string') continue;
       this.offered.push(entry);
       if (!name) continue;
-      const webhook = config.webhookTools?.[name];
+      const webhook = webhookToolFor(config.webhookTools, name);
       this.specs.set(name, webhook ? webhookSpec(name, webhook) : clientSpec(name));
     }
   }

@@ -11,7 +11,8 @@ import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
 import { pipecatWire } from './pipecat-wire.js';
 import { CLOSE } from '../shared/close-codes.js';
 import { type ClientMessage, RTVI_LABEL, serverMessage } from './room-messages.js';
-import type { RoomInput, RoomListener } from './room-transport.js';
+import type { ParticipantEvents, RoomParticipant } from './room-participant.js';
+import type { RoomInput } from './room-transport.js';
 import { jsonWire, type RoomWire } from './room-wire.js';
 
 export interface ParticipantLimits {
@@ -30,17 +31,6 @@ export const DEFAULT_PARTICIPANT_LIMITS: ParticipantLimits = {
   maxBufferedBytes: 2 * 1024 * 1024,
 };
 
-/** What the room learns from a browser participant. */
-export interface ParticipantEvents {
-  /** client-ready arrived: audio may flow now. */
-  onReady(participant: BrowserParticipant): void;
-  onImage(imageBase64: string): void;
-  /** A Pipecat client asked the bot to leave (disconnect-bot): the room ends. */
-  onDisconnectBot(participant: BrowserParticipant): void;
-  /** The socket closed, from either side. Called once. */
-  onGone(participant: BrowserParticipant, reason: string): void;
-}
-
 /**
  * A socket's wire. The page offers the `rtvi-ai` subprotocol (first, so the server picks it) and
  * speaks JSON. Pipecat's websocket transport offers no subprotocol, so its first message tells:
@@ -57,7 +47,7 @@ function wireOf(subprotocol: string, firstMessageIsBinary: boolean): RoomWire {
  * bot's audio is resampled to its player's rate on the way out. Any protocol violation closes
  * the socket with a code and a reason that say what was wrong; nothing else in the room is affected.
  */
-export class BrowserParticipant implements RoomListener {
+export class BrowserParticipant implements RoomParticipant {
   readonly stats = { audioIn: 0, audioOut: 0, messagesIn: 0 };
   /** The rate the client plays the bot at; 0 until client-ready. */
   playerRateHz = 0;
@@ -185,6 +175,9 @@ export class BrowserParticipant implements RoomListener {
       case 'disconnect-bot':
         if (wire.disconnectBotEndsRoom) this.events.onDisconnectBot(this);
         else this.close(CLOSE.normal, 'participant left');
+        return;
+      case 'llm-function-call-result':
+        if (this.ready) this.events.onFunctionCallResult(this, message);
         return;
     }
   }

@@ -17,7 +17,7 @@ export const PIPECAT_PLAYER_RATE_HZ = 24000;
 export const PIPECAT_MIC_RATES_HZ = [8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000] as const;
 
 /** The RTVI client messages the room acts on; others are answered with an error-response. */
-const ROOM_CLIENT_TYPES = new Set(['client-ready', 'user-image', 'disconnect-bot']);
+const ROOM_CLIENT_TYPES = new Set(['client-ready', 'user-image', 'disconnect-bot', 'llm-function-call-result']);
 
 const envelope = z
   .object({
@@ -47,7 +47,12 @@ function decodeAudio(audio: AudioRawFrame): ClientFrame {
   return { kind: 'audio', pcm: mono, sampleRateHz: rateHz };
 }
 
-function decodeMessage(data: string): ClientFrame {
+/**
+ * One RTVI message of a Pipecat client (JSON text): what the room acts on, a refusal for the SDK's
+ * other requests, or why it is malformed. The websocket transport carries it in message frames,
+ * the SmallWebRTC transport as data channel text.
+ */
+export function decodeRtviMessage(data: string): ClientFrame {
   let json: unknown;
   try {
     json = JSON.parse(data);
@@ -94,7 +99,7 @@ export const pipecatWire: RoomWire = {
       case 'audio':
         return decodeAudio(frame.frame.audio);
       case 'message':
-        return decodeMessage(frame.frame.message.data);
+        return decodeRtviMessage(frame.frame.message.data);
       case undefined:
         return malformed('malformed message: a Pipecat frame of no known kind');
       default:

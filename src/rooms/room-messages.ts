@@ -63,7 +63,28 @@ const disconnectBot = z
   .object({ ...envelope, type: z.literal('disconnect-bot'), data: z.unknown().optional() })
   .strict();
 
-export const clientMessage = z.discriminatedUnion('type', [clientReady, userImage, disconnectBot]);
+/**
+ * The client's answer to an `llm-function-call` (the Pipecat SDK sends it when a handler
+ * registered with registerFunctionCallHandler returns). `result` is any JSON; its size is checked
+ * where it is used, so a result too large becomes an error result rather than a closed socket.
+ */
+const functionCallResult = z
+  .object({
+    ...envelope,
+    type: z.literal('llm-function-call-result'),
+    data: z
+      .object({
+        function_name: z.string().min(1).max(64),
+        tool_call_id: z.string().min(1).max(256),
+        arguments: z.record(z.string(), z.unknown()).optional(),
+        result: z.unknown(),
+      })
+      .passthrough(),
+  })
+  .strict();
+export type FunctionCallResultMessage = z.output<typeof functionCallResult>;
+
+export const clientMessage = z.discriminatedUnion('type', [clientReady, userImage, disconnectBot, functionCallResult]);
 export type ClientMessage = z.output<typeof clientMessage>;
 
 /** Server → client message types. */
@@ -78,6 +99,7 @@ export type ServerMessageType =
   | 'bot-llm-text'
   | 'bot-interrupted'
   | 'metrics'
+  | 'llm-function-call'
   | 'error';
 
 export function serverMessage(type: ServerMessageType, data?: Record<string, unknown>): string {

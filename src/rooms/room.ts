@@ -10,6 +10,8 @@ import type { CallRecordsService } from '../records/call-records-service.js';
 import type { TurnPolicy } from '../pipeline/turn-controller.js';
 import { BrowserParticipant } from './browser-participant.js';
 import { PhoneLeg } from './phone-leg.js';
+import type { ParticipantEvents, RoomParticipant } from './room-participant.js';
+import { RoomClientTools } from './room-client-tools.js';
 import { CLOSE } from '../shared/close-codes.js';
 import { RTVI_PROTOCOL_VERSION, serverMessage } from './room-messages.js';
 import { type RoomInput, RoomTransport } from './room-transport.js';
@@ -40,7 +42,10 @@ export interface RoomOptions {
   onClosed(room: Room, reason: string): void;
 }
 
-type Member = BrowserParticipant | PhoneLeg;
+type Member = RoomParticipant | PhoneLeg;
+
+/** Why a participant could not join. */
+export type JoinRefusal = { why: 'closed' | 'full'; message: string };
 
 /**
  * A meeting point of transports: the bot (a CallSession on a RoomTransport), browser
@@ -71,12 +76,15 @@ export class Room implements DialoutRoom {
   /** Dial-out legs still ringing: while any is, the room waits for them rather than for a browser. */
   private ringingDialouts = 0;
   private readonly closeListeners: Array<() => void> = [];
+  /** Functions the bot asks of the room's client (neither webhooks nor built in). */
+  private readonly clientTools: RoomClientTools;
 
   constructor(private readonly options: RoomOptions) {
     this.name = options.name;
     this.accountId = options.config.accountId;
     this.log = options.log.child({ room: options.name });
     this.transport = new RoomTransport((code, reason) => this.close(reason, code));
+    this.clientTools = new RoomClientTools(() => this.functionCallClient(), this.log);
     // A recorded room: the mix of participants is the caller track, the bot's frames the bot track.
     const settings = options.config.body.recording_settings;
     const recorder =
@@ -100,6 +108,7 @@ export class Room implements DialoutRoom {
         events: this.callEvents(),
         turnPolicy: options.turnPolicy,
         latestImage: options.vision ? () => this.latestImage : undefined,
+        clientTools: this.clientTools,
       },
       recorder,
       options.records?.begin({
@@ -125,25 +134,52 @@ export class Room implements DialoutRoom {
 
   /** Takes a browser socket whose token was checked. False (and the socket closed) when full. */
   admit(socket: ConstructorParameters<typeof BrowserParticipant>[0], log: Logger): boolean {
-    if (this.closed) {
-      socket.close(CLOSE.notFound, 'room has closed');
+    const refusal = this.refusal();
+    if (refusal) {
+      socket.close(refusal.why === 'closed' ? CLOSE.notFound : CLOSE.roomFull, refusal.message);
       return false;
     }
-    if (this.members.size >= this.options.limits.maxParticipants) {
-      socket.close(CLOSE.roomFull, `room is full (${this.options.limits.maxParticipants} participants)`);
-      return false;
-    }
-    const participant = new BrowserParticipant(socket, log, {
+    this.addParticipant(new BrowserParticipant(socket, log, this.participantEvents()));
+    return true;
+  }
+
+  /**
+   * Takes a participant of another transport (a WebRTC peer), built by `create` with the room's
+   * events once the room has a place for it; the refusal otherwise.
+   */
+  admitParticipant<P extends RoomParticipant>(create: (events: ParticipantEvents) => P): P | JoinRefusal {
+    const refusal = this.refusal();
+    if (refusal) return refusal;
+    const participant = create(this.participantEvents());
+    this.addParticipant(participant);
+    return participant;
+  }
+
+  private refusal(): JoinRefusal | undefined {
+    if (this.closed) return { why: 'closed', message: 'room has closed' };
+    if (this.members.size >= this.options.limits.maxParticipants)
+      return { why: 'full', message: `room is full (${this.options.limits.maxParticipants} participants)` };
+    return undefined;
+  }
+
+  private participantEvents(): ParticipantEvents {
+    return {
       onReady: (p) => this.onParticipantReady(p),
       onImage: (image) => {
         if (this.options.vision) this.latestImage = image;
       },
-      onGone: (p, reason) => this.leave(p, reason),
+      onGone: (p, reason) => {
+        this.clientTools.clientGone(p);
+        this.leave(p, reason);
+      },
       onDisconnectBot: () => this.close('disconnect-bot'),
-    });
+      onFunctionCallResult: (p, message) => this.clientTools.onResult(p, message),
+    };
+  }
+
+  private addParticipant(participant: RoomParticipant): void {
     this.members.set(participant, undefined);
     this.clearEmptyTimer();
-    return true;
   }
 
   /**
@@ -255,8 +291,8 @@ export class Room implements DialoutRoom {
     clearTimeout(this.hardStopTimer);
     this.transport.end(reason);
     for (const member of [...this.members.keys()]) {
-      if (member instanceof BrowserParticipant) member.close(code, `room closed: ${reason}`);
-      else member.transport.close(code, `room closed: ${reason}`);
+      if (member instanceof PhoneLeg) member.transport.close(code, `room closed: ${reason}`);
+      else member.close(code, `room closed: ${reason}`);
     }
     this.members.clear();
     for (const listener of this.closeListeners.splice(0)) listener();
@@ -264,7 +300,7 @@ export class Room implements DialoutRoom {
     this.options.onClosed(this, reason);
   }
 
-  private onParticipantReady(participant: BrowserParticipant): void {
+  private onParticipantReady(participant: RoomParticipant): void {
     if (this.closed) return;
     participant.send(
       serverMessage('bot-ready', {
@@ -323,9 +359,14 @@ export class Room implements DialoutRoom {
     this.idleTimer = setTimeout(() => this.close('idle'), this.options.limits.idleTimeoutMs);
   }
 
+  /** The participant asked for function results: the earliest to join of the ready browsers. */
+  private functionCallClient(): RoomParticipant | undefined {
+    for (const member of this.members.keys()) if (!(member instanceof PhoneLeg) && member.ready) return member;
+    return undefined;
+  }
+
   private broadcast(message: string): void {
-    for (const member of this.members.keys())
-      if (member instanceof BrowserParticipant && member.ready) member.send(message);
+    for (const member of this.members.keys()) if (!(member instanceof PhoneLeg) && member.ready) member.send(message);
   }
 
   private callEvents(): CallEvents {

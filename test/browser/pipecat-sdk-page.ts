@@ -85,4 +85,10 @@ const client = new PipecatClient({
         (err: unknown) => `failed: ${String(err)}`,
       ),
   disconnectBot: () => client.disconnectBot(),
+  /** A client-side function: each call is recorded as an event, and answered with `result`. */
+  registerFunction: (name: string, result: Record<string, unknown>) =>
+    client.registerFunctionCallHandler(name, async (params) => {
+      record('functionCall')(params);
+      return result;
+    }),
 };

@@ -286,5 +286,94 @@ describe.skipIf(!CHROMIUM)(
       expect(consoleErrors.filter((e) => /deserialize|Unrecognized connection parameter/i.test(e))).toEqual([]);
       await page.close();
     });
+
+    it('a function neither webhook nor built in is asked of the client: registerFunctionCallHandler answers, and the bot runs again with its result', async () => {
+      const stt = new ScriptedStt([HEARD, HEARD]);
+      const llm = new ScriptedLlm({
+        replies: [GREETING, { calls: [{ name: 'check_table', arguments: { party: 4 }, id: 'call_room_1' }] }, ANSWER],
+      });
+      const front = await serveFrontEnd(bundle);
+      closeFront = front.close;
+      server = await startCallServer(
+        (registry) => {
+          registry
+            .registerStt('scripted_stt', () => stt)
+            .registerLlm('scripted_llm', () => llm)
+            .registerTts('tone_tts', () => new ToneTts());
+        },
+        { SWITCHBOARD_CORS_ORIGINS: front.origin },
+        { publicHost: 'localhost' },
+      );
+      const origin = server.baseUrl.replace('127.0.0.1', 'localhost');
+      const page = await browser.newPage();
+      await page.goto(`${front.origin}/`);
+      await page.evaluate(() =>
+        (
+          globalThis as unknown as { sdkTest: { registerFunction(n: string, r: unknown): void } }
+        ).sdkTest.registerFunction('check_table', { free: true, table: 12 }),
+      );
+      const tool = {
+        type: 'function',
+        function: {
+          name: 'check_table',
+          description: 'Whether a table is free',
+          parameters: { type: 'object', properties: { party: { type: 'number' } } },
+        },
+      };
+      const outcome = await page.evaluate(
+        ([endpoint, key, requestData]) =>
+          (
+            globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
+          ).sdkTest.start(endpoint, key, requestData),
+        [
+          `${origin}/v1/bots/start`,
+          TEST_KEY,
+          {
+            bot_profile: 'voice_2024_10',
+            services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+            config: [
+              { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.5 } }] },
+              {
+                service: 'llm',
+                options: [
+                  { name: 'run_on_config', value: true },
+                  { name: 'tools', value: [tool] },
+                ],
+              },
+            ],
+            max_duration: 120,
+            transport: 'websocket',
+          },
+        ] as const,
+      );
+      expect(outcome).toBe('connected');
+
+      // The question makes the model call check_table; the SDK hands it to the registered handler.
+      const events = await untilEvent(
+        page,
+        'the function call',
+        (e) => e.some((x) => x.type === 'functionCall'),
+        40_000,
+      );
+      expect(events.filter((e) => e.type === 'functionCall').map((e) => e.data)).toEqual([
+        { functionName: 'check_table', arguments: { party: 4 } },
+      ]);
+      // The handler's answer is the function's result in the model's next pass, and the answer is spoken.
+      await untilEvent(
+        page,
+        'the answer',
+        (e) => e.some((x) => x.type === 'botTranscript' && x.data!.text === ANSWER),
+        30_000,
+      );
+      expect(llm.requests[1]!.tools).toEqual([tool]);
+      const messages = llm.requests[2]!.messages;
+      expect(messages.find((m) => m.role === 'assistant' && m.toolCalls)).toMatchObject({
+        toolCalls: [{ id: 'call_room_1', name: 'check_table', argumentsJson: '{"party":4}' }],
+      });
+      const result = messages.find((m) => m.role === 'tool')!;
+      expect(result).toMatchObject({ toolCallId: 'call_room_1', toolName: 'check_table' });
+      expect(JSON.parse(result.content)).toEqual({ free: true, table: 12 });
+      await page.close();
+    });
   },
 );

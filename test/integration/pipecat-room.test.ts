@@ -99,7 +99,7 @@ describe('a room with a Pipecat websocket-transport client', () => {
     expect(bad.status).toBe(400);
     expect(bad.body).toEqual({
       error: 'invalid-request-error',
-      info: 'transport: transport must be "websocket" (or left out for {room_url, token})',
+      info: 'transport: transport must be "websocket" or "webrtc" (or left out for {room_url, token})',
     });
   });
 
