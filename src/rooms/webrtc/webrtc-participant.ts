@@ -143,7 +143,7 @@ export class WebRtcParticipant implements RoomParticipant {
     }
     const transceivers = pc.getTransceivers();
     const audio = transceivers[AUDIO_INDEX];
-    if (!audio || audio.kind !== 'audio') throw new SdpError('the offer has no audio m-line first');
+    if (audio?.kind !== 'audio') throw new SdpError('the offer has no audio m-line first');
     audio.setDirection('sendrecv');
     // Camera and screen: received (and counted), never sent.
     for (const transceiver of transceivers.slice(AUDIO_INDEX + 1)) transceiver.setDirection('recvonly');
