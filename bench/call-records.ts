@@ -59,7 +59,7 @@ function playCall(service: CallRecordsService, config: BotConfigForCall, turns: 
     events.onUserSpeaking?.(false);
     events.onUserTranscript?.('could you tell me whether there is a table for two tonight', true);
     const timings: TurnTimings = { turn, kind: 'answer', interrupted: false };
-    builder.replyStarted(timings, performance.now() - 300);
+    builder.replyStarted(timings, performance.now() - 300, true);
     timings.llmFirstTokenMs = 450;
     events.onBotText?.('We have a table for two at eight, by the window.');
     events.onBotText?.('Shall I book it for you under your name?');

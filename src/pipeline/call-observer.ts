@@ -12,9 +12,10 @@ export interface CallObserver {
   /**
    * A reply began: the LLM request goes out now (for an answer). `timings` is the reply's own
    * object, filled in as the reply goes (first token, first audio, first frame, interrupted);
-   * its stages count from `originMs` (the end of the caller's turn, or now).
+   * its stages count from `originMs`: the end of the caller's turn when `afterCallerSpoke` (the
+   * VAD's stop, or the vendor's), else the reply's own start.
    */
-  replyStarted(timings: TurnTimings, originMs: number): void;
+  replyStarted(timings: TurnTimings, originMs: number, afterCallerSpoke: boolean): void;
   /**
    * The reply stopped before it was played out: the caller cut it (`timings.interrupted`), or the
    * call ended under it. The caller heard `heardMs` of the `producedMs` of audio made for it, and

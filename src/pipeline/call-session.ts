@@ -464,12 +464,13 @@ export class CallSession extends CallEngine {
     // The history the model sees: everything before this reply, as it stands after any cut.
     const history = (this.conversation?.messages ?? []).map((m) => ({ ...m }));
     this.turnCount += 1;
-    const originMs = kind === 'answer' && this.vadStopAtMs !== undefined ? this.vadStopAtMs : performance.now();
+    const afterCallerSpoke = kind === 'answer' && this.vadStopAtMs !== undefined;
+    const originMs = afterCallerSpoke ? this.vadStopAtMs! : performance.now();
     this.vadStopAtMs = undefined;
     const reply = new Reply(this.replyParts(), { kind, turn: this.turnCount, originMs, endsCall });
     this.reply = reply;
     if (kind === 'answer' || kind === 'dtmf' || kind === 'greeting') this.deadline.owe(originMs);
-    this.deps.record?.replyStarted(reply.timings, originMs);
+    this.deps.record?.replyStarted(reply.timings, originMs, afterCallerSpoke);
     const ctx = this.context(AbortSignal.any([this.call.abort.signal, reply.abort.signal]));
     this.runReply(reply, tts, this.queuedPieces(reply, text(this, reply, ctx, history)), ctx).catch((err: unknown) =>
       this.fail(err, 'reply failed'),

@@ -190,7 +190,7 @@ export class S2sCallSession extends CallEngine {
       };
       timings.ttsFirstAudioMs = elapsedSince(this.userSpokeAtMs);
       this.metrics.turns.push(timings);
-      this.deps.record?.replyStarted(timings, this.userSpokeAtMs);
+      this.deps.record?.replyStarted(timings, this.userSpokeAtMs, timings.kind === 'answer');
       this.item = {
         id: itemId,
         generation: this.playout.startReply(),

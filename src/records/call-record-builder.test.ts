@@ -49,7 +49,7 @@ describe('CallRecordBuilder', () => {
     b.events.onUserTranscript!('is there a table', true);
     clock.now = 3150;
     const timings: TurnTimings = { turn: 1, kind: 'answer', interrupted: false };
-    b.replyStarted(timings, 3000);
+    b.replyStarted(timings, 3000, true);
     timings.llmFirstTokenMs = 400;
     b.events.onBotText!('We have one.');
     timings.ttsFirstAudioMs = 600;
@@ -91,11 +91,27 @@ describe('CallRecordBuilder', () => {
     expect(record.medianResponseMs).toBe(1410);
   });
 
+  it('an answer that starts in the same millisecond as the VAD stop (finals already complete) keeps its VAD stop and STT final', () => {
+    const { b, clock, built } = builder('pipeline');
+    b.callStarted({ callSid: 'CA3', streamSid: 'MZ3' });
+    clock.now = 2000;
+    b.events.onUserSpeaking!(true);
+    clock.now = 2900;
+    b.events.onUserTranscript!('is there a table', true);
+    clock.now = 3000;
+    b.events.onUserSpeaking!(false);
+    const timings: TurnTimings = { turn: 1, kind: 'answer', interrupted: false };
+    b.replyStarted(timings, 3000, true);
+    clock.now = 4000;
+    b.callEnded('stop', false, summary({ turns: 1 }));
+    expect(built().turns[0]).toMatchObject({ vad_stop_ms: 2000, stt_final_ms: 1900, llm_request_ms: 2000 });
+  });
+
   it('speech-to-speech: a cut reply keeps the share of its words the caller heard, and the barge-in’s onset and clear', () => {
     const { b, clock, built } = builder('s2s');
     b.callStarted({ callSid: 'CA2', streamSid: 'MZ2' });
     const timings: TurnTimings = { turn: 1, kind: 'answer', interrupted: false };
-    b.replyStarted(timings, 1000);
+    b.replyStarted(timings, 1000, true);
     timings.ttsFirstAudioMs = 300;
     timings.firstFrameSentMs = 310;
     for (const delta of ['Our rooms ', 'look over ', 'the harbour ', 'and the hills.']) b.events.onBotText!(delta);

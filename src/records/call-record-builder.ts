@@ -106,12 +106,13 @@ export class CallRecordBuilder implements CallObserver {
     this.options.onStarted?.({ callSid: this.callSid, from: this.from, to: this.to });
   }
 
-  replyStarted(timings: TurnTimings, originMs: number): void {
+  replyStarted(timings: TurnTimings, originMs: number, afterCallerSpoke: boolean): void {
     const now = this.now();
     this.closeUtterance();
     const turn: TurnState = { timings, originMs, startedAtMs: now, pieces: [] };
-    // An answer's origin is the VAD's stop when the caller spoke (else the reply's own start).
-    if (timings.kind === 'answer' && now - originMs > 1) {
+    // An answer's origin is the VAD's stop when the caller spoke; the reply may start in the same
+    // millisecond (the STT's finals already covered the speech), so the session says which it is.
+    if (afterCallerSpoke) {
       turn.vadStopAtMs = originMs;
       if (this.lastFinalAtMs !== undefined && this.lastFinalAtMs >= (this.lastSpeechStartAtMs ?? 0))
         turn.sttFinalAtMs = this.lastFinalAtMs;
