@@ -16,7 +16,9 @@ const STORE_TESTS = [
   'test/integration/cli-keys.test.ts',
   'test/integration/persistence.test.ts',
   'test/integration/store-repositories.test.ts',
-  'test/integration/call-records.test.ts',
+  // Not call-records.test.ts: a whole call measured against its recording is a call test, which
+  // must not share the cores with the process tests this project runs beside; the records'
+  // PostgreSQL side is covered by the API and crash tests.
   'test/integration/call-records-api.test.ts',
   'test/integration/call-records-crash.test.ts',
   'test/postgres/**/*.test.ts',
