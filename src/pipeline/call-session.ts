@@ -190,8 +190,7 @@ export class CallSession extends CallEngine {
   //     is in progress, audible or between two sentences) → onCallerSpeechSuspected. In `instant`
   //     mode the reply pauses (barge-in-pause.ts): Playout.pause() sends `clear` through the
   //     transport (carrier or room) at once; the LLM and TTS go on, and their audio waits in
-  //     Playout behind the part the
-  //     caller has not heard.
+  //     Playout behind the part the caller has not heard.
   //  2. Silero confirms start_secs of speech → onCallerSpeechStart. The turn controller decides
   //     whether speech interrupts (min words from interims, never a backchannel) and answers
   //     'barge-in' → onTurnDecision → interrupt() → reply.end('interrupted'): the reply's abort
