@@ -158,13 +158,17 @@ describe('Deepgram STT against the emulator', () => {
 
   it('answers finalize() with a prompt final, with no silence sent', async () => {
     const events = new Events();
-    const stream = await createDeepgramStt(settings()).open(context(), events.push);
+    // The recording has a 300 ms pause inside and 420 ms of room tone at its end, either enough for
+    // the default 300 ms endpointing to end the utterance on its own and race the Finalize on a
+    // loaded machine. Endpointing longer than any of them leaves Finalize the only way to a final.
+    const serviceOptions = { base_url: server.url, endpointing: 5000 };
+    const stream = await createDeepgramStt(settings({ serviceOptions })).open(context(), events.push);
     feed(stream, BIRCH);
     await events.waitFor((e) => e.type === 'interim');
     stream.finalize();
 
     // No silence follows the speech, so the vendor's endpointing cannot end the utterance: the
-    // final is the answer to Finalize.
+    // final is the answer to Finalize, however long the interim took to arrive.
     const final = await events.waitFor((e) => e.type === 'final');
     expect(final).toMatchObject({ type: 'final', text: SENTENCE });
     expect(emulator.log[0]!.finals).toEqual([
