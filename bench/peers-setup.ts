@@ -110,6 +110,7 @@ export async function freePort(): Promise<number> {
 
 export interface PeerProcess {
   pid: number;
+  port: number;
   wsUrl: string;
   stop(): Promise<void>;
 }
@@ -150,6 +151,7 @@ export async function startPeer(
   });
   return {
     pid: child.pid!,
+    port,
     // A host name, as Twilio would be given: the realtime sample listens on localhost only.
     wsUrl: `ws://localhost:${port}${peer.wsPath}`,
     async stop() {
@@ -172,4 +174,27 @@ export function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100; // USER_HZ
+}
+
+/**
+ * Connections established to a local port (IPv4 and IPv6), from /proc/net: the calls a server is
+ * carrying, whoever the server is. A call the server closed early (or never took) does not count.
+ */
+export function establishedConnections(port: number): number {
+  const hexPort = port.toString(16).toUpperCase().padStart(4, '0');
+  let count = 0;
+  for (const file of ['/proc/net/tcp', '/proc/net/tcp6']) {
+    let text: string;
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const line of text.split('\n').slice(1)) {
+      const fields = line.trim().split(/\s+/);
+      // local_address is ADDRESS:PORT in hex; state 01 is ESTABLISHED.
+      if (fields[1]?.endsWith(`:${hexPort}`) && fields[3] === '01') count += 1;
+    }
+  }
+  return count;
 }

@@ -9,7 +9,15 @@ import { startEmulateProcess } from './capacity.js';
 import { cpuPinning, pinnedCommand } from './cpu-pinning.js';
 import { BENCH_REPLY, benchEmulatorArgs } from './latency.js';
 import type { PeersCallerSummary } from './peers-caller.js';
-import { PEERS, type PeerDefinition, cpuSeconds, preparePeer, rssBytes, startPeer } from './peers-setup.js';
+import {
+  PEERS,
+  type PeerDefinition,
+  cpuSeconds,
+  establishedConnections,
+  preparePeer,
+  rssBytes,
+  startPeer,
+} from './peers-setup.js';
 import { percentile } from './report.js';
 import { createBotConfig, startServerProcess } from './server-process.js';
 
@@ -31,7 +39,8 @@ import { createBotConfig, startServerProcess } from './server-process.js';
  *      talking over the answer 700 ms in), then 3 s without calls: RSS after warm-up;
  *   3. the load: `calls` simultaneous calls saying the script in a loop for `duration-s`; CPU per
  *      talking call is the process's CPU time (every thread, /proc) over the steady window divided
- *      by the calls, memory per call the RSS at the window's end above RSS after warm-up, /calls.
+ *      by the calls connected over it (/proc/net: a call the server closed does not count), memory
+ *      per call the RSS at the window's end above RSS after warm-up, divided the same way.
  * Reply and barge-in latencies are the caller's (simulator) over phases 2 and 3. Ratios are only
  * computed within a round: absolute figures move with the machine's load (printed with each round).
  */
@@ -69,6 +78,7 @@ type SubjectName = 'sb-pipeline' | 'call-gpt' | 'sb-s2s' | 'realtime-sample';
 
 interface Running {
   pid: number;
+  port: number;
   wsUrl: string;
   stop(): Promise<void>;
 }
@@ -80,6 +90,8 @@ interface Measurement {
   idleRssMb: number;
   warmRssMb: number;
   memoryPerCallMb: number;
+  /** Calls connected over the load's window (mean of its start and end). */
+  talkingCalls: number;
   cpuPerCallPct: number;
   replyP50Ms: number | null;
   replyP95Ms: number | null;
@@ -148,6 +160,7 @@ async function startSwitchboard(kind: 'pipeline' | 's2s', vendors: string, cpus:
   await server.logged('voice activity model ready');
   return {
     pid: server.child.pid!,
+    port: Number(new URL(server.baseUrl).port),
     // A host name, as a carrier is given one.
     wsUrl: `${server.baseUrl.replace('http://127.0.0.1', 'ws://localhost')}/ws/twilio/${id}`,
     stop: () => server.stop(),
@@ -173,8 +186,11 @@ async function measure(
     await sleep(LOAD_WARM_UP_MS);
     const cpuBefore = cpuSeconds(running.pid);
     const startedAt = performance.now();
+    const talkingBefore = establishedConnections(running.port);
     await sleep(durationMs - LOAD_WARM_UP_MS - 2000);
     const cpuUsed = cpuSeconds(running.pid) - cpuBefore;
+    // Calls carried over the window (a server may have closed some): CPU is divided by these.
+    const talking = (talkingBefore + establishedConnections(running.port)) / 2;
     const windowSecs = (performance.now() - startedAt) / 1000;
     const loadRss = rssBytes(running.pid);
     const loaded = await load;
@@ -190,8 +206,9 @@ async function measure(
       loadAverage: loadavg().map((v) => round1(v)),
       idleRssMb: round1(idleRss / MB),
       warmRssMb: round1(warmRss / MB),
-      memoryPerCallMb: Math.round(((loadRss - warmRss) / calls / MB) * 100) / 100,
-      cpuPerCallPct: Math.round((cpuUsed / windowSecs / calls) * 10_000) / 100,
+      memoryPerCallMb: talking > 0 ? Math.round(((loadRss - warmRss) / talking / MB) * 100) / 100 : 0,
+      talkingCalls: talking,
+      cpuPerCallPct: talking > 0 ? Math.round((cpuUsed / windowSecs / talking) * 10_000) / 100 : 0,
       replyP50Ms: percentile(replies, 50),
       replyP95Ms: percentile(replies, 95),
       bargeInP50Ms: percentile(bargeIns, 50),
@@ -209,7 +226,7 @@ async function measure(
 function describe(m: Measurement): string {
   const ms = (v: number | null) => (v === null ? '-' : `${Math.round(v)}`);
   return [
-    `CPU ${m.cpuPerCallPct.toFixed(2)} % of a core per talking call`,
+    `CPU ${m.cpuPerCallPct.toFixed(2)} % of a core per talking call (${m.talkingCalls} talking)`,
     `RSS idle ${m.idleRssMb} MB, after warm-up ${m.warmRssMb} MB, ${m.memoryPerCallMb} MB per call`,
     `reply p50/p95 ${ms(m.replyP50Ms)}/${ms(m.replyP95Ms)} ms (${m.replies})`,
     `barge-in p50/p95 ${ms(m.bargeInP50Ms)}/${ms(m.bargeInP95Ms)} ms (${m.bargeIns}, ${m.bargeInsUnanswered} never cleared)`,

@@ -67,7 +67,13 @@ export class S2sCallSession extends CallEngine {
     if (this.ended || this.ending) return;
     if (this.session) this.session.sendAudio(mulaw);
     else this.heldFrames.hold(mulaw);
-    this.hearCaller(mulaw);
+    // The local VAD serves only the instant pause, which acts while the bot has an item: it hears
+    // the caller from the item's first audio (their speech started then or later is what it must
+    // catch) until the end of speech it heard start. The rest of the call (the caller's turns while
+    // the bot is silent: about half their speech) is the vendor's VAD's alone, and costs no decode,
+    // no windows and no inference. A stretch not heard is simply not in the VAD's stream: it stops
+    // hearing once the caller is quiet, and picks up as the bot starts (docs/cost-per-call.md).
+    if (this.item || this.callerSpeakingNow) this.hearCaller(mulaw);
   }
 
   onDtmf(digit: string): void {
