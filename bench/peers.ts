@@ -101,6 +101,8 @@ interface Measurement {
   bargeIns: number;
   bargeInsUnanswered: number;
   outcomes: Record<string, number>;
+  /** How late the callers' clocks ran at worst: past about 2 s, a caller's catch-up burst is refused by Switchboard's audio budget. */
+  callerClockMaxLagMs: number;
 }
 
 const LABELS: Record<SubjectName, string> = {
@@ -111,7 +113,10 @@ const LABELS: Record<SubjectName, string> = {
 };
 const PEER_OF: Partial<Record<SubjectName, SubjectName>> = { 'sb-pipeline': 'call-gpt', 'sb-s2s': 'realtime-sample' };
 
-function runCaller(wsUrl: string, calls: number, durationMs: number, mode: 'once' | 'loop', cpus?: string) {
+/** Calls per caller process: one event loop for 50 calls lags seconds behind on a loaded machine. */
+const CALLS_PER_CALLER = 25;
+
+function runCallerProcess(wsUrl: string, calls: number, durationMs: number, mode: 'once' | 'loop', cpus?: string) {
   const [command, callerArgs] = pinnedCommand(cpus, [
     '--import',
     'tsx',
@@ -126,6 +131,37 @@ function runCaller(wsUrl: string, calls: number, durationMs: number, mode: 'once
   let out = '';
   child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
   return once(child, 'exit').then(() => JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as PeersCallerSummary);
+}
+
+/** `calls` calls from as many caller processes as needed, their summaries merged. */
+async function runCaller(
+  wsUrl: string,
+  calls: number,
+  durationMs: number,
+  mode: 'once' | 'loop',
+  cpus?: string,
+): Promise<PeersCallerSummary> {
+  const parts: Array<Promise<PeersCallerSummary>> = [];
+  for (let left = calls; left > 0; left -= CALLS_PER_CALLER)
+    parts.push(runCallerProcess(wsUrl, Math.min(left, CALLS_PER_CALLER), durationMs, mode, cpus));
+  const summaries = await Promise.all(parts);
+  const merged: PeersCallerSummary = {
+    calls: 0,
+    outcomes: {},
+    replyLatenciesMs: [],
+    bargeInLatenciesMs: [],
+    bargeInsUnanswered: 0,
+    generatorClockMaxLagMs: 0,
+  };
+  for (const s of summaries) {
+    merged.calls += s.calls ?? 0;
+    for (const [k, n] of Object.entries(s.outcomes ?? {})) merged.outcomes[k] = (merged.outcomes[k] ?? 0) + n;
+    merged.replyLatenciesMs.push(...(s.replyLatenciesMs ?? []));
+    merged.bargeInLatenciesMs.push(...(s.bargeInLatenciesMs ?? []));
+    merged.bargeInsUnanswered += s.bargeInsUnanswered ?? 0;
+    merged.generatorClockMaxLagMs = Math.max(merged.generatorClockMaxLagMs, s.generatorClockMaxLagMs ?? 0);
+  }
+  return merged;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -217,6 +253,7 @@ async function measure(
       bargeIns: bargeIns.length,
       bargeInsUnanswered: warmUp.bargeInsUnanswered + loaded.bargeInsUnanswered,
       outcomes,
+      callerClockMaxLagMs: Math.round(Math.max(warmUp.generatorClockMaxLagMs, loaded.generatorClockMaxLagMs)),
     };
   } finally {
     await running.stop();
@@ -230,7 +267,7 @@ function describe(m: Measurement): string {
     `RSS idle ${m.idleRssMb} MB, after warm-up ${m.warmRssMb} MB, ${m.memoryPerCallMb} MB per call`,
     `reply p50/p95 ${ms(m.replyP50Ms)}/${ms(m.replyP95Ms)} ms (${m.replies})`,
     `barge-in p50/p95 ${ms(m.bargeInP50Ms)}/${ms(m.bargeInP95Ms)} ms (${m.bargeIns}, ${m.bargeInsUnanswered} never cleared)`,
-    `calls ${JSON.stringify(m.outcomes)}`,
+    `calls ${JSON.stringify(m.outcomes)}, callers' clocks up to ${m.callerClockMaxLagMs} ms late`,
     `load average ${m.loadAverage.join(' ')}`,
   ].join('; ');
 }
