@@ -79,6 +79,8 @@ type SubjectName = 'sb-pipeline' | 'call-gpt' | 'sb-s2s' | 'realtime-sample';
 interface Running {
   pid: number;
   port: number;
+  /** Switchboard's warnings and errors so far, by message (why a call was closed, for one). */
+  warnings?: Map<string, number>;
   wsUrl: string;
   stop(): Promise<void>;
 }
@@ -101,6 +103,8 @@ interface Measurement {
   bargeIns: number;
   bargeInsUnanswered: number;
   outcomes: Record<string, number>;
+  /** Switchboard's warning and error lines over the measurement, by message. */
+  serverWarnings?: Record<string, number>;
   /** How late the callers' clocks ran at worst: past about 2 s, a caller's catch-up burst is refused by Switchboard's audio budget. */
   callerClockMaxLagMs: number;
 }
@@ -194,7 +198,18 @@ async function startSwitchboard(kind: 'pipeline' | 's2s', vendors: string, cpus:
           api_keys: { openai: 'bench' },
         });
   await server.logged('voice activity model ready');
+  const warnings = new Map<string, number>();
+  server.child.stdout!.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n')) {
+      if (!/"level":(40|50)/.test(line)) continue;
+      const msg = /"msg":"([^"]*)"/.exec(line)?.[1] ?? 'unparsed line';
+      const why = /"why":"([^"]*)"/.exec(line)?.[1];
+      const key = why ? `${msg} (${why})` : msg;
+      warnings.set(key, (warnings.get(key) ?? 0) + 1);
+    }
+  });
   return {
+    warnings,
     pid: server.child.pid!,
     port: Number(new URL(server.baseUrl).port),
     // A host name, as a carrier is given one.
@@ -218,15 +233,17 @@ async function measure(
     const warmUp = await runCaller(running.wsUrl, calls, 60_000, 'once', loadCpus);
     await sleep(WARM_UP_SETTLE_MS);
     const warmRss = rssBytes(running.pid);
+    // Connections that are not calls (a keep-alive left from configuring the server) are not counted.
+    const notCalls = establishedConnections(running.port);
     const load = runCaller(running.wsUrl, calls, durationMs, 'loop', loadCpus);
     await sleep(LOAD_WARM_UP_MS);
     const cpuBefore = cpuSeconds(running.pid);
     const startedAt = performance.now();
-    const talkingBefore = establishedConnections(running.port);
+    const talkingBefore = establishedConnections(running.port) - notCalls;
     await sleep(durationMs - LOAD_WARM_UP_MS - 2000);
     const cpuUsed = cpuSeconds(running.pid) - cpuBefore;
     // Calls carried over the window (a server may have closed some): CPU is divided by these.
-    const talking = (talkingBefore + establishedConnections(running.port)) / 2;
+    const talking = (talkingBefore + establishedConnections(running.port) - notCalls) / 2;
     const windowSecs = (performance.now() - startedAt) / 1000;
     const loadRss = rssBytes(running.pid);
     const loaded = await load;
@@ -253,6 +270,7 @@ async function measure(
       bargeIns: bargeIns.length,
       bargeInsUnanswered: warmUp.bargeInsUnanswered + loaded.bargeInsUnanswered,
       outcomes,
+      serverWarnings: running.warnings ? Object.fromEntries(running.warnings) : undefined,
       callerClockMaxLagMs: Math.round(Math.max(warmUp.generatorClockMaxLagMs, loaded.generatorClockMaxLagMs)),
     };
   } finally {
@@ -269,6 +287,9 @@ function describe(m: Measurement): string {
     `barge-in p50/p95 ${ms(m.bargeInP50Ms)}/${ms(m.bargeInP95Ms)} ms (${m.bargeIns}, ${m.bargeInsUnanswered} never cleared)`,
     `calls ${JSON.stringify(m.outcomes)}, callers' clocks up to ${m.callerClockMaxLagMs} ms late`,
     `load average ${m.loadAverage.join(' ')}`,
+    ...(m.serverWarnings && Object.keys(m.serverWarnings).length > 0
+      ? [`server warnings ${JSON.stringify(m.serverWarnings)}`]
+      : []),
   ].join('; ');
 }
 
