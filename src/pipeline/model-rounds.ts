@@ -104,7 +104,8 @@ async function* modelPass(
       for await (const delta of llm.complete({ messages, tools }, ctx)) {
         used = true;
         if (delta.type === 'tool-call') {
-          calls.push({ id: delta.id, name: delta.name, argumentsJson: delta.argumentsJson });
+          const { type: _type, ...call } = delta;
+          calls.push(call);
           continue;
         }
         reply.timings.llmFirstTokenMs ??= elapsedSince(reply.originMs);
