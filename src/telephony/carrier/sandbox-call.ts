@@ -33,13 +33,21 @@ export function sandboxRefusal(to: string): string | undefined {
 
 /** A real carrier takes a moment to ring; the sandbox rings for this long before the callee answers. */
 export const SANDBOX_RING_MS = 1000;
+/** Twilio's `<Dial>` rings a transfer target this long before giving up (its default `timeout`). */
+export const SANDBOX_TRANSFER_RING_TIMEOUT_MS = 30_000;
+
 /** An answered sandbox call, as the callee needs it to pick up. */
 export interface AnsweredSandboxCall {
   callSid: string;
   from: string;
   to: string;
-  /** The answer webhook, whose TwiML names the media stream to open. */
-  answerUrl: string;
+  /**
+   * The answer webhook, whose TwiML names the media stream to open; absent on the leg a transfer
+   * placed, which no bot answers: the transferred caller is put through to the callee.
+   */
+  answerUrl?: string;
+  /** On a transfer's leg: the call whose caller was transferred. */
+  transferredCallSid?: string;
   /** Signs the answer webhook as Twilio would, when set. */
   authToken?: string;
   /** Aborts when the service hangs up. */
@@ -73,6 +81,8 @@ export class SandboxOutboundCall {
   private sequence = 0;
   private answeredAt: number | undefined;
   private readonly log: Logger;
+  /** A transfer's leg: the call stays up, its caller put through, until that leg ends (as Twilio's <Dial>). */
+  private bridged: Promise<unknown> | undefined;
 
   constructor(
     private readonly request: OutboundCallRequest,
@@ -84,6 +94,18 @@ export class SandboxOutboundCall {
   /** Hang up from the service's side: a ringing call is cancelled, an answered one ends. */
   hangUp(): void {
     this.abort.abort();
+  }
+
+  get from(): string {
+    return this.request.from;
+  }
+
+  /**
+   * A cold transfer: the bot's media stream ends (the service closes it), and this call completes
+   * only when the target's leg has ended, as a call Twilio put through with <Dial> does.
+   */
+  bridgeTo(leg: Promise<unknown>): void {
+    this.bridged = leg;
   }
 
   async run(): Promise<void> {
@@ -113,6 +135,7 @@ export class SandboxOutboundCall {
       signal: this.abort.signal,
       log,
     });
+    await this.bridged;
     await this.status('completed');
   }
 
@@ -145,5 +168,68 @@ export class SandboxOutboundCall {
     } catch (err) {
       this.log.warn({ err, callStatus }, 'sandbox status callback failed');
     }
+  }
+}
+
+export type SandboxTransferOutcome = 'answered' | 'busy' | 'no-answer' | 'failed' | 'canceled';
+
+/**
+ * The leg a cold transfer places on the sandbox: it rings `target` as `<Dial>` would (a second
+ * of ringing, or the reserved numbers' busy / no answer / unreachable), and on answer the plugged-in
+ * callee picks up the transferred caller. Resolves with how the leg went once it has ended.
+ */
+export class SandboxTransferLeg {
+  readonly callSid = twilioSid('CA');
+  private readonly abort = new AbortController();
+  private readonly log: Logger;
+
+  constructor(
+    private readonly transferred: { callSid: string; from: string; target: string },
+    private readonly options: { callee: SandboxCallee; log: Logger; ringTimeoutMs?: number },
+  ) {
+    this.log = options.log.child({
+      callSid: this.callSid,
+      transferredCallSid: transferred.callSid,
+      to: transferred.target,
+    });
+  }
+
+  hangUp(): void {
+    this.abort.abort();
+  }
+
+  async run(): Promise<SandboxTransferOutcome> {
+    const { target, from, callSid: transferredCallSid } = this.transferred;
+    const behaviour = calleeBehaviour(dialledNumber(target));
+    this.log.info({ callStatus: 'ringing' }, 'sandbox transfer: ringing the target');
+    const ringMs =
+      behaviour === 'no-answer' ? (this.options.ringTimeoutMs ?? SANDBOX_TRANSFER_RING_TIMEOUT_MS) : SANDBOX_RING_MS;
+    const rang = await sleep(ringMs, true, { signal: this.abort.signal }).catch(() => false);
+    const outcome: SandboxTransferOutcome = !rang
+      ? 'canceled'
+      : behaviour === 'answers'
+        ? 'answered'
+        : behaviour === 'unreachable'
+          ? 'failed'
+          : behaviour;
+    if (outcome !== 'answered') {
+      this.log.info({ callStatus: outcome }, 'sandbox transfer: the target did not take the call');
+      return outcome;
+    }
+    this.log.info({ callStatus: 'in-progress' }, 'sandbox transfer: the target answered');
+    const answeredAt = Date.now();
+    await this.options.callee({
+      callSid: this.callSid,
+      from,
+      to: target,
+      transferredCallSid,
+      signal: this.abort.signal,
+      log: this.log,
+    });
+    this.log.info(
+      { callStatus: 'completed', durationMs: Date.now() - answeredAt },
+      'sandbox transfer: the target hung up',
+    );
+    return outcome;
   }
 }
