@@ -156,6 +156,7 @@ async function* runRound(
     else parts.onEndCallAction(reply);
     poke();
   };
+  reply.timings.toolsStartedMs ??= elapsedSince(reply.originMs);
   const running: RunningTool[] = calls.map((call) => parts.tools.run(call, reply.abort.signal, onAction));
   for (const run of running) {
     void run.result.then((result) => parts.conversation.setToolResult(run.call.id, result.resultJson));
@@ -163,6 +164,7 @@ async function* runRound(
   let settled = false;
   void Promise.all(running.map((run) => run.result)).then(() => {
     settled = true;
+    reply.timings.toolsDoneMs = elapsedSince(reply.originMs);
     poke();
   });
   const fillerTimer = setTimeout(() => {
