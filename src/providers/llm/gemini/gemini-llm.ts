@@ -149,8 +149,9 @@ export class GeminiLlm implements LlmProvider {
  * assistant → `model`; consecutive turns of one role merged into one content (Gemini wants user
  * and model to alternate); a user turn first (CALL_START_TURN) when the bot spoke first or nobody
  * has; images as `inlineData` parts before their text; an assistant's function calls as
- * `functionCall` parts (each with the thought signature it came with), answered by `functionResponse` parts (matched by name, one per call) that
- * open the next user turn; empty turns dropped.
+ * `functionCall` parts (each with the thought signature it came with), answered by
+ * `functionResponse` parts (matched by name, one per call) that open the next user turn; empty
+ * turns dropped.
  */
 export function toGeminiContents(
   messages: LlmMessage[],
