@@ -81,8 +81,6 @@ export class SandboxOutboundCall {
   private sequence = 0;
   private answeredAt: number | undefined;
   private readonly log: Logger;
-  /** A transfer's leg: the call stays up, its caller put through, until that leg ends (as Twilio's <Dial>). */
-  private bridged: Promise<unknown> | undefined;
 
   constructor(
     private readonly request: OutboundCallRequest,
@@ -94,18 +92,6 @@ export class SandboxOutboundCall {
   /** Hang up from the service's side: a ringing call is cancelled, an answered one ends. */
   hangUp(): void {
     this.abort.abort();
-  }
-
-  get from(): string {
-    return this.request.from;
-  }
-
-  /**
-   * A cold transfer: the bot's media stream ends (the service closes it), and this call completes
-   * only when the target's leg has ended, as a call Twilio put through with <Dial> does.
-   */
-  bridgeTo(leg: Promise<unknown>): void {
-    this.bridged = leg;
   }
 
   async run(): Promise<void> {
@@ -135,7 +121,6 @@ export class SandboxOutboundCall {
       signal: this.abort.signal,
       log,
     });
-    await this.bridged;
     await this.status('completed');
   }
 
@@ -171,7 +156,7 @@ export class SandboxOutboundCall {
   }
 }
 
-export type SandboxTransferOutcome = 'answered' | 'busy' | 'no-answer' | 'failed' | 'canceled';
+export type SandboxTransferOutcome = 'answered' | 'busy' | 'no-answer' | 'failed';
 
 /**
  * The leg a cold transfer places on the sandbox: it rings `target` as `<Dial>` would (a second
@@ -180,12 +165,11 @@ export type SandboxTransferOutcome = 'answered' | 'busy' | 'no-answer' | 'failed
  */
 export class SandboxTransferLeg {
   readonly callSid = twilioSid('CA');
-  private readonly abort = new AbortController();
   private readonly log: Logger;
 
   constructor(
     private readonly transferred: { callSid: string; from: string; target: string },
-    private readonly options: { callee: SandboxCallee; log: Logger; ringTimeoutMs?: number },
+    private readonly options: { callee: SandboxCallee; log: Logger },
   ) {
     this.log = options.log.child({
       callSid: this.callSid,
@@ -194,24 +178,14 @@ export class SandboxTransferLeg {
     });
   }
 
-  hangUp(): void {
-    this.abort.abort();
-  }
-
   async run(): Promise<SandboxTransferOutcome> {
     const { target, from, callSid: transferredCallSid } = this.transferred;
     const behaviour = calleeBehaviour(dialledNumber(target));
     this.log.info({ callStatus: 'ringing' }, 'sandbox transfer: ringing the target');
-    const ringMs =
-      behaviour === 'no-answer' ? (this.options.ringTimeoutMs ?? SANDBOX_TRANSFER_RING_TIMEOUT_MS) : SANDBOX_RING_MS;
-    const rang = await sleep(ringMs, true, { signal: this.abort.signal }).catch(() => false);
-    const outcome: SandboxTransferOutcome = !rang
-      ? 'canceled'
-      : behaviour === 'answers'
-        ? 'answered'
-        : behaviour === 'unreachable'
-          ? 'failed'
-          : behaviour;
+    const ringMs = behaviour === 'no-answer' ? SANDBOX_TRANSFER_RING_TIMEOUT_MS : SANDBOX_RING_MS;
+    await sleep(ringMs);
+    const outcome: SandboxTransferOutcome =
+      behaviour === 'answers' ? 'answered' : behaviour === 'unreachable' ? 'failed' : behaviour;
     if (outcome !== 'answered') {
       this.log.info({ callStatus: outcome }, 'sandbox transfer: the target did not take the call');
       return outcome;
@@ -223,7 +197,8 @@ export class SandboxTransferLeg {
       from,
       to: target,
       transferredCallSid,
-      signal: this.abort.signal,
+      // The bot has left the call: nothing on our side hangs this leg up.
+      signal: new AbortController().signal,
       log: this.log,
     });
     this.log.info(

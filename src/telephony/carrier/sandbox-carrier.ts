@@ -93,10 +93,10 @@ export class SandboxCarrier implements Carrier {
   /**
    * A cold transfer as Twilio's `<Dial>` plays it: a leg to the target rings (the reserved numbers
    * are busy, do not answer or are unreachable) and the plugged-in callee answers it; the bot's
-   * media stream ends (the service closes it). An outbound call of ours stays up, its callee put
-   * through, until the target's leg ends, and only then completes. A number outside the sandbox
-   * is refused, never rung. The caller's audio never passes through the sandbox (the simulator
-   * talks to the media stream directly), so the two simulated ends are not bridged for sound.
+   * media stream ends (the service closes it). A number outside the sandbox is refused, never
+   * rung. The caller's audio never passes through the sandbox (the simulator talks to the media
+   * stream directly), so the two simulated ends are not bridged for sound, and the caller's
+   * number is not known here (the leg is from `anonymous`, as a withheld caller id reads).
    */
   async transfer(carrierRef: string, target: string): Promise<void> {
     const refusal = sandboxRefusal(target);
@@ -107,16 +107,9 @@ export class SandboxCarrier implements Carrier {
         'the sandbox carrier has no simulated callee in this process to answer the transfer (`switchboard serve` plugs one in)',
         'carrier',
       );
-    const parent = this.calls.get(carrierRef);
-    const leg = new SandboxTransferLeg(
-      { callSid: carrierRef, from: parent?.from ?? 'anonymous', target },
-      { callee, log },
-    );
+    const leg = new SandboxTransferLeg({ callSid: carrierRef, from: 'anonymous', target }, { callee, log });
     log.info({ callSid: carrierRef, target, legCallSid: leg.callSid }, 'sandbox transfer: dialling the target');
-    const ended = leg
-      .run()
-      .catch((err: unknown) => log.error({ err, callSid: leg.callSid }, 'sandbox transfer leg failed'));
-    parent?.bridgeTo(ended);
+    void leg.run().catch((err: unknown) => log.error({ err, callSid: leg.callSid }, 'sandbox transfer leg failed'));
   }
 
   /** Why a destination cannot be dialled, before any call is placed. */
