@@ -2,7 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { EndpointGuard } from '../../endpoint.js';
 import type WebSocket from 'ws';
 import type { RawData } from 'ws';
-import type { LlmToolCall, ProviderContext, ProviderError } from '../../types.js';
+import type { LlmMessage, LlmToolCall, ProviderContext, ProviderError } from '../../types.js';
 import { openAiToolFunction } from '../../tool-schemas.js';
 import { handshakeError, handshakeRefusal } from '../../vendor-errors.js';
 import { frameText, openVendorSocket } from '../../vendor-socket.js';
@@ -121,6 +121,19 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
       });
     // One response for the whole batch: the model answers once, knowing every result.
     this.send({ type: 'response.create' });
+  }
+
+  /** One message item each; no response.create, so the model reads them with the next turn. */
+  appendMessages(messages: LlmMessage[]): void {
+    const assistantContentType = this.config.protocol === 'ga' ? 'output_text' : 'text';
+    for (const message of messages) {
+      if (message.role === 'tool' || !message.content.trim()) continue;
+      const contentType = message.role === 'assistant' ? assistantContentType : 'input_text';
+      this.send({
+        type: 'conversation.item.create',
+        item: { type: 'message', role: message.role, content: [{ type: contentType, text: message.content }] },
+      });
+    }
   }
 
   interrupt(itemId: string, heardMs: number): void {
