@@ -19,7 +19,7 @@ const MAX_BATCH = 256;
  * Runs one batched Silero inference: `input` is [steps, batchSize, rowSamples] (context + window
  * per stream, for `steps` consecutive windows of each stream), `state` is [2, batchSize, 128]. The
  * steps run one after the other, each on the state the previous one left. In this thread
- * (sessionRunner) or in a worker thread (silero-worker-runner.ts). The arrays are only read until
+ * on an onnxruntime session (sessionRunner) or on the TypeScript network (silero-network.ts). The arrays are only read until
  * the returned promise settles.
  */
 export interface SileroBatchRunner {

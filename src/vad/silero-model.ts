@@ -1,11 +1,10 @@
 /**
- * The Silero VAD v6 ONNX model, loaded once per process and shared by every call.
+ * The Silero VAD v6 model file, its geometry, and an onnxruntime session of it.
  *
- * The session holds only the weights; each call keeps its own recurrent state and context (see
- * silero.ts), so one session can serve every call. onnxruntime-node runs `session.run` on the
- * main thread (deferred with setImmediate), so the session is pinned to one intra-op and one
- * inter-op thread: on a 2-core box with hundreds of calls, extra ORT threads would only fight
- * the event loop and each other for the same cores.
+ * Calls run the model on the TypeScript network (silero-network.ts), which reads its weights from
+ * this file; the server never loads onnxruntime. The session here is the reference the tests and
+ * benchmarks compare that network with, loaded on first use: one intra-op and one inter-op
+ * thread, since on a 2-core box extra threads would only fight the event loop for the same cores.
  */
 
 import { createRequire } from 'node:module';
