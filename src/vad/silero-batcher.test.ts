@@ -3,8 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decodeMulaw } from '../audio/mulaw.js';
 import { SileroVad } from './silero.js';
-import { SileroBatcher, type SileroBatchRunner, sileroBatcher } from './silero-batcher.js';
-import { getSileroSession } from './silero-model.js';
+import { SileroBatcher, type SileroBatchRunner } from './silero-batcher.js';
+import { networkRunner } from './silero-network.js';
 
 const CLIPS = ['A01_jfk', 'A04_cheetah_platforms', 'A06_birch_canoe', 'A07_go_forward', 'A10_noise_dishes'];
 
@@ -20,26 +20,26 @@ async function feed(vad: SileroVad, pcm: Int16Array): Promise<void> {
 
 describe('batched Silero inference', () => {
   it('gives every call the probabilities it would get alone, while running calls together', async () => {
-    const session = await getSileroSession();
+    const batcher = new SileroBatcher(networkRunner(8000));
     const clips = CLIPS.map(pcmOf);
 
     // Alone: one stream at a time, so every batch holds one window.
     const alone: number[][] = [];
     for (const pcm of clips) {
       const seen: number[] = [];
-      const vad = new SileroVad({ session, onWindow: (p) => seen.push(p) });
+      const vad = new SileroVad({ batcher, onWindow: (p) => seen.push(p) });
       await feed(vad, pcm);
       alone.push(seen);
     }
 
     // Together: every stream gets its frame on the same turn, as under load.
     const together = clips.map(() => [] as number[]);
-    const vads = clips.map((_, i) => new SileroVad({ session, onWindow: (p) => together[i]!.push(p) }));
+    const vads = clips.map((_, i) => new SileroVad({ batcher, onWindow: (p) => together[i]!.push(p) }));
     const frames = Math.min(...clips.map((c) => Math.floor(c.length / 160)));
     for (let f = 0; f < frames; f++)
       await Promise.all(vads.map((vad, i) => vad.push(clips[i]!.subarray(f * 160, f * 160 + 160))));
 
-    expect(sileroBatcher(session, 8000).maxBatchSeen).toBeGreaterThan(1);
+    expect(batcher.maxBatchSeen).toBeGreaterThan(1);
     together.forEach((probs, i) => {
       expect(probs.length).toBe(Math.floor((frames * 160) / 256));
       probs.forEach((p, w) => expect(Math.abs(p - alone[i]![w]!)).toBeLessThan(1e-5));
@@ -49,8 +49,7 @@ describe('batched Silero inference', () => {
   });
 
   it('fails every window of a run whose inference fails, and keeps serving afterwards', async () => {
-    const session = await getSileroSession();
-    const batcher = sileroBatcher(session, 8000);
+    const batcher = new SileroBatcher(networkRunner(8000));
     const good = new Float32Array(288);
     const state = new Float32Array(256);
     const bad = batcher.infer(new Float32Array(7), new Float32Array(256));

@@ -213,16 +213,22 @@ function moduleBytes(pages: number): Uint8Array<ArrayBuffer> {
   ]);
 }
 
+/** The little of the WebAssembly JS API used here (the server's compile settings carry no DOM types). */
+interface WebAssemblyApi {
+  Module: new (bytes: Uint8Array<ArrayBuffer>) => object;
+  Instance: new (module: object) => { exports: Record<string, unknown> };
+}
+
 export interface SimdGemv {
   /** The module's memory; views into it stay valid (it never grows). */
-  readonly memory: WebAssembly.Memory;
+  readonly memory: { readonly buffer: ArrayBuffer };
   gemv(w: number, x: number, y: number, rows: number, cols: number): void;
 }
 
 /** A module instance with `bytes` of memory (rounded up to whole pages). Synchronous: the module is tiny. */
 export function createSimdGemv(bytes: number): SimdGemv {
   const pages = Math.max(1, Math.ceil(bytes / 65536));
-  const instance = new WebAssembly.Instance(new WebAssembly.Module(moduleBytes(pages)));
-  const exports = instance.exports as { gemv: SimdGemv['gemv']; memory: WebAssembly.Memory };
-  return { memory: exports.memory, gemv: exports.gemv };
+  const wasm = (globalThis as unknown as { WebAssembly: WebAssemblyApi }).WebAssembly;
+  const instance = new wasm.Instance(new wasm.Module(moduleBytes(pages)));
+  return instance.exports as unknown as SimdGemv;
 }
