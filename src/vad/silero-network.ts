@@ -113,6 +113,14 @@ function sigmoid(x: number): number {
   return 1 / (1 + Math.exp(-x));
 }
 
+/** tanh through one exp (V8's Math.tanh costs several times more); saturates instead of dividing ∞ by ∞. */
+function tanh(x: number): number {
+  if (x > 20) return 1;
+  if (x < -20) return -1;
+  const e = Math.exp(2 * x);
+  return (e - 1) / (e + 1);
+}
+
 const ceil4 = (n: number) => Math.ceil(n / 4) * 4;
 
 /** Bump allocator over the gemv module's memory: byte offsets, 16-byte aligned. */
@@ -127,7 +135,12 @@ class Layout {
 
 interface PlacedConv {
   layer: ConvLayer;
-  /** Weights as [out][ceil4(in × KERNEL)], zero-padded; byte offset. */
+  /**
+   * The kernel taps that ever meet an input frame: with one or two input frames, the padding
+   * leaves some taps only zeros to multiply (the last layer uses only its middle tap).
+   */
+  taps: number[];
+  /** Weights as [out][ceil4(in × taps)], zero-padded; byte offset. */
   weightAt: number;
   width: number;
   paddedWidth: number;
@@ -188,13 +201,17 @@ export class SileroNetwork {
     this.convs = weights.encoder.map((layer) => {
       const inFrames = frames;
       frames = Math.floor((frames + 2 - KERNEL) / layer.stride) + 1;
-      const width = layer.inChannels * KERNEL;
+      const outFrames = frames;
+      const taps = [0, 1, 2].filter((k) =>
+        Array.from({ length: outFrames }, (_, frame) => frame * layer.stride - 1 + k).some((source) => source >= 0 && source < inFrames),
+      );
+      const width = layer.inChannels * taps.length;
       const paddedWidth = ceil4(width);
       if (layer.outChannels % 4 !== 0) throw new Error('Silero model: a convolution with channels not a multiple of 4');
       widest = Math.max(widest, paddedWidth);
       tallest = Math.max(tallest, layer.outChannels);
       this.activations.push(new Float32Array(layer.outChannels * frames));
-      return { layer, weightAt: layout.take(layer.outChannels * paddedWidth), width, paddedWidth, inFrames, outFrames: frames };
+      return { layer, taps, weightAt: layout.take(layer.outChannels * paddedWidth), width, paddedWidth, inFrames, outFrames };
     });
     if (frames !== 1 || weights.encoder.at(-1)!.outChannels !== HIDDEN) {
       throw new Error('Silero model: the encoder does not end in one frame of 128 channels');
@@ -211,8 +228,14 @@ export class SileroNetwork {
     const heap = this.heap;
     heap.set(weights.basis, this.basisAt / 4);
     for (const conv of this.convs) {
-      for (let o = 0; o < conv.layer.outChannels; o++) {
-        heap.set(conv.layer.weight.subarray(o * conv.width, (o + 1) * conv.width), conv.weightAt / 4 + o * conv.paddedWidth);
+      const { weight, inChannels, outChannels } = conv.layer;
+      for (let o = 0; o < outChannels; o++) {
+        for (let channel = 0; channel < inChannels; channel++) {
+          conv.taps.forEach((k, t) => {
+            heap[conv.weightAt / 4 + o * conv.paddedWidth + channel * conv.taps.length + t] =
+              weight[(o * inChannels + channel) * KERNEL + k]!;
+          });
+        }
       }
     }
     heap.set(weights.lstmWeight, this.lstmWeightAt / 4);
@@ -255,20 +278,21 @@ export class SileroNetwork {
 
   /** conv1d (kernel 3, padding 1) + ReLU, channel-major in and out. */
   private conv(conv: PlacedConv, input: Float32Array, out: Float32Array): void {
-    const { layer, inFrames, outFrames, paddedWidth } = conv;
+    const { layer, taps, inFrames, outFrames, width, paddedWidth } = conv;
     const { bias, inChannels, outChannels, stride } = layer;
     const heap = this.heap;
     const column = this.columnAt / 4;
     const convOut = this.convOutAt / 4;
+    const tapCount = taps.length;
     for (let frame = 0; frame < outFrames; frame++) {
       const first = frame * stride - 1;
       for (let channel = 0; channel < inChannels; channel++) {
-        for (let k = 0; k < KERNEL; k++) {
-          const source = first + k;
-          heap[column + channel * KERNEL + k] = source >= 0 && source < inFrames ? input[channel * inFrames + source]! : 0;
+        for (let t = 0; t < tapCount; t++) {
+          const source = first + taps[t]!;
+          heap[column + channel * tapCount + t] = source >= 0 && source < inFrames ? input[channel * inFrames + source]! : 0;
         }
       }
-      for (let pad = inChannels * KERNEL; pad < paddedWidth; pad++) heap[column + pad] = 0;
+      for (let pad = width; pad < paddedWidth; pad++) heap[column + pad] = 0;
       this.gemv(conv.weightAt, this.columnAt, this.convOutAt, outChannels, paddedWidth);
       for (let o = 0; o < outChannels; o++) {
         const value = bias[o]! + heap[convOut + o]!;
@@ -291,10 +315,10 @@ export class SileroNetwork {
     for (let i = 0; i < HIDDEN; i++) {
       const inputGate = sigmoid(lstmBias[i]! + heap[gates + i]!);
       const forgetGate = sigmoid(lstmBias[HIDDEN + i]! + heap[gates + HIDDEN + i]!);
-      const cell = Math.tanh(lstmBias[2 * HIDDEN + i]! + heap[gates + 2 * HIDDEN + i]!);
+      const cell = tanh(lstmBias[2 * HIDDEN + i]! + heap[gates + 2 * HIDDEN + i]!);
       const outputGate = sigmoid(lstmBias[3 * HIDDEN + i]! + heap[gates + 3 * HIDDEN + i]!);
       const c = forgetGate * state[cAt + i]! + inputGate * cell;
-      const h = outputGate * Math.tanh(c);
+      const h = outputGate * tanh(c);
       state[cAt + i] = c;
       state[hAt + i] = h;
       if (h > 0) logit += outWeight[i]! * h;
