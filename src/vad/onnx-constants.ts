@@ -114,7 +114,8 @@ function readTensor(reader: ProtoReader, start: number, end: number): { name: st
   } else {
     data = Float32Array.from(floats);
   }
-  if (data.length !== count) throw new Error(`ONNX model: tensor ${name} holds ${data.length} values, dims say ${count}`);
+  if (data.length !== count)
+    throw new Error(`ONNX model: tensor ${name} holds ${data.length} values, dims say ${count}`);
   return { name, tensor: { dims, data } };
 }
 

@@ -203,7 +203,9 @@ export class SileroNetwork {
       frames = Math.floor((frames + 2 - KERNEL) / layer.stride) + 1;
       const outFrames = frames;
       const taps = [0, 1, 2].filter((k) =>
-        Array.from({ length: outFrames }, (_, frame) => frame * layer.stride - 1 + k).some((source) => source >= 0 && source < inFrames),
+        Array.from({ length: outFrames }, (_, frame) => frame * layer.stride - 1 + k).some(
+          (source) => source >= 0 && source < inFrames,
+        ),
       );
       const width = layer.inChannels * taps.length;
       const paddedWidth = ceil4(width);
@@ -211,7 +213,15 @@ export class SileroNetwork {
       widest = Math.max(widest, paddedWidth);
       tallest = Math.max(tallest, layer.outChannels);
       this.activations.push(new Float32Array(layer.outChannels * frames));
-      return { layer, taps, weightAt: layout.take(layer.outChannels * paddedWidth), width, paddedWidth, inFrames, outFrames };
+      return {
+        layer,
+        taps,
+        weightAt: layout.take(layer.outChannels * paddedWidth),
+        width,
+        paddedWidth,
+        inFrames,
+        outFrames,
+      };
     });
     if (frames !== 1 || weights.encoder.at(-1)!.outChannels !== HIDDEN) {
       throw new Error('Silero model: the encoder does not end in one frame of 128 channels');
@@ -251,7 +261,8 @@ export class SileroNetwork {
    */
   run(input: Float32Array, at: number, state: Float32Array, hAt: number, cAt: number): number {
     this.stft(input, at);
-    for (let i = 0; i < this.convs.length; i++) this.conv(this.convs[i]!, this.activations[i]!, this.activations[i + 1]!);
+    for (let i = 0; i < this.convs.length; i++)
+      this.conv(this.convs[i]!, this.activations[i]!, this.activations[i + 1]!);
     return this.decode(this.activations[this.convs.length]!, state, hAt, cAt);
   }
 
@@ -289,7 +300,8 @@ export class SileroNetwork {
       for (let channel = 0; channel < inChannels; channel++) {
         for (let t = 0; t < tapCount; t++) {
           const source = first + taps[t]!;
-          heap[column + channel * tapCount + t] = source >= 0 && source < inFrames ? input[channel * inFrames + source]! : 0;
+          heap[column + channel * tapCount + t] =
+            source >= 0 && source < inFrames ? input[channel * inFrames + source]! : 0;
         }
       }
       for (let pad = width; pad < paddedWidth; pad++) heap[column + pad] = 0;
