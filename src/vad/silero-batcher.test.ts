@@ -93,4 +93,31 @@ describe('gathering windows into batches', () => {
     expect(await next).toBe(0.5);
     expect(runner.sizes).toEqual([3, 1]);
   });
+
+  it('gives the event loop a turn between runs when the runner answers at once, even with a backlog', async () => {
+    // Calls with 3 s of audio waiting each (carriers catching up): each window a stream runs
+    // queues its next from the previous one's answer. Sockets and the playout clock must not wait
+    // for all of it.
+    // Answers as the TypeScript network does: computed in this thread, the promise already settled.
+    const runner: SileroBatchRunner = {
+      run: (_input, state, batchSize) =>
+        Promise.resolve({ output: new Float32Array(batchSize).fill(0.5), stateN: state.slice() }),
+    };
+    const batcher = new SileroBatcher(runner);
+    // Every other window quiet, as in pauses: each run replays the skipped one first (a sequence),
+    // and sequences run one by one, so a round takes many runs.
+    const vads = Array.from({ length: 20 }, () => {
+      let windows = 0;
+      return new SileroVad({ batcher, isQuiet: () => windows++ % 2 === 0 });
+    });
+    const backlogs = vads.map((vad) => vad.push(new Int16Array(24_000)));
+    const processed = () => vads.reduce((sum, vad) => sum + vad.windowsProcessed, 0);
+    const processedAtTurns: number[] = [];
+    const timer = setInterval(() => processedAtTurns.push(processed()), 0);
+    await Promise.all(backlogs);
+    clearInterval(timer);
+    expect(processed()).toBe(20 * 93);
+    // Timers fired while the backlog was being worked through, not only after it.
+    expect(processedAtTurns.some((count) => count > 0 && count < 20 * 93)).toBe(true);
+  });
 });

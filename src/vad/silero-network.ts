@@ -2,11 +2,12 @@
  * The Silero VAD v6 network in TypeScript: the same weights as the ONNX model the package ships
  * (read from it at load, onnx-constants.ts), the same arithmetic, no runtime. The model is small
  * (a short-time Fourier transform as a convolution, four 1-D convolutions, one LSTM cell, a 1x1
- * convolution: about 310k multiply-adds per 32 ms window at 8 kHz), so plain loops over
- * Float32Arrays in the event loop cost less than handing windows to onnxruntime in a worker
- * thread, and the process no longer holds onnxruntime's native library, its session and a second
- * V8 isolate (about 60 MB). silero-network.test.ts checks its outputs and states against
- * onnxruntime's on the fixtures, window by window.
+ * convolution: about 350k multiply-adds per 32 ms window at 8 kHz, nearly all of them in five
+ * matrix-vector products, which a small WebAssembly SIMD kernel does: simd-gemv.ts). Run in the
+ * event loop, it costs about what handing windows to onnxruntime in a worker thread cost, and the
+ * process no longer holds onnxruntime's native library, its session and a second V8 isolate
+ * (about 46 MB less, docs/cost-per-call.md). silero-network.test.ts checks its outputs, states
+ * and the VAD's decisions against onnxruntime's on the fixtures and the held-apart clips.
  *
  * The graph, per stream (8 kHz; 16 kHz doubles the STFT's sizes):
  *   x = [context 32 | window 256], reflect-padded on the right by 32 samples (352 → 4 frames)
