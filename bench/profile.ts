@@ -73,7 +73,7 @@ async function main(): Promise<void> {
             api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
           },
     );
-    // Idle: listening, the VAD model and the offline voice loaded (the configuration readies them), no call yet.
+    // Idle: listening, the VAD's network loaded (the configuration readies it), no call yet.
     await server.logged('voice activity model ready');
     await new Promise((r) => setTimeout(r, 3000));
     const idle = await scrapeMetrics(server.baseUrl);
@@ -114,7 +114,7 @@ interface CpuProfile {
 
 /** Stage of a frame by its script, most specific first. */
 const STAGES_BY_URL: Array<[RegExp, string]> = [
-  [/\/vad\/|onnxruntime/, 'VAD (Silero: windows, batching, inference)'],
+  [/\/vad\/|onnxruntime|^wasm:/, 'VAD (Silero: windows, batching, inference)'],
   [/audio\/resample|format-converter/, 'resampling / format conversion'],
   [/audio\/mulaw|alawmulaw/, 'mu-law'],
   [/pipeline\/playout|playout-clock/, 'playout tick'],

@@ -74,7 +74,7 @@ async function main(): Promise<void> {
     pinning.server,
   );
   try {
-    // Idle with nothing configured: the heavy parts (VAD model, offline voice) are not loaded yet.
+    // Idle with nothing configured: the VAD's network is not loaded yet.
     await new Promise((resolve) => setTimeout(resolve, 3000));
     const idleRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
     const botConfig = (interruptionMode: 'instant' | 'confirmed') =>
@@ -98,7 +98,6 @@ async function main(): Promise<void> {
     const wssUrl = streamUrl(await botConfig('instant'));
     // Ready for calls: a configuration exists, so the server has loaded what calls need.
     await server.logged('voice activity model ready');
-    await server.logged('offline voice ready');
     const readyRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
     process.stdout.write(
       `latency phase: ${args.calls} calls, ${args.concurrency} at a time, emulated providers at LLM first token ${LATENCIES.llmFirstTokenMs} ms, TTS first byte ${LATENCIES.ttsFirstByteMs} ms\n`,
@@ -276,7 +275,7 @@ async function main(): Promise<void> {
         previous: PREVIOUS.idleRssMb,
       },
       {
-        figure: 'server RSS idle, ready for calls (VAD model and offline voice loaded)',
+        figure: 'server RSS idle, ready for calls (VAD network loaded)',
         unit: 'MB',
         measured: readyRssBytes / MB,
         budget: 'report',
