@@ -9,7 +9,7 @@ import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { ApiError } from '../shared/api-error.js';
 import type { UrlSigner } from '../security/url-signer.js';
 import type { Account } from '../store/accounts-repo.js';
-import type { PageDirection, PageQuery } from '../store/paging.js';
+import { type PageQuery, pageDirection } from '../store/paging.js';
 import type { RecordingRow, RecordingsRepo } from '../store/recordings-repo.js';
 import type { CallRecordsRepo } from '../store/call-records-repo.js';
 import type { BucketStorage, RecordingsBucket } from './bucket-storage.js';
@@ -280,14 +280,7 @@ export class RecordingsService {
     page: PageQuery,
     filters: { roomName?: string },
   ): Promise<{ total_count: number; data: RecordingView[] }> {
-    const cursor = page.starting_after ?? page.ending_before;
-    let direction: PageDirection = { kind: 'first' };
-    if (cursor !== undefined) {
-      const seq = await this.deps.repo.seqOf(account.id, cursor);
-      const field = page.starting_after ? 'starting_after' : 'ending_before';
-      if (seq === undefined) throw new ApiError('invalid-request-error', `${field}: no recording with id ${cursor}`);
-      direction = { kind: page.starting_after ? 'older' : 'newer', seq };
-    }
+    const direction = await pageDirection(page, (id) => this.deps.repo.seqOf(account.id, id), 'recording');
     const [rows, total] = await Promise.all([
       this.deps.repo.list(account.id, direction, page.limit, filters),
       this.deps.repo.count(account.id, filters),
