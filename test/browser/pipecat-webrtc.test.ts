@@ -233,11 +233,7 @@ describe.skipIf(!CHROMIUM)(
       await expect
         .poll(() => sdk<number>(page, 't.heardMs()'), { timeout: 10_000 })
         .toBeGreaterThan(GREETING.length * TONE_MS_PER_CHAR * 0.85);
-      const greetingHeardMs = await sdk<number>(page, 't.heardMs()');
-      // Not played twice (the browser conceals late packets by stretching the audio around them,
-      // so a loaded machine hears the greeting a little longer than it was spoken).
-      if (process.env.SDK_DEBUG) console.log('greeting heard, ms:', greetingHeardMs);
-      expect(greetingHeardMs).toBeLessThan(GREETING.length * TONE_MS_PER_CHAR * 2);
+      if (process.env.SDK_DEBUG) console.log('greeting heard, ms:', await sdk<number>(page, 't.heardMs()'));
 
       // The question, heard from the microphone over RTP: the user's transcript, then the long answer.
       events = await untilEvent(
@@ -250,6 +246,15 @@ describe.skipIf(!CHROMIUM)(
         text: HEARD,
         final: true,
       });
+      // The greeting was one reply, played once: one start and one stop before the caller spoke.
+      // (How long the browser played it says nothing more: it stretches audio around late packets,
+      // more so on a loaded machine.)
+      const beforeQuestion = events.slice(
+        0,
+        events.findIndex((e) => e.type === 'userStartedSpeaking'),
+      );
+      expect(beforeQuestion.filter((e) => e.type === 'botStartedSpeaking')).toHaveLength(1);
+      expect(beforeQuestion.filter((e) => e.type === 'botStoppedSpeaking')).toHaveLength(1);
 
       // The same words over the long answer interrupt it: little of it is heard, and once the
       // bot has stopped, the browser plays out what its jitter buffer held and then nothing.
@@ -293,8 +298,15 @@ describe.skipIf(!CHROMIUM)(
       expect(afterCut.filter((b) => b.atMs - cut.atMs > 400).some(loud)).toBe(false);
       const longHeardMs = blocks.filter((b) => b.atMs > longStart.atMs && b.atMs <= cut.atMs && loud(b)).length * 10;
       expect(longHeardMs).toBeGreaterThan(0);
-      expect(longHeardMs).toBeLessThan(LONG_REPLY.length * TONE_MS_PER_CHAR * 0.8);
-      expect(llm.requests[2]!.messages.at(-1)).toEqual({ role: 'user', content: HEARD });
+      // Cut in the middle: the server kept in the context only the part of the long answer the
+      // caller heard before the barge-in, a beginning of it and not the whole.
+      const contextOfAnswer = llm.requests[2]!.messages;
+      expect(contextOfAnswer.at(-1)).toEqual({ role: 'user', content: HEARD });
+      const heardOfLong = contextOfAnswer.at(-2) as { role: string; content: string };
+      expect(heardOfLong.role).toBe('assistant');
+      expect(heardOfLong.content.length).toBeGreaterThan(0);
+      expect(heardOfLong.content.length).toBeLessThan(LONG_REPLY.length);
+      expect(LONG_REPLY.startsWith(heardOfLong.content.replace(/…$/, '').trimEnd())).toBe(true);
 
       // disconnectBot: the bot leaves and the room ends; the offer URL is refused from then on.
       await sdk(page, 't.disconnectBot()');
