@@ -32,6 +32,8 @@ export interface StartRecordingOptions {
   maxParticipants?: number;
   /** Monotonic clock in ms for the recorder (tests drive it). */
   now?: () => number;
+  /** When the conversation began on that clock (see CallRecorderOptions.startedAtMs). */
+  startedAtMs?: number;
 }
 
 /** One element of a recording's `tracks`: a raw track of one side of the conversation. */
@@ -132,10 +134,18 @@ export class RecordingsService {
   }
 
   /** A recorder for a telephony call, when its configuration asks for recording. */
-  startForCall(config: BotConfigForCall, log: Logger): CallRecorder | undefined {
+  startForCall(config: BotConfigForCall, log: Logger, startedAtMs?: number): CallRecorder | undefined {
     const settings = config.body.recording_settings;
     if (settings?.type !== 'cloud') return undefined;
-    return this.start({ accountId: config.accountId, roomName: config.id, settings }, log);
+    return this.start(
+      {
+        accountId: config.accountId,
+        roomName: config.id,
+        settings,
+        ...(startedAtMs === undefined ? {} : { startedAtMs }),
+      },
+      log,
+    );
   }
 
   /**
@@ -188,6 +198,7 @@ export class RecordingsService {
       paths,
       log,
       ...(options.now ? { now: options.now } : {}),
+      ...(options.startedAtMs === undefined ? {} : { startedAtMs: options.startedAtMs }),
       onRoomName: (name) => {
         rowWrites = rowWrites.then(async (stored) => {
           if (stored)
