@@ -175,7 +175,6 @@ describe('a recorded phone call', () => {
         ],
       },
     });
-    if (report.outcome !== 'completed') console.log('GDEBUG', JSON.stringify(report.timeline.slice(-6)), JSON.stringify((report as any).close ?? ''));
     expect(report.outcome).toBe('completed');
 
     const recording = await finishedRecording();
