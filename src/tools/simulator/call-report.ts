@@ -96,6 +96,11 @@ export interface UtteranceMetrics {
 
 export interface ClearMetrics {
   atMs: number;
+  /**
+   * Audio of the bot's speech in progress (since its segment began) that had played when the
+   * clear came: what the caller heard of it, counted in frames, whatever the clocks did meanwhile.
+   */
+  playedAudioMs: number;
   /** Audio that was queued or playing and was dropped. */
   droppedAudioMs: number;
   /** Bot audio that arrived within the clear window after the clear (stale audio of a cancelled reply, usually). */
@@ -184,6 +189,8 @@ export interface SegmentRecord {
 
 export interface ClearRecord {
   atMs: number;
+  /** Bytes of the segment in progress the phone had played when the clear came. */
+  playedBytes: number;
   droppedBytes: number;
   lateBytes: number;
   lastLateAfterMs: number | null;
@@ -241,6 +248,7 @@ export function utteranceMetrics(
 export function clearMetrics(clears: readonly ClearRecord[]): ClearMetrics[] {
   return clears.map((c) => ({
     atMs: round(c.atMs),
+    playedAudioMs: round(c.playedBytes / MULAW_BYTES_PER_MS),
     droppedAudioMs: round(c.droppedBytes / MULAW_BYTES_PER_MS),
     lateAudioMs: round(c.lateBytes / MULAW_BYTES_PER_MS),
     lastLateAudioAfterMs: c.lastLateAfterMs === null ? null : round(c.lastLateAfterMs),
