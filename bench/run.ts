@@ -7,7 +7,7 @@ import { type CapacityPoint, measureCapacity, startEmulateProcess } from './capa
 import { cpuPinning } from './cpu-pinning.js';
 import { type BargeInSamples, runBargeInPhase } from './barge-in.js';
 import { BENCH_LATENCIES, benchEmulatorArgs, runLatencyPhase } from './latency.js';
-import { runTurnTakingPhase, turnTakingBotConfig, turnTakingRows } from './turn-taking.js';
+import { lateCauses, runTurnTakingPhase, turnTakingBotConfig, turnTakingRows } from './turn-taking.js';
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 import { type BudgetRow, formatTable, percentile } from './report.js';
 import { describeCallRecords, measureCallRecords } from './call-records.js';
@@ -186,9 +186,11 @@ async function main(): Promise<void> {
       concurrency: Number(args.concurrency),
       latencyCalls: 4,
       noiseCalls: 2,
+      baseUrl: server.baseUrl,
       serverCalls: server.calls,
     });
     rows.push(...turnTakingRows(turnTaking));
+    process.stdout.write(`${lateCauses(turnTaking)}\n`);
     process.stdout.write(`\n${formatTable(rows)}\n`);
 
     // Capacity: each step of the sweep; memory per call is counted above the server ready for calls.

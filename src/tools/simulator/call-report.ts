@@ -80,6 +80,12 @@ export interface UtteranceMetrics {
   /** Send times of the first and last voiced frame; null for a clip without speech. */
   firstVoicedMs: number | null;
   lastVoicedMs: number | null;
+  /**
+   * Where the first voiced frame starts on the caller's audio clock (ms of audio sent since the
+   * stream's first frame, its media timestamp): the server's VAD times are on that clock, free of
+   * either side's scheduling.
+   */
+  firstVoicedAudioMs: number | null;
   /** The caller spoke while bot audio was playing. */
   bargeIn: boolean;
   /**
@@ -174,6 +180,7 @@ export interface UtteranceRecord {
   endMs: number | null;
   firstVoicedMs: number | null;
   lastVoicedMs: number | null;
+  firstVoicedAudioMs?: number | null;
 }
 
 export interface SegmentRecord {
@@ -231,6 +238,7 @@ export function utteranceMetrics(
       endMs: u.endMs === null ? null : round(u.endMs),
       firstVoicedMs: u.firstVoicedMs === null ? null : round(u.firstVoicedMs),
       lastVoicedMs: u.lastVoicedMs === null ? null : round(u.lastVoicedMs),
+      firstVoicedAudioMs: u.firstVoicedAudioMs ?? null,
       bargeIn,
       bargeInLatencyMs: bargeInLatencyMs === null ? null : round(bargeInLatencyMs),
       replyLatencyMs: replyLatencyMs === null ? null : round(replyLatencyMs),

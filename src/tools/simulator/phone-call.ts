@@ -382,6 +382,7 @@ export class PhoneCall {
       if (index === 0) this.event(nowMs, 'caller-audio-start', playing.name);
       if (index === clip.firstVoicedFrame) {
         playing.utterance.firstVoicedMs = nowMs;
+        playing.utterance.firstVoicedAudioMs = this.tickIndex * FRAME_MS;
         this.event(nowMs, 'caller-voice-start', playing.name);
       }
       if (index === clip.lastVoicedFrame) {
