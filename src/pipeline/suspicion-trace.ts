@@ -44,7 +44,8 @@ export interface SuspicionRecord {
 export class SuspicionTrace {
   private audioMs = 0;
   private vadOriginMs = 0;
-  /** Per frame, ring-buffered: its end on the audio clock and when it arrived (performance.now()). */
+  /** Per frame, ring-buffered: its start and end on the audio clock and when it arrived (performance.now()). */
+  private readonly frameStartMs = new Float64Array(ARRIVALS_KEPT);
   private readonly frameEndMs = new Float64Array(ARRIVALS_KEPT);
   private readonly arrivedAtMs = new Float64Array(ARRIVALS_KEPT);
   private frames = 0;
@@ -52,8 +53,9 @@ export class SuspicionTrace {
 
   /** A frame of `ms` of caller audio arrived now. */
   heard(ms: number, nowMs = performance.now()): void {
-    this.audioMs += ms;
     const slot = this.frames % ARRIVALS_KEPT;
+    this.frameStartMs[slot] = this.audioMs;
+    this.audioMs += ms;
     this.frameEndMs[slot] = this.audioMs;
     this.arrivedAtMs[slot] = nowMs;
     this.frames += 1;
@@ -82,12 +84,10 @@ export class SuspicionTrace {
 
   /** When the frame holding the end of audio time `atAudioMs` arrived, if still known. */
   private arrivalOf(atAudioMs: number): number | undefined {
-    const oldest = Math.max(0, this.frames - ARRIVALS_KEPT);
-    for (let i = this.frames - 1; i >= oldest; i--) {
+    for (let i = this.frames - 1; i >= Math.max(0, this.frames - ARRIVALS_KEPT); i--) {
       const slot = i % ARRIVALS_KEPT;
-      const startMs = i === 0 ? 0 : this.frameEndMs[(i - 1) % ARRIVALS_KEPT]!;
-      if (i > oldest && startMs >= atAudioMs) continue;
-      return this.frameEndMs[slot]! >= atAudioMs ? this.arrivedAtMs[slot] : undefined;
+      if (this.frameEndMs[slot]! < atAudioMs) return undefined;
+      if (this.frameStartMs[slot]! < atAudioMs) return this.arrivedAtMs[slot];
     }
     return undefined;
   }
