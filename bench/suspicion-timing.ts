@@ -21,6 +21,7 @@ import { percentile } from './report.js';
  * the server's `clear` back take a frame each (as in src/vad/suspicion-onsets.test.ts).
  */
 export const DECIDED_WITHIN_AUDIO_MS = 80;
+const FRAME_MS = 20;
 /** Decisions further than this past the onset belong to something else (the next utterance). */
 const DECISION_HORIZON_MS = 3000;
 
@@ -64,7 +65,10 @@ export function interruptionTiming(
   };
   const onset = said?.firstVoicedAudioMs;
   if (onset == null || !summary?.suspicions) return timing;
-  const after = summary.suspicions.filter((r) => r.atAudioMs > onset && r.atAudioMs <= onset + DECISION_HORIZON_MS);
+  // From the clip's first frame: the model may hear speech in the quiet start of a word that the
+  // simulator's energy threshold counts as voiced a frame or two later.
+  const from = said?.startAudioMs ?? onset;
+  const after = summary.suspicions.filter((r) => r.atAudioMs > from && r.atAudioMs <= onset + DECISION_HORIZON_MS);
   const decided = after.find(DECIDING);
   for (const r of after) {
     if (decided && r.atAudioMs > decided.atAudioMs) break;
@@ -104,7 +108,10 @@ export interface TimingSplit {
   interruptions: number;
   decisionAudioMs: number[];
   serverLagMs: number[];
-  /** onset → clear minus the decision's audio and the server's lag: pacing, sockets, the bench's loop. */
+  /**
+   * onset → clear minus when the caller's frame completing the deciding window left and the
+   * server's lag: the caller's pacing, the sockets, the bench's loop.
+   */
   restMs: number[];
   causes: Record<string, number>;
 }
@@ -122,12 +129,19 @@ export function splitTimings(timings: readonly InterruptionTiming[], engagedWith
     if (decidedInTime(t)) split.decidedInTime += 1;
     if (t.decisionAudioMs !== null) split.decisionAudioMs.push(t.decisionAudioMs);
     if (t.serverLagMs !== null) split.serverLagMs.push(t.serverLagMs);
+    // The caller sends each 20 ms frame at its start: the frame completing the deciding window
+    // leaves (its start - the onset frame's start) after the onset.
     if (t.onsetToClearMs !== null && t.decisionAudioMs !== null && t.serverLagMs !== null)
-      split.restMs.push(t.onsetToClearMs - t.decisionAudioMs - t.serverLagMs);
+      split.restMs.push(t.onsetToClearMs - Math.max(0, frameSentAfterMs(t.decisionAudioMs)) - t.serverLagMs);
     const cause = lateCause(t, engagedWithinMs);
     if (cause) split.causes[cause] = (split.causes[cause] ?? 0) + 1;
   }
   return split;
+}
+
+/** When the caller's frame holding audio `ms` after the onset frame's start is sent, after that frame. */
+function frameSentAfterMs(ms: number): number {
+  return Math.ceil(ms / FRAME_MS) * FRAME_MS - FRAME_MS;
 }
 
 export function p50p95(values: readonly number[]): string {

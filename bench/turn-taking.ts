@@ -18,6 +18,7 @@ import {
   DECIDED_WITHIN_AUDIO_MS,
   type InterruptionTiming,
   interruptionTiming,
+  lateCause,
   p50p95,
   splitTimings,
 } from './suspicion-timing.js';
@@ -150,7 +151,7 @@ export async function runTurnTakingPhase(options: {
     readdirSync(HELD_APART_DIR)
       .filter((f) => f.startsWith('int') && f.endsWith('.ulaw'))
       .sort()
-      .map((f) => clip(f.slice(0, -'.ulaw'.length))),
+      .map(async (f) => ({ name: f.slice(0, -'.ulaw'.length), ...(await clip(f.slice(0, -'.ulaw'.length))) })),
   );
   const call = (scenario: Scenario, clips: Record<string, { mulaw: Uint8Array }>) => () =>
     runPhoneCall({ target: { wssUrl: options.wssUrl }, scenario, clips });
@@ -214,20 +215,24 @@ export async function runTurnTakingPhase(options: {
     ['over the greeting', interruptGreeting(600), 0],
     ['over an answer', interruptAnswer(700), 1],
   ];
-  const engagementReports: Array<[string, CallReport, number]> = [];
+  const engagementReports: Array<[string, CallReport, number, string]> = [];
   const loadBefore = loadavg()[0]!;
   // The scrape restarts the server's event-loop histogram: the next one covers the interruptions only.
   if (options.baseUrl && runs('engagement')) await scrapeMetrics(options.baseUrl);
   const benchLoop = monitorEventLoopDelay({ resolution: EVENT_LOOP_SAMPLING_MS });
   benchLoop.enable();
   for (const [where, scenario, utterance] of runs('engagement') ? engagementCases : []) {
-    const reports = await runAll(
-      interruptions.map((interruption) => call(scenario, { question: noPauses, interruption })),
+    const named = await runAll(
+      interruptions.map(
+        (interruption) => async () =>
+          [interruption.name, await call(scenario, { question: noPauses, interruption })()] as const,
+      ),
       options.concurrency,
     );
+    const reports = named.map(([, report]) => report);
     count(reports);
-    for (const report of reports) {
-      engagementReports.push([where, report, utterance]);
+    for (const [name, report] of named) {
+      engagementReports.push([where, report, utterance, name]);
       const said = report.metrics.utterances[utterance];
       if (said && !said.bargeIn) samples.notTalkedOver[where]! += 1;
       else if (said?.bargeInLatencyMs == null) samples.noClear[where]! += 1;
@@ -246,9 +251,10 @@ export async function runTurnTakingPhase(options: {
     if (sid) bySid.set(sid, summary);
   }
   if (engagementReports.length > 0) {
-    samples.interruptionTimings = engagementReports.map(([where, report, utterance]) =>
-      interruptionTiming(where, report, utterance, bySid.get(report.callSid)),
-    );
+    samples.interruptionTimings = engagementReports.map(([where, report, utterance, name]) => ({
+      ...interruptionTiming(where, report, utterance, bySid.get(report.callSid)),
+      clip: name,
+    }));
     const loopMs = (ns: number) => Math.round(Math.max(0, ns / 1e6 - EVENT_LOOP_SAMPLING_MS));
     const clockLags = engagementReports.map(([, report]) => Math.round(report.metrics.clockMaxLagMs));
     samples.machine = {
@@ -435,10 +441,14 @@ export function lateCauses(s: TurnTakingSamples): string {
   for (const where of Object.keys(s.onsetToClearMs)) {
     const timings = (s.interruptionTimings ?? []).filter((t) => t.where === where);
     if (timings.length === 0) continue;
-    const { causes } = splitTimings(timings, ENGAGED_WITHIN_MS);
-    const entries = Object.entries(causes).sort((a, b) => b[1] - a[1]);
-    lines.push(`clear later than ${ENGAGED_WITHIN_MS} ms ${where}: ${entries.length === 0 ? 'none' : ''}`);
-    for (const [cause, n] of entries) lines.push(`  ${n} x ${cause}`);
+    const clips = new Map<string, string[]>();
+    for (const t of timings) {
+      const cause = lateCause(t, ENGAGED_WITHIN_MS);
+      if (cause) clips.set(cause, [...(clips.get(cause) ?? []), t.clip]);
+    }
+    lines.push(`clear later than ${ENGAGED_WITHIN_MS} ms ${where}: ${clips.size === 0 ? 'none' : ''}`);
+    for (const [cause, names] of [...clips].sort((a, b) => b[1].length - a[1].length))
+      lines.push(`  ${names.length} x ${cause}: ${names.join(', ')}`);
   }
   return lines.join('\n');
 }

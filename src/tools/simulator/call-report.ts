@@ -86,6 +86,8 @@ export interface UtteranceMetrics {
    * either side's scheduling.
    */
   firstVoicedAudioMs: number | null;
+  /** Where the clip's first frame starts on that clock (its leading quiet may already be heard as speech). */
+  startAudioMs: number | null;
   /** The caller spoke while bot audio was playing. */
   bargeIn: boolean;
   /**
@@ -181,6 +183,7 @@ export interface UtteranceRecord {
   firstVoicedMs: number | null;
   lastVoicedMs: number | null;
   firstVoicedAudioMs?: number | null;
+  startAudioMs?: number;
 }
 
 export interface SegmentRecord {
@@ -239,6 +242,7 @@ export function utteranceMetrics(
       firstVoicedMs: u.firstVoicedMs === null ? null : round(u.firstVoicedMs),
       lastVoicedMs: u.lastVoicedMs === null ? null : round(u.lastVoicedMs),
       firstVoicedAudioMs: u.firstVoicedAudioMs ?? null,
+      startAudioMs: u.startAudioMs ?? null,
       bargeIn,
       bargeInLatencyMs: bargeInLatencyMs === null ? null : round(bargeInLatencyMs),
       replyLatencyMs: replyLatencyMs === null ? null : round(replyLatencyMs),

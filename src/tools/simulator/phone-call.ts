@@ -409,6 +409,8 @@ export class PhoneCall {
       endMs: null,
       firstVoicedMs: null,
       lastVoicedMs: null,
+      // The clip's first frame goes out on this tick.
+      startAudioMs: this.tickIndex * FRAME_MS,
     };
     this.utterances.push(utterance);
     if (clip.frameCount === 0) utterance.endMs = nowMs;
