@@ -361,6 +361,7 @@ export function turnTakingRows(s: TurnTakingSamples): BudgetRow[] {
       },
     );
   }
+  const noiseCalls = Object.values(s.noiseByClip ?? {}).reduce((n, clip) => n + clip.calls, 0);
   const m = s.machine;
   if (m?.loadAverage1m) {
     rows.push(
@@ -410,7 +411,8 @@ export function turnTakingRows(s: TurnTakingSamples): BudgetRow[] {
       samples: s.falseStops,
     },
     {
-      figure: 'replies cut off during the non-speech',
+      // Per call too: runs with more noise calls cut more replies at the same rate.
+      figure: `replies cut off during the non-speech, over ${noiseCalls} noise calls (${noiseCalls > 0 ? Math.round((100 * s.cutReplies) / noiseCalls) / 100 : 'n/a'} a call)`,
       unit: 'replies',
       measured: s.cutReplies,
       budget: 'report',
