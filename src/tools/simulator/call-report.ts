@@ -80,6 +80,14 @@ export interface UtteranceMetrics {
   /** Send times of the first and last voiced frame; null for a clip without speech. */
   firstVoicedMs: number | null;
   lastVoicedMs: number | null;
+  /**
+   * Where the first voiced frame starts on the caller's audio clock (ms of audio sent since the
+   * stream's first frame, its media timestamp): the server's VAD times are on that clock, free of
+   * either side's scheduling.
+   */
+  firstVoicedAudioMs: number | null;
+  /** Where the clip's first frame starts on that clock (its leading quiet may already be heard as speech). */
+  startAudioMs: number | null;
   /** The caller spoke while bot audio was playing. */
   bargeIn: boolean;
   /**
@@ -179,6 +187,8 @@ export interface UtteranceRecord {
   endMs: number | null;
   firstVoicedMs: number | null;
   lastVoicedMs: number | null;
+  firstVoicedAudioMs?: number | null;
+  startAudioMs?: number;
 }
 
 export interface SegmentRecord {
@@ -238,6 +248,8 @@ export function utteranceMetrics(
       endMs: u.endMs === null ? null : round(u.endMs),
       firstVoicedMs: u.firstVoicedMs === null ? null : round(u.firstVoicedMs),
       lastVoicedMs: u.lastVoicedMs === null ? null : round(u.lastVoicedMs),
+      firstVoicedAudioMs: u.firstVoicedAudioMs ?? null,
+      startAudioMs: u.startAudioMs ?? null,
       bargeIn,
       bargeInLatencyMs: bargeInLatencyMs === null ? null : round(bargeInLatencyMs),
       replyLatencyMs: replyLatencyMs === null ? null : round(replyLatencyMs),
