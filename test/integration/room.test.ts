@@ -239,10 +239,10 @@ describe('a bot in a room', () => {
         1008,
         'client-ready sent twice',
       ],
-      // Three seconds of audio within a moment, in messages under the size limit.
+      // Twelve seconds of audio within a moment (past the 10 s burst), in messages under the size limit.
       [
         (c) => {
-          for (let i = 0; i < 6; i++) c.sendRaw(Buffer.alloc(16000));
+          for (let i = 0; i < 24; i++) c.sendRaw(Buffer.alloc(16000));
         },
         true,
         4429,
