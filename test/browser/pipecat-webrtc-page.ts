@@ -77,7 +77,8 @@ const record =
 const client = new PipecatClient({
   transport: new SmallWebRTCTransport({ mediaManager: new WavMediaManager() }),
   enableMic: true,
-  enableCam: false,
+  // A vision profile's page (`/?camera`) sends Chromium's fake camera.
+  enableCam: new URLSearchParams(location.search).has('camera'),
   callbacks: {
     onBotReady: record('botReady'),
     onUserStartedSpeaking: record('userStartedSpeaking'),

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import jpeg from 'jpeg-js';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodePcm16Wav } from '../../src/audio/wav.js';
@@ -59,7 +60,7 @@ async function serveFrontEnd(bundle: string): Promise<{ origin: string; close():
   const http = createServer((request, response) => {
     if (request.url === '/app.js') {
       response.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle);
-    } else if (request.url === '/') {
+    } else if (request.url === '/' || request.url === '/?camera') {
       response
         .writeHead(200, { 'content-type': 'text/html' })
         .end('<!doctype html><title>Pipecat WebRTC</title><script src="/app.js"></script>');
@@ -156,7 +157,10 @@ describe.skipIf(!CHROMIUM)(
     });
 
     /** A server, a front-end, and a page that has called startBotAndConnect; `impair` puts media through a lossy relay. */
-    async function call(impair?: { lossRate: number; jitterMs: number }) {
+    async function call(
+      impair?: { lossRate: number; jitterMs: number },
+      options: { camera?: boolean; body?: Record<string, unknown> } = {},
+    ) {
       const stt = new ScriptedStt([HEARD, HEARD]);
       const llm = new ScriptedLlm({ replies: [GREETING, LONG_REPLY, ANSWER] });
       const front = await serveFrontEnd(bundle);
@@ -210,13 +214,13 @@ describe.skipIf(!CHROMIUM)(
       const answer = page
         .waitForResponse((response) => response.url().endsWith('/v1/bots/start'))
         .then(async (response) => (await response.json()) as Record<string, any>);
-      await page.goto(`${front.origin}/`);
+      await page.goto(`${front.origin}/${options.camera ? '?camera' : ''}`);
       const outcome = await page.evaluate(
         ([endpoint, key, body]) =>
           (
             globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
           ).sdkTest.start(endpoint, key, body),
-        [`${origin}/v1/bots/start`, TEST_KEY, START_BODY] as const,
+        [`${origin}/v1/bots/start`, TEST_KEY, options.body ?? START_BODY] as const,
       );
       return { page, stt, llm, outcome, answer: await answer, consoleErrors, elsewhere };
     }
@@ -308,6 +312,35 @@ describe.skipIf(!CHROMIUM)(
       expect(late.status).toBe(404);
       expect(await late.json()).toEqual({ error: 'not-found', info: 'room not found or has closed' });
       expect(elsewhere).toEqual([]);
+      await page.close();
+    }, 120_000);
+
+    it('a vision profile sees the camera: VP8 from the fake camera reaches the LLM as a JPEG picture with the user turn', async () => {
+      const { page, llm, outcome } = await call(undefined, {
+        camera: true,
+        body: { ...START_BODY, bot_profile: 'vision_2024_10' },
+      });
+      expect(outcome).toBe('connected');
+      await untilEvent(
+        page,
+        'the user transcript',
+        (e) => e.some((x) => x.type === 'userTranscript' && x.data!.final === true),
+        30_000,
+      );
+      await expect.poll(() => llm.requests.length, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+      const lastUser = llm.requests[1]!.messages.at(-1)!;
+      expect(lastUser).toMatchObject({ role: 'user', content: HEARD });
+      // A JPEG (base64 of FF D8 FF) of the camera's picture: its size, and a picture rather than a flat plane.
+      expect(lastUser.imageBase64).toMatch(/^\/9j\//);
+      const picture = jpeg.decode(Buffer.from(lastUser.imageBase64!, 'base64'), { useTArray: true });
+      expect([picture.width, picture.height]).toEqual([640, 480]);
+      const luma = Array.from({ length: picture.width * picture.height }, (_, i) => picture.data[i * 4 + 1]!);
+      const mean = luma.reduce((a, b) => a + b, 0) / luma.length;
+      const spread = Math.sqrt(luma.reduce((a, b) => a + (b - mean) ** 2, 0) / luma.length);
+      if (process.env.SDK_DEBUG) console.log('camera picture: mean', mean, 'spread', spread);
+      expect(spread).toBeGreaterThan(10);
+      await sdk(page, 't.disconnectBot()');
+      await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
       await page.close();
     }, 120_000);
 

@@ -253,7 +253,7 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
     expect(await roomsOn(b)).toBe(0);
 
     // Candidates trickled by PATCH, as Pipecat's client sends them: taken by the node holding the peer.
-    const peer = await WebRtcRoomPeer.connect({ endpoint: viaB, trickle: true, decode: true });
+    const peer = await WebRtcRoomPeer.connect({ endpoint: viaB, candidates: 'patch', decode: true });
     try {
       expect(peer.pcId).toMatch(/^[\w-]{16}$/);
       expect(peer.patchedCandidates).toBeGreaterThan(0);

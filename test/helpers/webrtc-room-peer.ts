@@ -22,8 +22,12 @@ export interface WebRtcRoomPeerOptions {
   endpoint: string;
   /** Where candidates are PATCHed; the offer URL unless set (e.g. the same path on another node). */
   patchEndpoint?: string;
-  /** Candidates by PATCH after the offer, none in it (the Pipecat client's trickle mode). */
-  trickle?: boolean;
+  /**
+   * Where the client's candidates go: in the offer (the client's `waitForICEGathering` mode), by
+   * PATCH after it (its default, trickle), or nowhere (a relay in the path: the server learns the
+   * relay's address from the connectivity checks).
+   */
+  candidates?: 'offer' | 'patch' | 'withheld';
   /** Applied to the answer before it is used: a relay in the path names itself instead of the server. */
   rewriteAnswer?: (sdp: string) => string;
   /** Decode the bot's audio to measure its loudness (costs CPU; off for load). */
@@ -209,9 +213,11 @@ export class WebRtcRoomPeer {
       await new Promise<void>((resolve) => pc.iceGatheringStateChange.subscribe((s) => s === 'complete' && resolve()));
     const lines = pc.localDescription!.sdp.split('\r\n');
     const candidates = lines.filter((line) => line.startsWith('a=candidate:')).map((line) => line.slice(2));
-    const offer = this.options.trickle
-      ? lines.filter((line) => !line.startsWith('a=candidate:') && line !== 'a=end-of-candidates').join('\r\n')
-      : pc.localDescription!.sdp;
+    const mode = this.options.candidates ?? 'offer';
+    const offer =
+      mode !== 'offer'
+        ? lines.filter((line) => !line.startsWith('a=candidate:') && line !== 'a=end-of-candidates').join('\r\n')
+        : pc.localDescription!.sdp;
 
     const response = await fetch(endpoint, {
       method: 'POST',
@@ -232,7 +238,7 @@ export class WebRtcRoomPeer {
     this.audio = audio;
     const sdp = this.options.rewriteAnswer ? this.options.rewriteAnswer(answer.sdp) : answer.sdp;
     await pc.setRemoteDescription({ type: 'answer', sdp });
-    if (this.options.trickle && candidates.length > 0) {
+    if (mode === 'patch' && candidates.length > 0) {
       const patched = await fetch(this.options.patchEndpoint ?? endpoint, {
         method: 'PATCH',
         headers: { 'content-type': 'application/json' },
@@ -246,7 +252,7 @@ export class WebRtcRoomPeer {
     }
     if (dc.readyState !== 'open')
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('the data channel did not open within 15 s')), 15_000);
+        const timer = setTimeout(() => reject(new Error('the data channel did not open within 30 s')), 30_000);
         dc.stateChanged.subscribe((s) => {
           if (s !== 'open') return;
           clearTimeout(timer);
