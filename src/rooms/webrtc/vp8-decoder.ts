@@ -38,7 +38,11 @@ export class Vp8Decoder {
 
   static async create(): Promise<Vp8Decoder> {
     factory ??= require('ogv/dist/ogv-decoder-video-vp8-wasm.js') as OgvFactory;
-    const module = await factory({});
+    // The container's idea of the picture, which ogv's demuxer would give: RTP has none, and the
+    // decoder reads only the display size from it (the picture's own size comes from the stream).
+    const module = await factory({
+      videoFormat: { cropWidth: 0, cropHeight: 0, displayWidth: 0, displayHeight: 0 },
+    });
     await new Promise<void>((resolve) => module.init(resolve));
     return new Vp8Decoder(module);
   }
