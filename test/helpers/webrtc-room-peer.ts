@@ -252,7 +252,7 @@ export class WebRtcRoomPeer {
     }
     if (dc.readyState !== 'open')
       await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('the data channel did not open within 30 s')), 30_000);
+        const timer = setTimeout(() => reject(new Error('the data channel did not open within 60 s')), 60_000);
         dc.stateChanged.subscribe((s) => {
           if (s !== 'open') return;
           clearTimeout(timer);
