@@ -85,13 +85,13 @@ const withCamera = new URLSearchParams(location.search).has('camera');
 class CameraMediaManager extends WavMediaManager {
   private camera: MediaStreamTrack | undefined;
 
-  override async connect(): Promise<void> {
+  async connect(): Promise<void> {
     await super.connect();
     if (withCamera && !this.camera)
       this.camera = (await navigator.mediaDevices.getUserMedia({ video: true })).getVideoTracks()[0];
   }
 
-  override tracks() {
+  tracks() {
     const tracks = super.tracks();
     return this.camera ? { local: { ...tracks.local, video: this.camera } } : tracks;
   }

@@ -9,6 +9,7 @@ import jpeg from 'jpeg-js';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { encodePcm16Wav } from '../../src/audio/wav.js';
+import { keyframeToJpeg } from '../../src/rooms/webrtc/camera-worker-client.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { fixturePcm } from '../helpers/room-client.js';
@@ -316,6 +317,9 @@ describe.skipIf(!CHROMIUM)(
     }, 120_000);
 
     it('a vision profile sees the camera: VP8 from the fake camera reaches the LLM as a JPEG picture with the user turn', async () => {
+      // The picture worker runs here from TypeScript, which takes a loaded machine seconds to
+      // compile: started before the call, as a server's built worker is ready at once.
+      await keyframeToJpeg(new Uint8Array(16));
       const { page, llm, outcome } = await call(undefined, {
         camera: true,
         body: { ...START_BODY, bot_profile: 'vision_2024_10' },

@@ -1,12 +1,8 @@
-import jpeg from 'jpeg-js';
 import { Vp8RtpPayload } from 'werift';
-import { type I420Picture, Vp8Decoder } from './vp8-decoder.js';
+import { keyframeToJpeg, warmCameraWorker } from './camera-worker-client.js';
 
 /** How often the vision path gets a new picture of the camera: it reads the latest with each user turn. */
 export const SNAPSHOT_INTERVAL_MS = 2000;
-/** Pictures wider than this are halved (again) before encoding: a vision model needs no more, and JPEG encoding is ours to pay. */
-const MAX_SNAPSHOT_WIDTH = 640;
-const JPEG_QUALITY = 80;
 /** A keyframe bigger than this is not a camera picture we want (VP8 keyframes of 720p are well under). */
 const MAX_FRAME_BYTES = 1024 * 1024;
 
@@ -19,14 +15,15 @@ export interface RtpPacketView {
 
 /**
  * The camera of a WebRTC participant as pictures for the vision path: VP8 keyframes reassembled
- * from RTP (RFC 7741), decoded by libvpx (WebAssembly) and encoded as JPEG, the format the room
- * socket's `user-image` carries. Only keyframes are decoded: a picture every couple of seconds
- * needs no inter frame, so between keyframes nothing is decoded, and when a picture is due and
- * no keyframe came, one is asked for (an RTCP PLI, which browsers answer at once).
+ * from RTP (RFC 7741), then decoded by libvpx (WebAssembly) and encoded as JPEG (the format the
+ * room socket's `user-image` carries) in a worker thread, since a picture takes tens to hundreds
+ * of milliseconds that the event loop owes every call's audio frames. Only keyframes are decoded:
+ * a picture every couple of seconds needs no inter frame, so between keyframes nothing is
+ * decoded, and when a picture is due and no keyframe came, one is asked for (an RTCP PLI, which
+ * browsers answer at once).
  */
 export class CameraSnapshots {
   readonly stats = { keyframes: 0, snapshots: 0, keyframeRequests: 0, undecodable: 0 };
-  private decoder: Promise<Vp8Decoder> | undefined;
   private parts: Buffer[] = [];
   private frameTimestamp: number | undefined;
   private nextSequence: number | undefined;
@@ -43,7 +40,9 @@ export class CameraSnapshots {
     private readonly onError: (err: unknown) => void,
     private readonly intervalMs = SNAPSHOT_INTERVAL_MS,
     private readonly now: () => number = () => performance.now(),
-  ) {}
+  ) {
+    warmCameraWorker();
+  }
 
   /** One RTP packet of the camera track. */
   push(rtp: RtpPacketView): void {
@@ -107,16 +106,15 @@ export class CameraSnapshots {
   private async snapshot(frame: Buffer): Promise<void> {
     this.decoding = true;
     try {
-      this.decoder ??= Vp8Decoder.create();
-      const picture = await (await this.decoder).decode(frame);
+      const jpegBase64 = await keyframeToJpeg(frame);
       if (this.closed) return;
-      if (!picture) {
+      if (jpegBase64 === undefined) {
         this.stats.undecodable += 1;
         return;
       }
       this.lastSnapshotMs = this.now();
       this.stats.snapshots += 1;
-      this.onSnapshot(encodeJpeg(picture).toString('base64'));
+      this.onSnapshot(jpegBase64);
     } catch (err) {
       this.onError(err);
     } finally {
@@ -131,34 +129,4 @@ export class CameraSnapshots {
     this.nextSequence = undefined;
     this.frameIsKey = false;
   }
-}
-
-/** A decoded picture as JPEG: BT.601 (limited range, as VP8 codes it) to RGB, halved while too wide. */
-export function encodeJpeg(picture: I420Picture): Buffer {
-  let step = 1;
-  while (picture.width / step > MAX_SNAPSHOT_WIDTH) step *= 2;
-  const width = Math.floor(picture.width / step);
-  const height = Math.floor(picture.height / step);
-  const rgba = Buffer.alloc(width * height * 4);
-  const { y, u, v } = picture;
-  for (let row = 0; row < height; row++) {
-    const sy = row * step;
-    for (let col = 0; col < width; col++) {
-      const sx = col * step;
-      const Y = 1.164 * (y.bytes[sy * y.stride + sx]! - 16);
-      const chroma = (sy >> 1) * u.stride + (sx >> 1);
-      const U = u.bytes[chroma]! - 128;
-      const V = v.bytes[(sy >> 1) * v.stride + (sx >> 1)]! - 128;
-      const at = (row * width + col) * 4;
-      rgba[at] = clamp(Y + 1.596 * V);
-      rgba[at + 1] = clamp(Y - 0.392 * U - 0.813 * V);
-      rgba[at + 2] = clamp(Y + 2.017 * U);
-      rgba[at + 3] = 255;
-    }
-  }
-  return jpeg.encode({ data: rgba, width, height }, JPEG_QUALITY).data;
-}
-
-function clamp(value: number): number {
-  return value < 0 ? 0 : value > 255 ? 255 : Math.round(value);
 }
