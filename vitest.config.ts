@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongestFirstSequencer from './test/helpers/longest-first-sequencer.js';
 import { findPostgres } from './test/helpers/postgres-server.js';
 import { findRedis } from './test/helpers/redis-server.js';
 
@@ -67,6 +68,8 @@ export default defineConfig({
     // than the cores: one at a time there). Each file has its own servers on free ports, data
     // dirs and env; `--maxWorkers` overrides.
     maxWorkers: 4,
+    // Each group's longest files first, so no long file runs alone at the end of its group.
+    sequence: { sequencer: LongestFirstSequencer },
     projects: [
       {
         extends: true,

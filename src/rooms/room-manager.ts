@@ -86,12 +86,13 @@ export class RoomManager {
   /** Opens a room with its bot under a reserved name and returns a token to join it. */
   start(name: string, request: StartRoomRequest): { name: string; token: string; room: Room } {
     // Not refused while draining: a telephony call accepted just before the signal still gets its room.
-    const maxDurationMs = request.config.body.max_duration * 1000;
+    const maxDurationAtMs = Date.now() + request.config.body.max_duration * 1000;
     let release = (): void => undefined;
     const room = new Room({
       name,
       config: { ...request.config, id: `room-${name}` },
-      hardStopAtMs: Date.now() + maxDurationMs + GOODBYE_GRACE_MS,
+      maxDurationAtMs,
+      hardStopAtMs: maxDurationAtMs + GOODBYE_GRACE_MS,
       limits: this.options.limits,
       session: this.options.session,
       recordings: this.options.recordings,
@@ -113,7 +114,7 @@ export class RoomManager {
     });
     this.rooms.set(name, room);
     if (request.phoneCall) room.addPhoneCall(request.phoneCall);
-    const token = this.options.tokens.issue(name, Math.ceil((Date.now() + maxDurationMs) / 1000));
+    const token = this.options.tokens.issue(name, Math.ceil(maxDurationAtMs / 1000));
     return { name, token, room };
   }
 

@@ -29,6 +29,11 @@ export interface RoomLimits {
 export interface RoomOptions {
   name: string;
   config: BotConfigForCall;
+  /**
+   * Unix ms of max_duration. A room whose bot has started leaves the goodbye to its session; one
+   * nobody ever joined (a dial-out still ringing) has no one to say it to, and closes then.
+   */
+  maxDurationAtMs: number;
   /** Unix ms after which the room is closed whatever happens (max_duration plus the goodbye). */
   hardStopAtMs: number;
   limits: RoomLimits;
@@ -72,6 +77,7 @@ export class Room implements DialoutRoom {
   private joinTimer: NodeJS.Timeout | undefined;
   private emptyTimer: NodeJS.Timeout | undefined;
   private idleTimer: NodeJS.Timeout | undefined;
+  private readonly maxDurationTimer: NodeJS.Timeout;
   private readonly hardStopTimer: NodeJS.Timeout;
   /** Dial-out legs still ringing: while any is, the room waits for them rather than for a browser. */
   private ringingDialouts = 0;
@@ -120,6 +126,12 @@ export class Room implements DialoutRoom {
       }),
     );
     this.joinTimer = setTimeout(() => this.close('nobody joined'), options.limits.joinTimeoutMs);
+    this.maxDurationTimer = setTimeout(
+      () => {
+        if (!this.started) this.close('max_duration');
+      },
+      Math.max(0, options.maxDurationAtMs - Date.now()),
+    );
     this.hardStopTimer = setTimeout(() => this.close('max_duration'), Math.max(0, options.hardStopAtMs - Date.now()));
     this.log.info({ profile: options.config.body.bot_profile }, 'room opened');
   }
@@ -293,6 +305,7 @@ export class Room implements DialoutRoom {
     clearTimeout(this.joinTimer);
     clearTimeout(this.emptyTimer);
     clearTimeout(this.idleTimer);
+    clearTimeout(this.maxDurationTimer);
     clearTimeout(this.hardStopTimer);
     this.transport.end(reason);
     for (const member of [...this.members.keys()]) {

@@ -24,6 +24,11 @@ export class CallerScript {
   private botAudioRefMs: number | null = null;
   /** Bot activations seen when the step began, to tell new bot audio from old. */
   private activationsAtBegin = 0;
+  /** Bot activations seen when the last `play` step began (steps with `sinceLastClip`). */
+  private activationsAtLastClip: number | null = null;
+  /** The step before this one was a wait-bot-audio that gave up: the bot has been silent all along. */
+  private afterSilentBot = false;
+  private audioWaitGaveUp = false;
   private botPlayingAtBegin = false;
 
   private readonly steps: readonly CallerStep[];
@@ -55,6 +60,8 @@ export class CallerScript {
 
   private begin(nowMs: number, host: ScriptHost): void {
     this.stepBeganMs = nowMs;
+    this.afterSilentBot = this.audioWaitGaveUp;
+    this.audioWaitGaveUp = false;
     this.activationsAtBegin = host.bot.activations;
     this.botPlayingAtBegin = host.bot.playing;
     this.botAudioRefMs = host.bot.playing ? host.bot.segmentStartMs : null;
@@ -70,18 +77,23 @@ export class CallerScript {
         return nowMs >= step.atMs ? 'done' : 'waiting';
       case 'wait-bot-audio': {
         const bot = host.bot;
-        if (this.botAudioRefMs === null && bot.activations > this.activationsAtBegin)
+        if (this.botAudioRefMs === null && bot.activations > this.activationsSince(step))
           this.botAudioRefMs = bot.lastActivationMs;
         if (this.botAudioRefMs !== null && nowMs >= this.botAudioRefMs + (step.thenMs ?? 0)) return 'done';
-        return this.timedOut(step, elapsedMs, nowMs, host) ? 'done' : 'waiting';
+        if (!this.timedOut(step, elapsedMs, nowMs, host)) return 'waiting';
+        this.audioWaitGaveUp = this.botAudioRefMs === null;
+        return 'done';
       }
       case 'wait-bot-silence': {
         const bot = host.bot;
-        const heard = this.botPlayingAtBegin || bot.activations > this.activationsAtBegin;
+        const heard = this.botPlayingAtBegin || bot.activations > this.activationsSince(step);
         if (heard && !bot.playing && bot.idleSinceMs !== null && nowMs - bot.idleSinceMs >= step.ms) return 'done';
+        // Waiting for the end of audio that never came would only wait out another timeout.
+        if (!heard && !bot.playing && this.afterSilentBot) return 'done';
         return this.timedOut(step, elapsedMs, nowMs, host) ? 'done' : 'waiting';
       }
       case 'play':
+        this.activationsAtLastClip = host.bot.activations;
         host.play(step.clip, nowMs);
         return 'blocking';
       case 'dtmf':
@@ -91,6 +103,13 @@ export class CallerScript {
         host.hangup('hangup step');
         return 'blocking';
     }
+  }
+
+  /** The activation count that bot audio must exceed to count as new for this wait step. */
+  private activationsSince(step: { sinceLastClip?: boolean }): number {
+    return step.sinceLastClip && this.activationsAtLastClip !== null
+      ? this.activationsAtLastClip
+      : this.activationsAtBegin;
   }
 
   private timedOut(

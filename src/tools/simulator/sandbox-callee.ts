@@ -35,8 +35,9 @@ function calleeScenario(clips: Record<string, CallerClip>): Scenario {
   for (const clip of Object.keys(clips)) {
     steps.push(
       { do: 'play', clip },
-      { do: 'wait-bot-audio', timeoutMs: 10_000 },
-      { do: 'wait-bot-silence', ms: 700, timeoutMs: 20_000 },
+      // The bot may answer in the clip's trailing silence, and even finish before its last frame.
+      { do: 'wait-bot-audio', timeoutMs: 10_000, sinceLastClip: true },
+      { do: 'wait-bot-silence', ms: 700, timeoutMs: 20_000, sinceLastClip: true },
     );
   }
   return { steps, endOfScript: 'hangup', maxDurationMs: MAX_CALLEE_MS };

@@ -15,14 +15,21 @@ export type CallerStep =
   /**
    * Wait for the bot's audio to start playing, then `thenMs` more (default 0). If the bot is
    * playing when the step starts, its current reply counts, so "barge in 600 ms into the reply"
-   * works whether or not the reply has already begun.
+   * works whether or not the reply has already begun. With `sinceLastClip`, bot audio that began
+   * after the last clip started counts too (see below).
    */
-  | { do: 'wait-bot-audio'; thenMs?: number; timeoutMs?: number }
+  | { do: 'wait-bot-audio'; thenMs?: number; timeoutMs?: number; sinceLastClip?: boolean }
   /**
    * Wait until the bot has played some audio (during this step, or was playing when it started)
-   * and then been quiet for `ms`: the greeting is over, or the reply has ended.
+   * and then been quiet for `ms`: the greeting is over, or the reply has ended. Right after a
+   * wait-bot-audio that gave up, with the bot still silent, it ends at once: the bot has been
+   * quiet all along, and there is no audio whose end to wait for (a callee who joined after the
+   * greeting speaks first rather than sit out a second timeout). With
+   * `sinceLastClip`, audio the bot began after the last clip started counts too: a bot may answer
+   * in the clip's trailing silence, as soon as it hears the speech end, and be done by the time the
+   * clip's last frame has gone; without it the step would wait for a reply that already came.
    */
-  | { do: 'wait-bot-silence'; ms: number; timeoutMs?: number }
+  | { do: 'wait-bot-silence'; ms: number; timeoutMs?: number; sinceLastClip?: boolean }
   /** Play a clip (by name, from the call's clips); the step ends with the clip's last frame. */
   | { do: 'play'; clip: string }
   /** Key presses, one `dtmf` message per digit. */
@@ -65,9 +72,21 @@ const callerStepSchema = z.discriminatedUnion('do', [
   z.object({ do: z.literal('wait'), ms: durationMs }).strict(),
   z.object({ do: z.literal('wait-until'), atMs: durationMs }).strict(),
   z
-    .object({ do: z.literal('wait-bot-audio'), thenMs: durationMs.optional(), timeoutMs: durationMs.optional() })
+    .object({
+      do: z.literal('wait-bot-audio'),
+      thenMs: durationMs.optional(),
+      timeoutMs: durationMs.optional(),
+      sinceLastClip: z.boolean().optional(),
+    })
     .strict(),
-  z.object({ do: z.literal('wait-bot-silence'), ms: durationMs, timeoutMs: durationMs.optional() }).strict(),
+  z
+    .object({
+      do: z.literal('wait-bot-silence'),
+      ms: durationMs,
+      timeoutMs: durationMs.optional(),
+      sinceLastClip: z.boolean().optional(),
+    })
+    .strict(),
   z.object({ do: z.literal('play'), clip: z.string().min(1).max(200) }).strict(),
   z
     .object({ do: z.literal('dtmf'), digits: z.string().regex(/^[0-9*#A-D]{1,32}$/, 'digits are 0-9, *, #, A-D') })

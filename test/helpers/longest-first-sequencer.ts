@@ -1,0 +1,55 @@
+import { relative } from 'node:path';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
+
+/**
+ * Starts each group's longest test files first, so the run never ends on one long file alone on
+ * one worker while the others idle. Vitest's own order needs its results cache, which a fresh
+ * clone (CI) does not have: it then starts the largest files first, and file size says little
+ * here (the README walk-through, one of the shortest files, runs for two minutes). So the files
+ * known to be long carry their measured seconds below; any other file keeps vitest's order after
+ * them in vitest's own order.
+ *
+ * The figures are vitest's per-file times from a whole run on the 2-core CI machine. Refresh them
+ * when a file's time changes much (a new long file belongs here too): `npx vitest run
+ * --reporter=json --outputFile=run.json` prints them per file (endTime - startTime of each
+ * testResults entry).
+ */
+const MEASURED_SECONDS: Record<string, number> = {
+  'processes:test/integration/readme-walkthroughs.test.ts': 120,
+  'default:test/integration/dialout.test.ts': 108,
+  'default:test/integration/phone-call.test.ts': 90,
+  'default:test/integration/s2s-call.test.ts': 89,
+  'default:test/integration/room.test.ts': 88,
+  'default:test/integration/function-calls.test.ts': 83,
+  'processes:test/integration/dist-build.test.ts': 76,
+  'default:test/integration/instant-barge-in.test.ts': 73,
+  'cluster:test/cluster/two-nodes.test.ts': 65,
+  'postgres:test/postgres/key-fingerprints.test.ts': 63,
+  'processes:test/integration/loadtest.test.ts': 51,
+  'processes:test/integration/offline-demo.test.ts': 46,
+  'default:test/integration/vendor-call.test.ts': 44,
+  'processes:test/integration/shutdown-drain.test.ts': 43,
+  'default:test/integration/interruption-context.test.ts': 42,
+  'cluster:test/cluster/node-failure.test.ts': 38,
+  'processes:test/integration/cli-usage.test.ts': 37,
+  'processes:test/browser/pipecat-webrtc.test.ts': 35,
+  'default:test/integration/turn-deadline.test.ts': 33,
+  'processes:test/browser/pipecat-sdk.test.ts': 31,
+  'default:test/integration/turn-finalize.test.ts': 31,
+  'default:test/integration/llm-stream-faults.test.ts': 29,
+  'cluster:test/cluster/loadtest.test.ts': 28,
+  'default:test/integration/dialin.test.ts': 27,
+  'default:test/integration/call-records.test.ts': 23,
+  'postgres:test/integration/persistence.test.ts': 23,
+};
+
+export default class LongestFirstSequencer extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const vitestOrder = await super.sort(files);
+    const seconds = (spec: TestSpecification) =>
+      MEASURED_SECONDS[`${spec.project.name}:${relative(this.ctx.config.root, spec.moduleId)}`];
+    const known = vitestOrder.filter((spec) => seconds(spec) !== undefined);
+    known.sort((a, b) => seconds(b)! - seconds(a)!);
+    return [...known, ...vitestOrder.filter((spec) => seconds(spec) === undefined)];
+  }
+}
