@@ -12,6 +12,7 @@ import { createBotConfig, scrapeMetrics, type ServerProcess, startServerProcess 
  *
  *   npx tsx bench/cost-ab.ts --base ../other-checkout --calls 50 --duration-s 30 [--rounds 2]
  *   npx tsx bench/cost-ab.ts --node-args=--max-semi-space-size=2
+ *   npx tsx bench/cost-ab.ts --base ../other-checkout --s2s   (the speech-to-speech profile)
  *
  * `--base` is a checkout with a build (dist/) to compare with this one's (default: this one);
  * `--base-node-args` and `--node-args` are options for node itself on each side (space-separated,
@@ -26,6 +27,7 @@ const { values: args } = parseArgs({
     calls: { type: 'string', default: '50' },
     'duration-s': { type: 'string', default: '30' },
     rounds: { type: 'string', default: '1' },
+    s2s: { type: 'boolean', default: false },
   },
 });
 const FIXTURES = fileURLToPath(new URL('../fixtures/audio', import.meta.url));
@@ -49,20 +51,29 @@ async function start(
   // Idle with nothing configured, as bench/run.ts reads it: the heavy parts are not loaded yet.
   await new Promise((resolve) => setTimeout(resolve, 3000));
   const unconfiguredRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
-  const id = await createBotConfig(server.baseUrl, {
-    bot_profile: 'telephony_ws_voice_2024_09',
-    services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-    config: [
-      {
-        service: 'llm',
-        options: [
-          { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
-          { name: 'run_on_config', value: true },
-        ],
-      },
+  const llm = {
+    service: 'llm',
+    options: [
+      { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
+      { name: 'run_on_config', value: true },
     ],
-    api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
-  });
+  };
+  const id = await createBotConfig(
+    server.baseUrl,
+    args.s2s
+      ? {
+          bot_profile: 'openai_realtime_beta_2024_10',
+          services: { llm: 'openai_realtime' },
+          config: [llm],
+          api_keys: { openai: 'bench' },
+        }
+      : {
+          bot_profile: 'telephony_ws_voice_2024_09',
+          services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
+          config: [llm],
+          api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
+        },
+  );
   await server.logged('voice activity model ready');
   const idleRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
   return {

@@ -11,7 +11,7 @@ import type { CallVad } from '../src/vad/call-vad.js';
 import { Playout, PlayoutClock } from '../src/pipeline/playout.js';
 import { TwilioTransport } from '../src/telephony/twilio-transport.js';
 import { createSileroCallVad } from '../src/vad/silero-call-vad.js';
-import { getSileroSession } from '../src/vad/silero-model.js';
+import { warmSileroNetwork } from '../src/vad/silero-network.js';
 
 /**
  * `npx tsx bench/hot-path.ts`: the per-frame work of N calls in one process, without sockets, and
@@ -214,7 +214,7 @@ async function run(n: number, durationMs: number, warmupMs: number) {
 }
 
 async function main(): Promise<void> {
-  await getSileroSession();
+  await warmSileroNetwork();
   const durationMs = Number(args['duration-s']) * 1000;
   const warmupMs = Number(args['warmup-s']) * 1000;
   console.log(

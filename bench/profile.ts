@@ -16,6 +16,7 @@ import { createBotConfig, scrapeMetrics, startServerProcess } from './server-pro
  *
  * Prints the idle RSS, the CPU per call as /metrics saw it over the steady window, and a table
  * per thread of the share of CPU by stage. `--analyse <dir>` only re-reads profiles already there.
+ * `--s2s` profiles the speech-to-speech path (OpenAI Realtime) instead of the pipeline.
  */
 
 const { values: args } = parseArgs({
@@ -24,6 +25,7 @@ const { values: args } = parseArgs({
     'duration-s': { type: 'string', default: '40' },
     dir: { type: 'string', default: '.tmp/profile' },
     analyse: { type: 'string' },
+    s2s: { type: 'boolean', default: false },
   },
 });
 const FIXTURES = fileURLToPath(new URL('../fixtures/audio', import.meta.url));
@@ -48,21 +50,30 @@ async function main(): Promise<void> {
     pinning.server,
   );
   try {
-    const id = await createBotConfig(server.baseUrl, {
-      bot_profile: 'telephony_ws_voice_2024_09',
-      services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-      config: [
-        {
-          service: 'llm',
-          options: [
-            { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
-            { name: 'run_on_config', value: true },
-          ],
-        },
+    const llm = {
+      service: 'llm',
+      options: [
+        { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
+        { name: 'run_on_config', value: true },
       ],
-      api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
-    });
-    // Idle: listening, the VAD model and the offline voice loaded (the configuration readies them), no call yet.
+    };
+    const id = await createBotConfig(
+      server.baseUrl,
+      args.s2s
+        ? {
+            bot_profile: 'openai_realtime_beta_2024_10',
+            services: { llm: 'openai_realtime' },
+            config: [llm],
+            api_keys: { openai: 'bench' },
+          }
+        : {
+            bot_profile: 'telephony_ws_voice_2024_09',
+            services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
+            config: [llm],
+            api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
+          },
+    );
+    // Idle: listening, the VAD's network loaded (the configuration readies it), no call yet.
     await server.logged('voice activity model ready');
     await new Promise((r) => setTimeout(r, 3000));
     const idle = await scrapeMetrics(server.baseUrl);
@@ -103,7 +114,7 @@ interface CpuProfile {
 
 /** Stage of a frame by its script, most specific first. */
 const STAGES_BY_URL: Array<[RegExp, string]> = [
-  [/\/vad\/|onnxruntime/, 'VAD (Silero: windows, batching, inference)'],
+  [/\/vad\/|onnxruntime|^wasm:/, 'VAD (Silero: windows, batching, inference)'],
   [/audio\/resample|format-converter/, 'resampling / format conversion'],
   [/audio\/mulaw|alawmulaw/, 'mu-law'],
   [/pipeline\/playout|playout-clock/, 'playout tick'],
@@ -112,6 +123,7 @@ const STAGES_BY_URL: Array<[RegExp, string]> = [
   [/providers\/stt\//, 'STT adapter'],
   [/providers\/tts\//, 'TTS adapter'],
   [/providers\/llm\//, 'LLM adapter'],
+  [/providers\/s2s\//, 'speech-to-speech adapter'],
   [/\/ws\/lib\//, 'websocket framing (ws)'],
   [/zod/, 'schema validation (zod)'],
   [/prom-client|observability\//, 'metrics'],

@@ -11,6 +11,7 @@ import { runTurnTakingPhase, turnTakingBotConfig, turnTakingRows } from './turn-
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 import { type BudgetRow, formatTable, percentile } from './report.js';
 import { describeCallRecords, measureCallRecords } from './call-records.js';
+import { type FunctionCallSamples, functionCallRows, runFunctionCallPhase } from './function-calls.js';
 
 /**
  * `npm run bench`: the server (built, in its own process) against the vendor emulators at fixed,
@@ -28,6 +29,8 @@ const { values: args } = parseArgs({
     'sweep-duration-s': { type: 'string', default: '20' },
     /** Talking calls on the speech-to-speech profile for its CPU per call; 0 skips it. */
     's2s-calls': { type: 'string', default: '50' },
+    /** Answers that need a function, and as many plain ones beside them. */
+    'function-calls': { type: 'string', default: '6' },
   },
 });
 
@@ -64,12 +67,14 @@ async function main(): Promise<void> {
       SWITCHBOARD_DEEPGRAM_URL: vendors,
       SWITCHBOARD_OPENAI_URL: vendors,
       SWITCHBOARD_CARTESIA_URL: vendors,
+      // The function-call phase points its configurations at emulators of its own on this machine.
+      SWITCHBOARD_PROVIDER_ALLOW_PRIVATE: 'true',
     },
     [],
     pinning.server,
   );
   try {
-    // Idle with nothing configured: the heavy parts (VAD model, offline voice) are not loaded yet.
+    // Idle with nothing configured: the VAD's network is not loaded yet.
     await new Promise((resolve) => setTimeout(resolve, 3000));
     const idleRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
     const botConfig = (interruptionMode: 'instant' | 'confirmed') =>
@@ -93,7 +98,6 @@ async function main(): Promise<void> {
     const wssUrl = streamUrl(await botConfig('instant'));
     // Ready for calls: a configuration exists, so the server has loaded what calls need.
     await server.logged('voice activity model ready');
-    await server.logged('offline voice ready');
     const readyRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
     process.stdout.write(
       `latency phase: ${args.calls} calls, ${args.concurrency} at a time, emulated providers at LLM first token ${LATENCIES.llmFirstTokenMs} ms, TTS first byte ${LATENCIES.ttsFirstByteMs} ms\n`,
@@ -189,6 +193,18 @@ async function main(): Promise<void> {
       serverCalls: server.calls,
     });
     rows.push(...turnTakingRows(turnTaking));
+    process.stdout.write(
+      `function-call phase: ${args['function-calls']} answers that need one function (a webhook answering in 200 ms), and as many plain answers\n`,
+    );
+    const functionCalls: FunctionCallSamples = await runFunctionCallPhase({
+      baseUrl: server.baseUrl,
+      calls: Number(args['function-calls']),
+      concurrency: Number(args.concurrency),
+      serverCalls: server.calls,
+      fixturesDir: FIXTURES,
+      loadCpus: pinning.load,
+    });
+    rows.push(...functionCallRows(functionCalls));
     process.stdout.write(`\n${formatTable(rows)}\n`);
 
     // Capacity: each step of the sweep; memory per call is counted above the server ready for calls.
@@ -259,7 +275,7 @@ async function main(): Promise<void> {
         previous: PREVIOUS.idleRssMb,
       },
       {
-        figure: 'server RSS idle, ready for calls (VAD model and offline voice loaded)',
+        figure: 'server RSS idle, ready for calls (VAD network loaded)',
         unit: 'MB',
         measured: readyRssBytes / MB,
         budget: 'report',
@@ -324,7 +340,7 @@ async function main(): Promise<void> {
     process.stdout.write(`\n${formatTable([...rows, ...capacityRows])}\n`);
     writeFileSync(
       args.out,
-      `${JSON.stringify({ machine: machineInfo(), pinning: pinning.describe, s2s: s2sPoint, callRecords, latencies: LATENCIES, startSecs: START_SECS, figures: [...rows, ...capacityRows].map(({ ok, ...row }) => ({ ...row, withinBudget: ok && row.measured !== null ? ok(row.measured) : null })), sweep, samples: { ...latency, bargeIn, turnTaking } }, null, 2)}\n`,
+      `${JSON.stringify({ machine: machineInfo(), pinning: pinning.describe, s2s: s2sPoint, callRecords, latencies: LATENCIES, startSecs: START_SECS, figures: [...rows, ...capacityRows].map(({ ok, ...row }) => ({ ...row, withinBudget: ok && row.measured !== null ? ok(row.measured) : null })), sweep, samples: { ...latency, bargeIn, turnTaking, functionCalls } }, null, 2)}\n`,
     );
     process.stdout.write(`\nwrote ${args.out}\n`);
   } finally {

@@ -62,7 +62,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const webhookPolicy = webhookAddressPolicy(config.webhookAllowLinkLocal);
 
   const app = createHttpServer(config, log);
-  const { keys, secrets, accounts, auth, botConfigsRepo, botConfigs } = await buildAccounts(config, database);
+  const { keys, secrets, accounts, auth, botConfigsRepo, botConfigs } = await buildAccounts(config, database, log);
   await warmCallPartsWhenNeeded(app, runtime.warm, botConfigsRepo, log);
   const { sandboxCallee } = deps;
   const telephony = await buildTelephony({

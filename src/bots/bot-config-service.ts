@@ -6,6 +6,7 @@ import type { Account } from '../store/accounts-repo.js';
 import type { BotConfigRow, BotConfigsRepo } from '../store/bot-configs-repo.js';
 import type { PageDirection, PageQuery } from '../store/paging.js';
 import type { TelephonyConfigBody } from './bot-config-schema.js';
+import { type StoredBody, sealSecrets, splitSecrets, storedBodyOf } from './config-secrets.js';
 import { generateWebhookSecret } from './webhook-secret.js';
 
 /** A configuration as the API returns it (the spec's "stored configuration"). */
@@ -23,10 +24,6 @@ export interface BotConfigForCall {
   accountId: string;
   body: TelephonyConfigBody;
 }
-
-type StoredBody = Omit<TelephonyConfigBody, 'api_keys'>;
-/** As the row holds it: the webhook signing secret sealed like the provider keys. */
-type RowBody = Omit<StoredBody, 'webhook_secret'> & { webhook_secret_sealed?: string };
 
 /**
  * Writes the carrier markup that connects a call to a media stream. The markup is the carrier's
@@ -56,7 +53,7 @@ export class BotConfigService {
     const row = await this.repo.insert({
       id: randomUUID(),
       accountId: account.id,
-      bodyJson: this.rowBody(rest, undefined),
+      ...this.rowBody(rest, undefined),
       apiKeysSealed: this.seal(api_keys),
     });
     return this.view(account, row);
@@ -79,8 +76,11 @@ export class BotConfigService {
       keys[vendor] = stored !== undefined && value === maskSecret(stored) ? stored : value;
     }
     const { api_keys: _ignored, ...rest } = body;
-    const stored = this.openSecret(JSON.parse(existing.bodyJson) as RowBody);
-    const row = await this.repo.replace(account.id, id, this.rowBody(rest, stored), this.seal(keys));
+    const stored = this.storedBody(existing).webhook_secret;
+    const row = await this.repo.replace(account.id, id, {
+      ...this.rowBody(rest, stored),
+      apiKeysSealed: this.seal(keys),
+    });
     if (!row) throw notFound(id);
     return this.view(account, row);
   }
@@ -147,26 +147,23 @@ export class BotConfigService {
   }
 
   /**
-   * The body as stored: `webhook_secret` sealed. A configuration with webhook tools always has a
-   * secret: the one sent, else the one it had (a replace that leaves it out keeps it, so receivers
-   * keep working), else a new one.
+   * The body as stored: its signing secrets (`webhook_secret`, `status_callback.hmac`) sealed in a
+   * column of their own. A configuration with webhook tools always has a webhook secret: the one
+   * sent, else the one it had (a replace that leaves it out keeps it, so receivers keep working),
+   * else a new one.
    */
-  private rowBody(body: StoredBody, previousSecret: string | undefined): string {
-    const { webhook_secret, ...rest } = body;
+  private rowBody(
+    body: StoredBody,
+    previousSecret: string | undefined,
+  ): { bodyJson: string; secretsSealed: string | null } {
     const hasTools = Object.keys(body.webhook_tools ?? {}).length > 0;
-    const secret = webhook_secret ?? previousSecret ?? (hasTools ? generateWebhookSecret() : undefined);
-    const row: RowBody = { ...rest, ...(secret ? { webhook_secret_sealed: this.secrets.seal(secret) } : {}) };
-    return JSON.stringify(row);
+    const secret = body.webhook_secret ?? previousSecret ?? (hasTools ? generateWebhookSecret() : undefined);
+    const { rest, secrets } = splitSecrets({ ...body, ...(secret ? { webhook_secret: secret } : {}) });
+    return { bodyJson: JSON.stringify(rest), secretsSealed: sealSecrets(this.secrets, secrets) };
   }
 
   private storedBody(row: BotConfigRow): StoredBody {
-    const { webhook_secret_sealed, ...rest } = JSON.parse(row.bodyJson) as RowBody;
-    const secret = this.openSecret({ webhook_secret_sealed });
-    return { ...rest, ...(secret ? { webhook_secret: secret } : {}) };
-  }
-
-  private openSecret(body: Pick<RowBody, 'webhook_secret_sealed'>): string | undefined {
-    return body.webhook_secret_sealed ? this.secrets.open(body.webhook_secret_sealed) : undefined;
+    return storedBodyOf(this.secrets, row);
   }
 
   private seal(keys: Record<string, string>): string | null {

@@ -16,7 +16,7 @@ import { USAGE_EXIT, UsageError, listenFailure, parseCommandLine, usageLine } fr
 const HELP = `usage: switchboard emulate [options]
 
 Serves stand-ins for the vendors' APIs on one port, each speaking its vendor's wire protocol:
-Deepgram (live STT on /v1/listen, Aura TTS on /v1/speak), OpenAI-compatible chat completions
+Deepgram (live STT on /v1/listen, Aura TTS on /v1/speak, websocket and REST), OpenAI-compatible chat completions
 (openai, groq, together, grok, ollama, custom_llm), OpenAI speech and Realtime, Anthropic
 Messages, Gemini and Gemini Live, Cartesia and ElevenLabs. Point SWITCHBOARD_<VENDOR>_URL at it (printed at start) and calls,
 load tests and benchmarks run offline, measuring Switchboard rather than the vendors.

@@ -6,6 +6,9 @@ export interface TurnTimings {
   /** Why the reply ran: an answer, the greeting, DTMF, the goodbye at max_duration, an apology. */
   kind: 'answer' | 'greeting' | 'dtmf' | 'goodbye' | 'apology';
   llmFirstTokenMs?: number;
+  /** The reply's first function call started, and every call of its last round answered (ms from the turn's end). */
+  toolsStartedMs?: number;
+  toolsDoneMs?: number;
   ttsFirstAudioMs?: number;
   firstFrameSentMs?: number;
   interrupted: boolean;
@@ -96,6 +99,8 @@ export class CallMetrics {
       perTurn: this.turns.map((t) => ({
         kind: t.kind,
         llmFirstTokenMs: t.llmFirstTokenMs,
+        toolsStartedMs: t.toolsStartedMs,
+        toolsDoneMs: t.toolsDoneMs,
         ttsFirstAudioMs: t.ttsFirstAudioMs,
         firstFrameSentMs: t.firstFrameSentMs,
         interrupted: t.interrupted,

@@ -104,7 +104,8 @@ async function* modelPass(
       for await (const delta of llm.complete({ messages, tools }, ctx)) {
         used = true;
         if (delta.type === 'tool-call') {
-          calls.push({ id: delta.id, name: delta.name, argumentsJson: delta.argumentsJson });
+          const { type: _type, ...call } = delta;
+          calls.push(call);
           continue;
         }
         reply.timings.llmFirstTokenMs ??= elapsedSince(reply.originMs);
@@ -155,6 +156,7 @@ async function* runRound(
     else parts.onEndCallAction(reply);
     poke();
   };
+  reply.timings.toolsStartedMs ??= elapsedSince(reply.originMs);
   const running: RunningTool[] = calls.map((call) => parts.tools.run(call, reply.abort.signal, onAction));
   for (const run of running) {
     void run.result.then((result) => parts.conversation.setToolResult(run.call.id, result.resultJson));
@@ -162,6 +164,7 @@ async function* runRound(
   let settled = false;
   void Promise.all(running.map((run) => run.result)).then(() => {
     settled = true;
+    reply.timings.toolsDoneMs = elapsedSince(reply.originMs);
     poke();
   });
   const fillerTimer = setTimeout(() => {

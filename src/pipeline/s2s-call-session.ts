@@ -54,6 +54,12 @@ export class S2sCallSession extends CallEngine {
   private userSpokeAtMs = performance.now();
   /** The model's function calls, run and answered in batches. */
   private toolBatch: S2sToolBatch | undefined;
+  /**
+   * Phrases said while functions run (the filler, a webhook's `tts:say`), in the server's phrase
+   * voice between the vendor's items; `phraseGeneration` is the one playing.
+   */
+  private readonly phrases: string[] = [];
+  private phraseGeneration: number | undefined;
   /** end_call or transfer_call was called: the call ends after the model's next answer. */
   private lastAnswer:
     | { reason: string; then?: () => void; afterItemId: string | undefined; capTimer: NodeJS.Timeout }
@@ -67,13 +73,20 @@ export class S2sCallSession extends CallEngine {
     if (this.ended || this.ending) return;
     if (this.session) this.session.sendAudio(mulaw);
     else this.heldFrames.hold(mulaw);
-    this.hearCaller(mulaw);
+    // The local VAD serves only the instant pause, which acts while the bot has an item: it hears
+    // the caller from the item's first audio (their speech started then or later is what it must
+    // catch) until the end of speech it heard start. The rest of the call (the caller's turns while
+    // the bot is silent: about half their speech) is the vendor's VAD's alone, and costs no decode,
+    // no windows and no inference. A stretch not heard is simply not in the VAD's stream: it stops
+    // hearing once the caller is quiet, and picks up as the bot starts (docs/cost-per-call.md).
+    if (this.item || this.callerSpeakingNow) this.hearCaller(mulaw);
   }
 
   onDtmf(digit: string): void {
     if (this.ended || this.ending) return;
     this.metrics.dtmfDigits += 1;
     if (this.item) this.interrupt('dtmf');
+    else this.stopPhrases();
     this.dtmf.press(digit);
   }
 
@@ -82,6 +95,7 @@ export class S2sCallSession extends CallEngine {
       this.deps.record?.replyCut(this.item.timings, this.playout.heardMs(), this.item.receivedMs);
     if (!this.finishCore(reason)) return;
     this.dtmf.dispose();
+    this.toolBatch?.dispose();
     clearTimeout(this.lastAnswer?.capTimer);
     const session = this.session;
     this.session = undefined;
@@ -110,11 +124,15 @@ export class S2sCallSession extends CallEngine {
     );
     const history = new Conversation(settings.initialMessages).messages;
     const tools = this.createCallTools(settings.llm, (name) => this.builtInTool(name));
-    this.toolBatch = new S2sToolBatch(
-      tools,
-      (results) => this.session?.sendToolResults(results),
-      () => this.log,
-    );
+    this.toolBatch = new S2sToolBatch(tools, {
+      send: (results) => this.session?.sendToolResults(results),
+      say: (text) => this.sayBetweenItems(text),
+      append: (messages) => this.session?.appendMessages(messages),
+      endCall: () => {
+        if (!this.endAfterAnswer('end_call')) this.log.info('streamed end-call action: the call is already ending');
+      },
+      log: () => this.log,
+    });
     const options = {
       history,
       tools: tools.any ? tools.offered : undefined,
@@ -166,6 +184,7 @@ export class S2sCallSession extends CallEngine {
         this.userSpokeAtMs = performance.now();
         this.deps.events?.onUserSpeaking?.(true);
         if (this.item && (this.playout.audible || this.playout.paused)) this.interrupt('speech');
+        else this.stopPhrases();
       },
       onUserTranscript: (text) => {
         this.deps.events?.onUserSpeaking?.(false);
@@ -182,6 +201,9 @@ export class S2sCallSession extends CallEngine {
   private onBotAudio(itemId: string, mulaw: Uint8Array): void {
     if (this.ended || this.ending || this.cancelled.has(itemId)) return;
     if (this.item?.id !== itemId) {
+      // The model's answer has come: a phrase said while it waited has done its job.
+      this.phrases.length = 0;
+      this.phraseGeneration = undefined;
       // A new item: its own generation, so its heard time starts from zero.
       const timings: TurnTimings = {
         turn: this.metrics.turns.length + 1,
@@ -212,6 +234,11 @@ export class S2sCallSession extends CallEngine {
       this.call.endCall();
       return;
     }
+    if (this.phraseGeneration === generation) {
+      this.phraseGeneration = undefined;
+      this.nextPhrase();
+      return;
+    }
     if (this.item?.generation === generation) {
       const item = this.item;
       this.item = undefined;
@@ -224,7 +251,46 @@ export class S2sCallSession extends CallEngine {
         if (last.then) last.then();
         else this.call.endCall(last.reason);
       }
+      this.nextPhrase();
     }
+  }
+
+  // ---- phrases while functions run ----
+
+  /**
+   * Says `text` once the vendor's current item (if any) has played. Neither vendor can be made to
+   * say a given text while its function call is pending without the phrase entering the model's
+   * context (Gemini Live holds the turn until the toolResponse), so the server's phrase voice
+   * says it, as it says the goodbye.
+   */
+  private sayBetweenItems(text: string): void {
+    if (this.ending || this.ended) return;
+    this.phrases.push(text);
+    this.nextPhrase();
+  }
+
+  private nextPhrase(): void {
+    if (this.item || this.phraseGeneration !== undefined || this.ending || this.ended) return;
+    const text = this.phrases.shift();
+    if (text === undefined) return;
+    const generation = this.playout.startReply();
+    this.phraseGeneration = generation;
+    this.deps.events?.onBotText?.(text);
+    this.log.info({ text }, 'saying a phrase while functions run');
+    speakFixedPhrase(this.playout, generation, this.deps.fallbackTts(), text, this.call.abort.signal, this.log).catch(
+      (err: unknown) => {
+        this.log.warn({ err }, 'could not say the phrase');
+        if (this.phraseGeneration === generation) this.phraseGeneration = undefined;
+      },
+    );
+  }
+
+  /** The caller spoke or keyed over a phrase: the line is cleared, the rest is not said. */
+  private stopPhrases(): void {
+    this.phrases.length = 0;
+    if (this.phraseGeneration === undefined) return;
+    this.phraseGeneration = undefined;
+    this.playout.clear();
   }
 
   // ---- functions the bot answers itself ----

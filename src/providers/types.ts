@@ -53,6 +53,11 @@ export interface LlmToolCall {
   id: string;
   name: string;
   argumentsJson: string;
+  /**
+   * Gemini's signature of the reasoning behind the call, opaque: it goes back with the call in
+   * every later request (Gemini 3 refuses a function-call turn without it).
+   */
+  thoughtSignature?: string;
 }
 
 export interface LlmMessage {

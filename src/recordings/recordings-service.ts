@@ -12,7 +12,7 @@ import type { Account } from '../store/accounts-repo.js';
 import type { PageDirection, PageQuery } from '../store/paging.js';
 import type { RecordingRow, RecordingsRepo } from '../store/recordings-repo.js';
 import type { CallRecordsRepo } from '../store/call-records-repo.js';
-import type { BucketStorage, RecordingsBucket } from './bucket-storage.js';
+import { type BucketStorage, loadBucketSdk, type RecordingsBucket } from './bucket-storage.js';
 import { CallRecorder, RECORDING_TRACKS, type RecorderResult, type RecordingTrack } from './call-tracks-recorder.js';
 import { PRIVATE_DIR_MODE } from '../shared/private-files.js';
 import { WAV_HEADER_BYTES, repairWavFile } from './wav-file-writer.js';
@@ -157,6 +157,9 @@ export class RecordingsService {
       return undefined;
     }
     const bucket = options.settings.recordings_bucket;
+    // The upload needs the S3 SDK when the call ends: it loads now, in the background, the first
+    // time a call records to a bucket (bucket-storage.ts), instead of in every server at start.
+    if (bucket) loadBucketSdk().catch((err: unknown) => log.error({ err }, 'S3 SDK failed to load'));
     // The row exists before anything finishes; later row writes queue behind it.
     let rowWrites: Promise<boolean> = this.deps.repo
       .insert({

@@ -33,7 +33,7 @@ export interface RotationOptions {
 
 export interface RotationResult {
   /** Values sealed again with the new key, by kind. */
-  resealed: { 'bot-config': number; 'dialin-config': number };
+  resealed: { 'bot-config': number; 'bot-config-secrets': number; 'dialin-config': number };
   /** Values no key opened (sealed with a key already gone): named, left as they were. */
   unreadable: string[];
 }
@@ -71,7 +71,10 @@ export async function rotateKey(
   // The same check a starting node makes: this command must hold the store's current key.
   const current = await checkKeyAgainstStore(name, source, held, database);
   const fingerprints = new KeyFingerprintsRepo(database.db);
-  const result: RotationResult = { resealed: { 'bot-config': 0, 'dialin-config': 0 }, unreadable: [] };
+  const result: RotationResult = {
+    resealed: { 'bot-config': 0, 'bot-config-secrets': 0, 'dialin-config': 0 },
+    unreadable: [],
+  };
 
   let next: Buffer;
   if (source.kind === 'env') {
@@ -134,7 +137,7 @@ export async function rotateKey(
 
   if (source.kind !== 'env') await writeSourceKeys(source, repo, [next]);
   options.say(
-    `re-sealed ${result.resealed['bot-config']} configuration(s) and ${result.resealed['dialin-config']} dial-in configuration(s) with the new key` +
+    `re-sealed ${result.resealed['bot-config']} configuration(s), ${result.resealed['bot-config-secrets']} configuration signing secret(s) and ${result.resealed['dialin-config']} dial-in configuration(s) with the new key` +
       (result.unreadable.length > 0
         ? `; ${result.unreadable.length} could not be opened with either key and were left as they were: ${result.unreadable.join(', ')}`
         : '') +

@@ -8,6 +8,8 @@ export interface BotConfigRow {
   accountId: string;
   bodyJson: string;
   apiKeysSealed: string | null;
+  /** The signing secrets, sealed (see the table's column). */
+  secretsSealed: string | null;
   createdAt: string;
   updatedAt: string;
 }
@@ -21,6 +23,7 @@ function toRow(r: Selected): BotConfigRow {
     accountId: r.account_id,
     bodyJson: r.body_json,
     apiKeysSealed: r.api_keys_sealed,
+    secretsSealed: r.secrets_sealed,
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };
@@ -35,6 +38,7 @@ export class BotConfigsRepo {
     accountId: string;
     bodyJson: string;
     apiKeysSealed: string | null;
+    secretsSealed: string | null;
   }): Promise<BotConfigRow> {
     const now = new Date().toISOString();
     await this.db
@@ -44,6 +48,7 @@ export class BotConfigsRepo {
         account_id: row.accountId,
         body_json: row.bodyJson,
         api_keys_sealed: row.apiKeysSealed,
+        secrets_sealed: row.secretsSealed,
         created_at: now,
         updated_at: now,
       })
@@ -51,16 +56,20 @@ export class BotConfigsRepo {
     return (await this.get(row.accountId, row.id))!;
   }
 
-  /** Replaces body and keys; returns undefined when the account has no such configuration. */
+  /** Replaces body, keys and secrets; returns undefined when the account has no such configuration. */
   async replace(
     accountId: string,
     id: string,
-    bodyJson: string,
-    apiKeysSealed: string | null,
+    sealed: { bodyJson: string; apiKeysSealed: string | null; secretsSealed: string | null },
   ): Promise<BotConfigRow | undefined> {
     const result = await this.db
       .updateTable('bot_configs')
-      .set({ body_json: bodyJson, api_keys_sealed: apiKeysSealed, updated_at: new Date().toISOString() })
+      .set({
+        body_json: sealed.bodyJson,
+        api_keys_sealed: sealed.apiKeysSealed,
+        secrets_sealed: sealed.secretsSealed,
+        updated_at: new Date().toISOString(),
+      })
       .where('id', '=', id)
       .where('account_id', '=', accountId)
       .executeTakeFirst();
@@ -109,6 +118,38 @@ export class BotConfigsRepo {
     if (direction.kind === 'older') query = query.where('seq', '<', direction.seq);
     const rows = await query.orderBy('seq', 'desc').limit(limit).execute();
     return rows.map(toRow);
+  }
+
+  /**
+   * Rows written before the signing secrets had a column of their own: their body_json still
+   * holds them (a sealed `webhook_secret_sealed`, a `status_callback` with its hmac in the clear).
+   */
+  async withSecretsInBody(): Promise<BotConfigRow[]> {
+    const rows = await this.db
+      .selectFrom('bot_configs')
+      .selectAll()
+      .where('secrets_sealed', 'is', null)
+      .where((eb) =>
+        eb.or([eb('body_json', 'like', '%"webhook_secret_sealed"%'), eb('body_json', 'like', '%"status_callback"%')]),
+      )
+      .orderBy('seq')
+      .execute();
+    return rows.map(toRow);
+  }
+
+  /**
+   * Moves a row's secrets out of its body, only if the body is still the one read (a node that
+   * replaced the configuration meanwhile wrote it in the new form). True when written.
+   */
+  async moveSecrets(row: BotConfigRow, bodyJson: string, secretsSealed: string): Promise<boolean> {
+    const result = await this.db
+      .updateTable('bot_configs')
+      .set({ body_json: bodyJson, secrets_sealed: secretsSealed })
+      .where('id', '=', row.id)
+      .where('body_json', '=', row.bodyJson)
+      .where('secrets_sealed', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) > 0;
   }
 
   async delete(accountId: string, id: string): Promise<boolean> {

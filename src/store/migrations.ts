@@ -187,6 +187,14 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('call_records_recording').on('call_records').column('recording_id').execute();
     },
   },
+  '0010_bot_config_secrets': {
+    async up(db: Kysely<unknown>) {
+      // A configuration's signing secrets leave body_json for a column of their own, sealed. The
+      // rows written before are sealed by sealConfigSecrets (bots/config-secrets.ts)
+      // once the node holds the secret key, which it loads after the migrations.
+      await db.schema.alterTable('bot_configs').addColumn('secrets_sealed', 'text').execute();
+    },
+  },
 };
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };

@@ -30,6 +30,11 @@ export interface BotConfigsTable {
   body_json: string;
   /** api_keys encrypted with the data dir's secret, or null when there are none. */
   api_keys_sealed: string | null;
+  /**
+   * The configuration's signing secrets (`webhook_secret`, `status_callback.hmac`) as JSON, sealed
+   * like the keys; null when it has none. Absent from body_json.
+   */
+  secrets_sealed: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -1,9 +1,12 @@
 import type { Kysely } from 'kysely';
 import type { Database } from './schema.js';
 
-/** One value sealed with the secret key: a configuration's api_keys, or an account's dial-in entries. */
+/**
+ * One value sealed with the secret key: a configuration's api_keys or its signing secrets, or an
+ * account's dial-in entries.
+ */
 export interface SealedValue {
-  kind: 'bot-config' | 'dialin-config';
+  kind: 'bot-config' | 'bot-config-secrets' | 'dialin-config';
   /** The configuration's id, or the dial-in entries' account id. */
   id: string;
   sealed: string;
@@ -22,6 +25,13 @@ export class SealedValuesRepo {
       .limit(1)
       .executeTakeFirst();
     if (config) return { kind: 'bot-config', id: config.id, sealed: config.api_keys_sealed! };
+    const secrets = await this.db
+      .selectFrom('bot_configs')
+      .select(['id', 'secrets_sealed'])
+      .where('secrets_sealed', 'is not', null)
+      .limit(1)
+      .executeTakeFirst();
+    if (secrets) return { kind: 'bot-config-secrets', id: secrets.id, sealed: secrets.secrets_sealed! };
     const dialin = await this.db
       .selectFrom('dialin_configs')
       .select(['account_id', 'entries_sealed'])
@@ -37,6 +47,12 @@ export class SealedValuesRepo {
       .where('api_keys_sealed', 'is not', null)
       .orderBy('seq')
       .execute();
+    const secrets = await this.db
+      .selectFrom('bot_configs')
+      .select(['id', 'secrets_sealed'])
+      .where('secrets_sealed', 'is not', null)
+      .orderBy('seq')
+      .execute();
     const dialins = await this.db
       .selectFrom('dialin_configs')
       .select(['account_id', 'entries_sealed'])
@@ -44,6 +60,7 @@ export class SealedValuesRepo {
       .execute();
     return [
       ...configs.map((r): SealedValue => ({ kind: 'bot-config', id: r.id, sealed: r.api_keys_sealed! })),
+      ...secrets.map((r): SealedValue => ({ kind: 'bot-config-secrets', id: r.id, sealed: r.secrets_sealed! })),
       ...dialins.map((r): SealedValue => ({ kind: 'dialin-config', id: r.account_id, sealed: r.entries_sealed })),
     ];
   }
@@ -61,12 +78,19 @@ export class SealedValuesRepo {
             .where('id', '=', value.id)
             .where('api_keys_sealed', '=', value.sealed)
             .executeTakeFirst()
-        : await this.db
-            .updateTable('dialin_configs')
-            .set({ entries_sealed: resealed })
-            .where('account_id', '=', value.id)
-            .where('entries_sealed', '=', value.sealed)
-            .executeTakeFirst();
+        : value.kind === 'bot-config-secrets'
+          ? await this.db
+              .updateTable('bot_configs')
+              .set({ secrets_sealed: resealed })
+              .where('id', '=', value.id)
+              .where('secrets_sealed', '=', value.sealed)
+              .executeTakeFirst()
+          : await this.db
+              .updateTable('dialin_configs')
+              .set({ entries_sealed: resealed })
+              .where('account_id', '=', value.id)
+              .where('entries_sealed', '=', value.sealed)
+              .executeTakeFirst();
     return Number(result.numUpdatedRows) > 0;
   }
 }

@@ -7,8 +7,9 @@ import { type WebSocket, WebSocketServer, WebSocket as WsClient } from 'ws';
 import { TwilioTransport } from './twilio-transport.js';
 
 /**
- * The transport writes a tick's messages to the carrier in one system call when it is given the
- * TCP socket: observed on a real connection by counting the socket's writes.
+ * The transport sends a tick's frames as one media message, and writes a tick's messages to the
+ * carrier in one system call when it is given the TCP socket: observed on a real connection by
+ * counting the socket's writes and reading what the client received.
  */
 
 const closers: Array<() => void> = [];
@@ -51,17 +52,21 @@ async function writesFor(transport: TwilioTransport, tcp: Socket, client: WsClie
   };
   const received: string[] = [];
   client.on('message', (data) => received.push(data.toString()));
-  // One tick of a talking call: two frames and a mark.
+  // One tick of a talking call: two frames and a mark, then a frame the next tick.
   transport.sendMedia(new Uint8Array(160).fill(0xff));
   transport.sendMedia(new Uint8Array(160).fill(0xfe));
   transport.sendMark('m1');
   await new Promise((resolve) => setTimeout(resolve, 50));
-  expect(received.map((m) => JSON.parse(m).event)).toEqual(['media', 'media', 'mark']);
+  expect(received.map((m) => JSON.parse(m).event)).toEqual(['media', 'mark']);
+  const audio = Buffer.from(JSON.parse(received[0]!).media.payload, 'base64');
+  expect([...new Set(audio.subarray(0, 160))]).toEqual([0xff]);
+  expect([...new Set(audio.subarray(160))]).toEqual([0xfe]);
+  expect(audio.length).toBe(320);
   return writes;
 }
 
 describe('TwilioTransport writes', () => {
-  it("sends one tick's messages in one write when it has the TCP socket, as separate websocket messages", async () => {
+  it("sends one tick's frames as one media message, and the tick's messages in one write when it has the TCP socket", async () => {
     const { server, tcp, client } = await connectedPair();
     const transport = new TwilioTransport(server, pino({ level: 'silent' }), undefined, tcp);
     transport.streamSid = 'MZ00000000000000000000000000000000';
@@ -72,6 +77,20 @@ describe('TwilioTransport writes', () => {
     const { server, tcp, client } = await connectedPair();
     const transport = new TwilioTransport(server, pino({ level: 'silent' }));
     transport.streamSid = 'MZ00000000000000000000000000000000';
-    expect(await writesFor(transport, tcp, client)).toBeGreaterThanOrEqual(3);
+    expect(await writesFor(transport, tcp, client)).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a clear drops the frames held this tick, and frames after it go out on their own', async () => {
+    const { server, client } = await connectedPair();
+    const transport = new TwilioTransport(server, pino({ level: 'silent' }));
+    transport.streamSid = 'MZ00000000000000000000000000000000';
+    const received: string[] = [];
+    client.on('message', (data) => received.push(data.toString()));
+    transport.sendMedia(new Uint8Array(160).fill(0xff));
+    transport.sendClear();
+    transport.sendMedia(new Uint8Array(160).fill(0xfe));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(received.map((m) => JSON.parse(m).event)).toEqual(['clear', 'media']);
+    expect(Buffer.from(JSON.parse(received[1]!).media.payload, 'base64')).toEqual(Buffer.alloc(160, 0xfe));
   });
 });

@@ -61,13 +61,16 @@ export class TwilioTransport implements CallTransport {
   private readonly budget: PeerBudget;
   private mediaPrefixSid: string | undefined;
   private mediaPrefix = '';
-  /** The TCP socket is corked until the end of this tick (see cork()). */
-  private corked = false;
+  /** This tick's messages are held until it ends (see holdForTick()). */
+  private held = false;
+  /** Frames sent this tick, not yet written (see holdForTick()). */
+  private pendingMedia: Uint8Array[] = [];
   private readonly endListeners: Array<() => void> = [];
 
   /**
    * @param tcp the connection under `socket` (the upgraded request's socket), corked per tick so a
-   *   tick's messages leave in one write; without it every message is its own write.
+   *   tick's messages leave in one write; without it every message is its own write (a tick's
+   *   frames are one message either way).
    */
   constructor(
     private readonly socket: WebSocket,
@@ -104,48 +107,63 @@ export class TwilioTransport implements CallTransport {
   sendMedia(frame: Uint8Array): void {
     if (!this.writable() || !this.streamSid) return;
     this.stats.mediaOut += 1;
-    // 50 frames a second per call: the JSON around the payload is built once per stream.
-    if (this.mediaPrefixSid !== this.streamSid) {
-      this.mediaPrefixSid = this.streamSid;
-      this.mediaPrefix = outboundMediaPrefix(this.streamSid);
-    }
-    const payload = Buffer.from(frame.buffer, frame.byteOffset, frame.byteLength).toString('base64');
-    this.cork();
-    this.socket.send(this.mediaPrefix + payload + OUTBOUND_MEDIA_SUFFIX);
+    this.pendingMedia.push(frame);
+    this.holdForTick();
   }
 
   sendMark(name: string): void {
     if (!this.writable() || !this.streamSid) return;
     this.stats.marksOut += 1;
-    this.cork();
+    this.flushMedia();
+    this.holdForTick();
     this.socket.send(outboundMark(this.streamSid, name));
   }
 
   /**
-   * Holds this tick's messages in the TCP socket and writes them in one system call when the tick
-   * ends: Playout sends a call's frames two at a time, with a mark every few (playout.ts), and a
-   * write per message was the largest share of a talking call's CPU (docs/cost-per-call.md).
-   * Order and framing are unchanged: the carrier still gets one websocket message per frame.
+   * Holds this tick's messages and writes them when the tick ends: the frames sent in a row go
+   * out as one `media` message (Twilio plays a payload of any length; Playout sends a call's frames
+   * two at a time, playout.ts), and with the TCP socket, the tick's messages leave in one system
+   * call. A message per frame and a write per message were the largest share of a talking call's
+   * CPU (docs/cost-per-call.md). Order is kept: a mark or a clear first sends the frames before it.
    */
-  private cork(): void {
-    const tcp = this.tcp;
-    if (this.corked || !tcp) return;
-    this.corked = true;
-    tcp.cork();
+  private holdForTick(): void {
+    if (this.held) return;
+    this.held = true;
+    this.tcp?.cork();
     process.nextTick(() => {
-      this.corked = false;
-      tcp.uncork();
+      this.held = false;
+      this.flushMedia();
+      this.tcp?.uncork();
     });
+  }
+
+  /** The frames held this tick, as one media message. */
+  private flushMedia(): void {
+    const frames = this.pendingMedia;
+    if (frames.length === 0) return;
+    this.pendingMedia = [];
+    if (this.socket.readyState !== this.socket.OPEN || !this.streamSid) return;
+    // The JSON around the payload is built once per stream.
+    if (this.mediaPrefixSid !== this.streamSid) {
+      this.mediaPrefixSid = this.streamSid;
+      this.mediaPrefix = outboundMediaPrefix(this.streamSid);
+    }
+    const audio = frames.length === 1 ? frames[0]! : Buffer.concat(frames);
+    const payload = Buffer.from(audio.buffer, audio.byteOffset, audio.byteLength).toString('base64');
+    this.socket.send(this.mediaPrefix + payload + OUTBOUND_MEDIA_SUFFIX);
   }
 
   sendClear(): void {
     if (!this.writable() || !this.streamSid) return;
     this.stats.clearsOut += 1;
+    // Frames held this tick would be cleared at once by the carrier: they are not sent at all.
+    this.pendingMedia = [];
     this.socket.send(outboundClear(this.streamSid));
   }
 
   /** Ends the stream from our side; with nothing after <Connect> in the TwiML, the call ends. */
   close(code: number = CLOSE.normal, reason = 'call ended'): void {
+    this.flushMedia();
     if (this.socket.readyState === this.socket.OPEN || this.socket.readyState === this.socket.CONNECTING) {
       this.socket.close(code, reason.slice(0, 120));
     }

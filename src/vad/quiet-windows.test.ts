@@ -1,11 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loudnessVolume } from '../audio/energy.js';
 import { decodeMulaw } from '../audio/mulaw.js';
 import { QUIET_REPLAY_WINDOWS } from './silero.js';
-import { sessionRunner, SileroBatcher } from './silero-batcher.js';
-import { getSileroSession, releaseSileroSession, SILERO_STATE_SIZE } from './silero-model.js';
+import { SileroBatcher } from './silero-batcher.js';
+import { SILERO_STATE_SIZE } from './silero-model.js';
+import { networkRunner, networkSileroBatcher } from './silero-network.js';
 import { type VadWindowInfo, VadStream } from './vad-stream.js';
 
 /**
@@ -70,7 +71,7 @@ async function run(pcm: Int16Array, runQuietWindows: boolean): Promise<Run> {
       onSpeechStop: (event) => result.events.push({ type: 'stop', atMs: event.atMs }),
       onWindow: (info) => result.windows.push(info),
     },
-    { session: getSileroSession(), runQuietWindows },
+    { batcher: networkSileroBatcher(), runQuietWindows },
   );
   for (let at = 0; at + 160 <= pcm.length; at += 160) await stream.push(pcm.subarray(at, at + 160));
   return result;
@@ -87,14 +88,9 @@ function longestSkippedRun(windows: VadWindowInfo[]): number {
   return longest;
 }
 
-afterAll(async () => {
-  await releaseSileroSession();
-});
-
 describe('quiet windows are not run through the model', () => {
   it('a batcher sequence gives the state and probability of running its windows one by one', async () => {
-    const session = await getSileroSession();
-    const batcher = new SileroBatcher(sessionRunner(session, 8000));
+    const batcher = new SileroBatcher(networkRunner(8000));
     const speech = clip('A07_go_forward');
     const rowSamples = 32 + WINDOW_SAMPLES;
     const steps = 12;

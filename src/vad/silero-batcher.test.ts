@@ -3,8 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decodeMulaw } from '../audio/mulaw.js';
 import { SileroVad } from './silero.js';
-import { SileroBatcher, type SileroBatchRunner, sileroBatcher } from './silero-batcher.js';
-import { getSileroSession } from './silero-model.js';
+import { SileroBatcher, type SileroBatchRunner } from './silero-batcher.js';
+import { networkRunner } from './silero-network.js';
 
 const CLIPS = ['A01_jfk', 'A04_cheetah_platforms', 'A06_birch_canoe', 'A07_go_forward', 'A10_noise_dishes'];
 
@@ -20,26 +20,26 @@ async function feed(vad: SileroVad, pcm: Int16Array): Promise<void> {
 
 describe('batched Silero inference', () => {
   it('gives every call the probabilities it would get alone, while running calls together', async () => {
-    const session = await getSileroSession();
+    const batcher = new SileroBatcher(networkRunner(8000));
     const clips = CLIPS.map(pcmOf);
 
     // Alone: one stream at a time, so every batch holds one window.
     const alone: number[][] = [];
     for (const pcm of clips) {
       const seen: number[] = [];
-      const vad = new SileroVad({ session, onWindow: (p) => seen.push(p) });
+      const vad = new SileroVad({ batcher, onWindow: (p) => seen.push(p) });
       await feed(vad, pcm);
       alone.push(seen);
     }
 
     // Together: every stream gets its frame on the same turn, as under load.
     const together = clips.map(() => [] as number[]);
-    const vads = clips.map((_, i) => new SileroVad({ session, onWindow: (p) => together[i]!.push(p) }));
+    const vads = clips.map((_, i) => new SileroVad({ batcher, onWindow: (p) => together[i]!.push(p) }));
     const frames = Math.min(...clips.map((c) => Math.floor(c.length / 160)));
     for (let f = 0; f < frames; f++)
       await Promise.all(vads.map((vad, i) => vad.push(clips[i]!.subarray(f * 160, f * 160 + 160))));
 
-    expect(sileroBatcher(session, 8000).maxBatchSeen).toBeGreaterThan(1);
+    expect(batcher.maxBatchSeen).toBeGreaterThan(1);
     together.forEach((probs, i) => {
       expect(probs.length).toBe(Math.floor((frames * 160) / 256));
       probs.forEach((p, w) => expect(Math.abs(p - alone[i]![w]!)).toBeLessThan(1e-5));
@@ -49,8 +49,7 @@ describe('batched Silero inference', () => {
   });
 
   it('fails every window of a run whose inference fails, and keeps serving afterwards', async () => {
-    const session = await getSileroSession();
-    const batcher = sileroBatcher(session, 8000);
+    const batcher = new SileroBatcher(networkRunner(8000));
     const good = new Float32Array(288);
     const state = new Float32Array(256);
     const bad = batcher.infer(new Float32Array(7), new Float32Array(256));
@@ -93,5 +92,32 @@ describe('gathering windows into batches', () => {
     await vi.advanceTimersByTimeAsync(4);
     expect(await next).toBe(0.5);
     expect(runner.sizes).toEqual([3, 1]);
+  });
+
+  it('gives the event loop a turn between runs when the runner answers at once, even with a backlog', async () => {
+    // Calls with 3 s of audio waiting each (carriers catching up): each window a stream runs
+    // queues its next from the previous one's answer. Sockets and the playout clock must not wait
+    // for all of it.
+    // Answers as the TypeScript network does: computed in this thread, the promise already settled.
+    const runner: SileroBatchRunner = {
+      run: (_input, state, batchSize) =>
+        Promise.resolve({ output: new Float32Array(batchSize).fill(0.5), stateN: state.slice() }),
+    };
+    const batcher = new SileroBatcher(runner);
+    // Every other window quiet, as in pauses: each run replays the skipped one first (a sequence),
+    // and sequences run one by one, so a round takes many runs.
+    const vads = Array.from({ length: 20 }, () => {
+      let windows = 0;
+      return new SileroVad({ batcher, isQuiet: () => windows++ % 2 === 0 });
+    });
+    const backlogs = vads.map((vad) => vad.push(new Int16Array(24_000)));
+    const processed = () => vads.reduce((sum, vad) => sum + vad.windowsProcessed, 0);
+    const processedAtTurns: number[] = [];
+    const timer = setInterval(() => processedAtTurns.push(processed()), 0);
+    await Promise.all(backlogs);
+    clearInterval(timer);
+    expect(processed()).toBe(20 * 93);
+    // Timers fired while the backlog was being worked through, not only after it.
+    expect(processedAtTurns.some((count) => count > 0 && count < 20 * 93)).toBe(true);
   });
 });

@@ -19,7 +19,7 @@ const MAX_BATCH = 256;
  * Runs one batched Silero inference: `input` is [steps, batchSize, rowSamples] (context + window
  * per stream, for `steps` consecutive windows of each stream), `state` is [2, batchSize, 128]. The
  * steps run one after the other, each on the state the previous one left. In this thread
- * (sessionRunner) or in a worker thread (silero-worker-runner.ts). The arrays are only read until
+ * on an onnxruntime session (sessionRunner) or on the TypeScript network (silero-network.ts). The arrays are only read until
  * the returned promise settles.
  */
 export interface SileroBatchRunner {
@@ -84,7 +84,7 @@ interface Pending {
  * turn of the event loop, go into the next run: under load, batches grow by themselves; a quiet
  * server runs them one by one, with no added wait.
  *
- * With `gatherMs` (the worker's batcher), the first window of a batch also waits that long for
+ * With `gatherMs` (for a runner in another thread), the first window of a batch also waits that long for
  * other calls' windows: calls' frames arrive at their own phases, so without it most runs hold one
  * window, and each run costs a message to the worker and back plus the model's fixed cost per run
  * (bench/vad-throughput.ts: 0.14 ms for one window, 0.26 ms for four).
@@ -142,29 +142,35 @@ export class SileroBatcher {
     });
   }
 
+  /**
+   * Runs what is queued, then gives the event loop a turn before running what came meanwhile: a
+   * runner that computes in this thread (silero-network.ts) settles its promise at once, and a
+   * stream with windows waiting (a carrier catching up) queues its next window from that
+   * settlement, so looping until the queue is empty could hold sockets and the playout clock
+   * for as long as the backlog lasts.
+   */
   private async runBatches(): Promise<void> {
-    while (this.queue.length > 0) {
-      // Sequences run alone (each of their steps needs the one before); single windows together.
-      const groups: Pending[][] = [];
-      const batch: Pending[] = [];
-      const waiting: Pending[] = [];
-      for (const item of this.queue) {
-        if (item.steps > 1) groups.push([item]);
-        else if (batch.length < MAX_BATCH) batch.push(item);
-        else waiting.push(item);
-      }
-      this.queue = waiting;
-      groups.push(batch);
-      for (const group of groups) {
-        if (group.length === 0) continue;
-        try {
-          await this.run(group);
-        } catch (error) {
-          for (const item of group) item.reject(error);
-        }
+    // Sequences run alone (each of their steps needs the one before); single windows together.
+    const groups: Pending[][] = [];
+    const batch: Pending[] = [];
+    const waiting: Pending[] = [];
+    for (const item of this.queue) {
+      if (item.steps > 1) groups.push([item]);
+      else if (batch.length < MAX_BATCH) batch.push(item);
+      else waiting.push(item);
+    }
+    this.queue = waiting;
+    groups.push(batch);
+    for (const group of groups) {
+      if (group.length === 0) continue;
+      try {
+        await this.run(group);
+      } catch (error) {
+        for (const item of group) item.reject(error);
       }
     }
-    this.busy = false;
+    if (this.queue.length > 0) setImmediate(() => void this.runBatches());
+    else this.busy = false;
   }
 
   /** One request: a batch of single windows, or one stream's sequence (a batch of one, several steps). */

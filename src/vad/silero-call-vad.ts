@@ -1,10 +1,10 @@
 import type { CallVadFactory } from './call-vad.js';
-import { workerSileroBatcher } from './silero-worker-runner.js';
+import { networkSileroBatcher } from './silero-network.js';
 import { VadStream, type VadStreamEvents } from './vad-stream.js';
 
 /**
- * The call's VAD on Silero: inference runs in the process's Silero worker thread, batched with
- * every other call's windows (silero-batcher.ts); the recurrent state is the call's.
+ * The call's VAD on Silero: the network runs in the event loop (silero-network.ts), shared by
+ * every call, batched with the other calls' windows of the same turn; the recurrent state is the call's.
  * If inference fails the call goes on without VAD (STT finals still end turns) rather than dying.
  */
 export const createSileroCallVad: CallVadFactory = (params, events, log) => {
@@ -14,7 +14,7 @@ export const createSileroCallVad: CallVadFactory = (params, events, log) => {
     ? (decision: Parameters<NonNullable<VadStreamEvents['onSuspicionDecision']>>[0]) =>
         log.debug(decision, 'vad suspicion decision')
     : undefined;
-  const stream = new VadStream(params, { ...events, onSuspicionDecision }, { batcher: workerSileroBatcher() });
+  const stream = new VadStream(params, { ...events, onSuspicionDecision }, { batcher: networkSileroBatcher() });
   const onError = (err: unknown) => {
     if (failed) return;
     failed = true;

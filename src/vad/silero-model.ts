@@ -1,11 +1,10 @@
 /**
- * The Silero VAD v6 ONNX model, loaded once per process and shared by every call.
+ * The Silero VAD v6 model file, its geometry, and an onnxruntime session of it.
  *
- * The session holds only the weights; each call keeps its own recurrent state and context (see
- * silero.ts), so one session can serve every call. onnxruntime-node runs `session.run` on the
- * main thread (deferred with setImmediate), so the session is pinned to one intra-op and one
- * inter-op thread: on a 2-core box with hundreds of calls, extra ORT threads would only fight
- * the event loop and each other for the same cores.
+ * Calls run the model on the TypeScript network (silero-network.ts), which reads its weights from
+ * this file; the server never loads onnxruntime. The session here is the reference the tests and
+ * benchmarks compare that network with, loaded on first use: one intra-op and one inter-op
+ * thread, since on a 2-core box extra threads would only fight the event loop for the same cores.
  */
 
 import { createRequire } from 'node:module';
@@ -47,13 +46,12 @@ export function sileroModelPath(): string {
  * onnxruntime-node (1.30 on Linux and macOS) starts Microsoft's telemetry client (1DS) with the
  * runtime's first session: it leaves an empty `mat-debug-<pid>.log` and a `.ses` file in the system
  * temporary directory, keeps a device id and an event cache under
- * `~/.cache/Microsoft/DeveloperTools/.onnxruntime`, and uploads usage events. A server writes
- * nothing outside its data dir and calls no one it was not configured to, so it turns all of that
- * off with the runtime's own switch, ORT_DISABLE_TELEMETRY, unless the operator set it.
+ * `~/.cache/Microsoft/DeveloperTools/.onnxruntime`, and uploads usage events. The tests and
+ * benchmarks that load it as the reference turn all of that off with the runtime's own switch,
+ * ORT_DISABLE_TELEMETRY, unless it is set.
  *
  * The runtime reads the switch from the process environment. A worker thread's `process.env` is
- * its own copy that native code never sees, so this runs in the main thread, before the runtime
- * loads there or the worker that holds the VAD's session starts.
+ * its own copy that native code never sees, so this runs only in the main thread.
  */
 export function disableOnnxRuntimeTelemetry(): void {
   if (isMainThread) process.env.ORT_DISABLE_TELEMETRY ??= '1';
@@ -61,11 +59,7 @@ export function disableOnnxRuntimeTelemetry(): void {
 
 let ortModule: typeof Ort | undefined;
 
-/**
- * onnxruntime, loaded on first use: its native library and the model take tens of MB, which a
- * process that never runs the VAD in this thread (the server's main thread: inference runs in
- * the Silero worker) should not pay for.
- */
+/** onnxruntime, loaded on first use: its native library and the model take tens of MB (the server never loads it). */
 export async function loadOnnxRuntime(): Promise<typeof Ort> {
   disableOnnxRuntimeTelemetry();
   ortModule ??= await import('onnxruntime-node');

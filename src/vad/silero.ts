@@ -25,7 +25,8 @@
 
 import type { InferenceSession } from 'onnxruntime-node';
 import { type SileroBatcher, sileroBatcher } from './silero-batcher.js';
-import { getSileroSession, SILERO_GEOMETRY, SILERO_STATE_SIZE, type SileroSampleRateHz } from './silero-model.js';
+import { SILERO_GEOMETRY, SILERO_STATE_SIZE, type SileroSampleRateHz } from './silero-model.js';
+import { networkSileroBatcher } from './silero-network.js';
 
 /**
  * Called once per model window, in stream order.
@@ -54,11 +55,14 @@ export interface SileroVadOptions {
   /** 8000 (default, telephony) or 16000. */
   sampleRateHz?: SileroSampleRateHz;
   onWindow?: SileroWindowListener;
-  /** The model session; defaults to the process-wide shared one (loaded on first use). */
+  /**
+   * An onnxruntime session of the model to run the windows on instead of the TypeScript network
+   * (the reference the tests and benchmarks compare it with).
+   */
   session?: InferenceSession | Promise<InferenceSession>;
   /**
-   * Where windows are run instead of `session`: e.g. workerSileroBatcher(), which runs them in a
-   * worker thread. Defaults to the batcher of `session`.
+   * Where windows are run. Defaults to the batcher of `session` if given, else to the process-wide
+   * batcher on the TypeScript network (silero-network.ts).
    */
   batcher?: SileroBatcher;
   /** Most audio kept waiting for the model, ms; older audio is dropped. Default 3000. */
@@ -118,8 +122,8 @@ export class SileroVad {
   /** Creates a stream once the model is loaded, so a load failure surfaces here. */
   static async create(options: SileroVadOptions = {}): Promise<SileroVad> {
     if (options.batcher) return new SileroVad(options);
-    const session = await (options.session ?? getSileroSession());
-    return new SileroVad({ ...options, session });
+    if (options.session) return new SileroVad({ ...options, session: await options.session });
+    return new SileroVad({ ...options, batcher: networkSileroBatcher(options.sampleRateHz ?? 8000) });
   }
 
   /**
@@ -130,9 +134,13 @@ export class SileroVad {
     const sampleRateHz = options.sampleRateHz ?? 8000;
     const geometry = SILERO_GEOMETRY[sampleRateHz];
     if (!geometry) throw new RangeError(`Silero VAD supports 8000 or 16000 Hz, got ${sampleRateHz}`);
-    this.batcherReady = options.batcher
-      ? Promise.resolve(options.batcher)
-      : Promise.resolve(options.session ?? getSileroSession()).then((session) => sileroBatcher(session, sampleRateHz));
+    const { batcher, session } = options;
+    this.batcherReady = batcher
+      ? Promise.resolve(batcher)
+      : session
+        ? Promise.resolve(session).then((loaded) => sileroBatcher(loaded, sampleRateHz))
+        : // Built on first use; a model that fails to load rejects here, not in the constructor.
+          Promise.resolve().then(() => networkSileroBatcher(sampleRateHz));
     this.batcherReady.then(
       (batcher) => {
         this.batcher = batcher;

@@ -1,8 +1,7 @@
 import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { findVoicedSpan } from '../tools/simulator/caller-clip.js';
-import { getSileroSession, releaseSileroSession } from './silero-model.js';
 import { VadStream } from './vad-stream.js';
 
 /**
@@ -21,10 +20,6 @@ const QUESTION = fileURLToPath(new URL('../../fixtures/audio/A06_birch_canoe.ula
 /** The onset-to-clear goal, less a frame for the carrier and a frame for the server to send it. */
 const SUSPECTED_WITHIN_MS = 120 - 40;
 
-afterAll(async () => {
-  await releaseSileroSession();
-});
-
 async function suspicionDelayMs(clip: Uint8Array): Promise<number | undefined> {
   const onset = findVoicedSpan(clip)!.startMs;
   const audio = Buffer.concat([readFileSync(QUESTION), Buffer.alloc(16_000, 0xff), clip, Buffer.alloc(4000, 0xff)]);
@@ -41,7 +36,6 @@ async function suspicionDelayMs(clip: Uint8Array): Promise<number | undefined> {
         if (event.atMs > clipAtMs && startedAtMs === undefined) startedAtMs = event.atMs;
       },
     },
-    { session: getSileroSession() },
   );
   for (let at = 0; at + 160 <= audio.length; at += 160) await stream.pushMulaw(audio.subarray(at, at + 160));
   // Speech confirmed with no suspicion first: the pause never engaged.

@@ -48,9 +48,9 @@ export interface VadStreamEvents {
 }
 
 export interface VadStreamOptions {
-  /** Model session; defaults to the shared process-wide one. */
+  /** An onnxruntime session to run the windows on instead of the TypeScript network (see SileroVadOptions.session). */
   session?: InferenceSession | Promise<InferenceSession>;
-  /** Runs the windows instead of `session` (see SileroVadOptions.batcher). */
+  /** Where the windows run (see SileroVadOptions.batcher). */
   batcher?: SileroBatcher;
   /** Run every window, quiet or not (default false): for comparisons. */
   runQuietWindows?: boolean;

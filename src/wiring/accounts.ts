@@ -1,4 +1,6 @@
+import type { Logger } from 'pino';
 import { BotConfigService } from '../bots/bot-config-service.js';
+import { sealConfigSecrets } from '../bots/config-secrets.js';
 import type { AppConfig } from '../config/env.js';
 import type { AuthDeps } from '../http/auth.js';
 import { SecretBox } from '../security/secret-box.js';
@@ -22,7 +24,7 @@ export interface Accounts {
 }
 
 /** Accounts, their keys and their bot configurations, from the store. */
-export async function buildAccounts(config: AppConfig, database: OpenedDatabase): Promise<Accounts> {
+export async function buildAccounts(config: AppConfig, database: OpenedDatabase, log: Logger): Promise<Accounts> {
   // Checks every key against the store's fingerprint: a node with other keys stops here.
   const keys = await loadServiceKeys(config, database);
   // Follows a rotation of the secret key (switchboard db rotate-key) while the node runs; the app stops it on close.
@@ -31,6 +33,15 @@ export async function buildAccounts(config: AppConfig, database: OpenedDatabase)
   const accounts = new AccountsRepo(database.db);
   const defaultAccount = await accounts.ensureAccount(DEFAULT_ACCOUNT_NAME);
   const botConfigsRepo = new BotConfigsRepo(database.db);
+  // Migration 0010's data half: it needs the secret key, which is loaded after the schema migrations.
+  const moved = await sealConfigSecrets(botConfigsRepo, secrets);
+  if (moved.sealed > 0)
+    log.info({ configs: moved.sealed }, 'sealed the signing secrets of configurations written before 0010');
+  if (moved.unreadable.length > 0)
+    log.error(
+      { configs: moved.unreadable },
+      'configurations whose webhook secret this secret key cannot open were left as they were',
+    );
   return {
     keys,
     secrets,

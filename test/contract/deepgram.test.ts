@@ -213,4 +213,28 @@ describe('@deepgram/sdk against the Deepgram emulator', () => {
     expect(recorded.texts).toEqual([text]);
     expect(recorded.auth).toBe('token');
   });
+
+  it('Aura text-to-speech over REST: the SDK posts the text and reads raw mu-law, streamed; a bad key and an encoding the emulator cannot make are refused', async () => {
+    vendors = await startVendors();
+    const client = new DeepgramClient({ apiKey: API_KEY, baseUrl: vendors.baseUrl });
+    const text = 'Hello there.';
+    const response = await client.speak.v1.audio.generate({
+      text,
+      model: 'aura-asteria-en',
+      encoding: 'mulaw',
+      sample_rate: 8000,
+      container: 'none',
+    });
+    const audio = Buffer.from(await response.arrayBuffer());
+    // 60 ms of emulated speech per character, 8 kHz, one byte a sample, no header.
+    expect(audio.length).toBe(text.length * 60 * 8);
+
+    const wav = Buffer.from(await (await client.speak.v1.audio.generate({ text, sample_rate: 16000 })).arrayBuffer());
+    expect(wav.subarray(0, 4).toString('ascii')).toBe('RIFF');
+    expect(wav.length).toBe(44 + text.length * 60 * 16 * 2);
+
+    const wrongKey = new DeepgramClient({ apiKey: 'wrong', baseUrl: vendors.baseUrl });
+    await expect(wrongKey.speak.v1.audio.generate({ text })).rejects.toMatchObject({ statusCode: 401 });
+    await expect(client.speak.v1.audio.generate({ text, encoding: 'mp3' })).rejects.toMatchObject({ statusCode: 400 });
+  });
 });

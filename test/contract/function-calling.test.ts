@@ -201,3 +201,38 @@ describe('function calling as the vendors SDKs see it', () => {
     expect(answered.text).toBe('Done: check_table {"free":true}, get_hours {"open":"12-23"}');
   });
 });
+
+describe('Gemini 3 thought signatures, judged by @google/genai', () => {
+  it('the SDK reads the signature on the first call; the model turn sent back whole is accepted, stripped of it refused', async () => {
+    const emulator = new GeminiEmulator({
+      latencies: CONTRACT_LATENCIES,
+      apiKey: API_KEY,
+      replies: [PARALLEL],
+      afterToolResults,
+    });
+    vendors = await startVendors({ emulators: [emulator] });
+    const ai = new GoogleGenAI({ apiKey: API_KEY, httpOptions: { baseUrl: vendors.baseUrl } });
+    const model = 'gemini-3-flash-preview';
+    const contents: Content[] = [{ role: 'user', parts: [{ text: 'Table for two on Monday?' }] }];
+    const first = await ai.models.generateContent({ model, contents });
+    const modelContent = first.candidates![0]!.content!;
+    const calls = modelContent.parts!.filter((p) => p.functionCall);
+    expect(calls.map((p) => typeof p.thoughtSignature)).toEqual(['string', 'undefined']);
+    const responses: Content = {
+      role: 'user',
+      parts: [
+        { functionResponse: { name: 'check_table', response: { free: true } } },
+        { functionResponse: { name: 'get_hours', response: { open: '12-23' } } },
+      ],
+    };
+    const answered = await ai.models.generateContent({ model, contents: [...contents, modelContent, responses] });
+    expect(answered.text).toBe('Done: check_table {"free":true}, get_hours {"open":"12-23"}');
+    const stripped: Content = {
+      role: 'model',
+      parts: modelContent.parts!.map(({ thoughtSignature: _signature, ...part }) => part),
+    };
+    await expect(ai.models.generateContent({ model, contents: [...contents, stripped, responses] })).rejects.toThrow(
+      /Function call is missing a thought_signature in functionCall parts.*`default_api:check_table` , position 2/,
+    );
+  });
+});

@@ -336,6 +336,44 @@ describe('accounts and secrets', () => {
     ).toBe(200);
   });
 
+  it('keeps the status_callback hmac sealed at rest and returns it whole to its owner', async () => {
+    const hmac = Buffer.from('status-callback-hmac-secret-42').toString('base64');
+    const callback = { url: 'https://hooks.example.com/calls', hmac };
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/v1/bots/twilio-config',
+      headers: auth(),
+      payload: sampleConfig({ status_callback: callback }),
+    });
+    expect(created.statusCode, created.body).toBe(200);
+    expect(created.json().botConfig.status_callback).toEqual(callback);
+    const rows = await t.database.db.selectFrom('bot_configs').selectAll().execute();
+    expect(rows.map((r) => r.secrets_sealed)).toEqual([expect.stringMatching(/^v1:/)]);
+    expect(JSON.stringify(rows)).not.toContain(hmac);
+    expect(JSON.parse(rows[0]!.body_json).status_callback).toEqual({ url: callback.url });
+    for (const file of readdirSync(t.dataDir)) {
+      if (!file.startsWith('switchboard.sqlite')) continue;
+      expect(readFileSync(join(t.dataDir, file)).toString('latin1'), file).not.toContain(hmac);
+    }
+    const read = await t.app.inject({
+      method: 'GET',
+      url: `/v1/bots/twilio-config/${created.json().id}`,
+      headers: auth(),
+    });
+    expect(read.json().botConfig.status_callback).toEqual(callback);
+    // Replaced without a status_callback: the secret goes with it.
+    const replaced = await t.app.inject({
+      method: 'POST',
+      url: `/v1/bots/twilio-config/${created.json().id}`,
+      headers: auth(),
+      payload: sampleConfig(),
+    });
+    expect(replaced.json().botConfig.status_callback).toBeUndefined();
+    expect(
+      (await t.database.db.selectFrom('bot_configs').select('secrets_sealed').executeTakeFirstOrThrow()).secrets_sealed,
+    ).toBeNull();
+  });
+
   it('masks provider keys on read, keeps them encrypted at rest, and keeps them when sent back masked', async () => {
     const view = (await create()).json();
     expect(view.botConfig.api_keys).toEqual({ openai: '****6789', deepgram: '****efgh', cartesia: '****6789' });

@@ -102,7 +102,7 @@ describe('file modes', () => {
       HOME: home,
     });
     try {
-      // A stored configuration means calls may come: the VAD (onnxruntime) and the offline voice load.
+      // A stored configuration means calls may come: the VAD's network loads.
       const res = await fetch(`${serve.baseUrl}/v1/bots/twilio-config`, {
         method: 'POST',
         headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
@@ -110,7 +110,6 @@ describe('file modes', () => {
       });
       expect(res.status).toBe(200);
       await waitFor(() => serve.output().includes('"msg":"voice activity model ready"') || undefined, 30_000);
-      await waitFor(() => serve.output().includes('"msg":"offline voice ready"') || undefined, 30_000);
     } finally {
       serve.child.kill('SIGTERM');
       await once(serve.child, 'exit');

@@ -52,6 +52,8 @@ interface ToolCallSetUp {
   env?: Record<string, string>;
   callSid?: string;
   authToken?: string;
+  /** More fields of the configuration; a function builds them from the receiver. */
+  extraConfig?: (receiver: { urlOf(name: string): string }) => Record<string, unknown>;
 }
 
 async function toolCall(setUp: ToolCallSetUp) {
@@ -86,6 +88,7 @@ async function toolCall(setUp: ToolCallSetUp) {
       names.map((name) => [name, { url: receiver.urlOf(name), ...(setUp.entries?.[name] ?? {}) }]),
     ),
     webhook_secret: SECRET,
+    ...(setUp.extraConfig?.(receiver) ?? {}),
   });
   const report = await runPhoneCall({
     target: { wssUrl },
@@ -383,8 +386,9 @@ describe('function calls on a phone call', () => {
     expect(summary.tools).toMatchObject({ transfer_call: { calls: 1, failures: 0 } });
   });
 
-  it('transfer_call on the sandbox carrier: a sandbox number is taken, anything else is an error the model explains', async () => {
-    const { report, llm, summary } = await toolCall({
+  it('transfer_call on the sandbox carrier: the target rings and the simulated callee answers; a number outside the sandbox is an error the model explains', async () => {
+    const hmac = Buffer.from('status-callback-secret-for-transfers').toString('base64');
+    const { report, llm, summary, receiver } = await toolCall({
       replies: [
         transferTurn('+15551234567'),
         {
@@ -395,6 +399,7 @@ describe('function calls on a phone call', () => {
       ],
       behaviours: {},
       extraTools: [TRANSFER],
+      extraConfig: (hooks) => ({ status_callback: { url: hooks.urlOf('call-status'), hmac } }),
       callSid: `CA${'9'.repeat(32)}`,
       scenario: { steps: [{ do: 'play', clip: 'birch' }], endOfScript: 'stay', maxDurationMs: 30_000 },
     });
@@ -402,5 +407,33 @@ describe('function calls on a phone call', () => {
     const refused = llm.requests[1]!.messages.find((m) => m.role === 'tool')!;
     expect(JSON.parse(refused.content).error).toContain('not a sandbox number');
     expect(summary.reason).toBe('transferred');
+    // The carrier dialled the target, and the simulated callee took the transferred caller.
+    const callSid = `CA${'9'.repeat(32)}`;
+    const dialled = await server!.waitForLog((r) => r.msg === 'sandbox transfer: dialling the target');
+    expect(dialled).toMatchObject({ callSid, target: '+14155550142' });
+    const answered = await server!.waitForLog((r) => r.msg === 'sandbox callee answered a transferred call');
+    expect(answered).toMatchObject({ callSid: dialled.legCallSid, transferredCallSid: callSid, to: '+14155550142' });
+    await server!.waitForLog(
+      (r) => r.msg === 'sandbox transfer: the target hung up' && r.callSid === dialled.legCallSid,
+    );
+    // The customer's status callback says the call was transferred.
+    const posted = await waitFor(() => receiver.requests.find((r) => r.path === '/tools/call-status'));
+    const status = posted.body as { call: Record<string, unknown> };
+    expect(status.call).toMatchObject({ call_sid: callSid, outcome: 'transferred', end_reason: 'transferred' });
+  });
+
+  it('transfer_call on the sandbox carrier to a busy number: the leg is busy, and the call has still left the bot', async () => {
+    const { report, summary } = await toolCall({
+      replies: [transferTurn('+14155550198'), ''],
+      behaviours: {},
+      extraTools: [TRANSFER],
+      callSid: `CA${'7'.repeat(32)}`,
+      scenario: { steps: [{ do: 'play', clip: 'birch' }], endOfScript: 'stay', maxDurationMs: 30_000 },
+    });
+    expect(report.outcome).toBe('server-closed');
+    expect(summary.reason).toBe('transferred');
+    const busy = await server!.waitForLog((r) => r.msg === 'sandbox transfer: the target did not take the call');
+    expect(busy).toMatchObject({ callStatus: 'busy', transferredCallSid: `CA${'7'.repeat(32)}` });
+    expect(server!.logs.some((r) => r.msg === 'sandbox callee answered a transferred call')).toBe(false);
   });
 });

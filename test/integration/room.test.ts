@@ -433,6 +433,41 @@ describe('a bot in a room', () => {
     );
   });
 
+  it('end_call in a room: the bot finishes its goodbye, then the room closes for everyone', async () => {
+    const bot = await startServer({
+      replies: [
+        GREETING,
+        { text: 'Then we are done here, goodbye!', calls: [{ name: 'end_call', arguments: {}, id: 'call_end' }] },
+        '',
+      ],
+    });
+    const room = await bot.start({
+      config: [
+        { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.4 } }] },
+        {
+          service: 'llm',
+          options: [
+            { name: 'initial_messages', value: [{ role: 'system', content: 'You are the front desk.' }] },
+            { name: 'run_on_config', value: true },
+            { name: 'tools', value: ['end_call'] },
+          ],
+        },
+      ],
+    });
+    const alice = await bot.join(room.token, room.wsUrl);
+    const bob = await bot.join(room.token, room.wsUrl);
+    await alice.until('the greeting', () => alice.of('bot-stopped-speaking').length >= 1);
+    await alice.stream(alice.silence(300));
+    await alice.stream(fixturePcm('A06_birch_canoe.8k.wav', 16000));
+    await alice.stream(alice.silence(1200));
+    const [closedA, closedB] = await Promise.all([alice.untilClosed(20_000), bob.untilClosed(20_000)]);
+    expect(closedA).toEqual({ code: 1000, reason: 'room closed: end_call' });
+    expect(closedB).toEqual(closedA);
+    expect(alice.of('bot-transcription').map((m) => m.data!.text)).toContain('Then we are done here, goodbye!');
+    // The result reached the model before the call ended: its second pass saw it.
+    expect(bot.llm.requests[2]!.messages.find((m) => m.role === 'tool')).toMatchObject({ toolCallId: 'call_end' });
+  });
+
   it('speech-to-speech in a room: OpenAI Realtime greets, answers the participant, and is cut off when talked over', async () => {
     const realtime = new OpenAiRealtimeEmulator({
       latencies: { llmFirstTokenMs: 80, ttsFirstByteMs: 40, ttsRealTimeFactor: 1 },

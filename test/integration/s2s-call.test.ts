@@ -400,4 +400,111 @@ describe('function calls on the speech-to-speech profiles', () => {
     expect(connection.toolResponses.map((r) => r.name).sort()).toEqual(['check_breakfast', 'check_room']);
     expect(connection.toolResponses.every((r) => !r.cancelled)).toBe(true);
   });
+
+  type Vendor = 'openai_realtime' | 'gemini_live';
+  /** A call on either vendor with these webhooks (extra fields per entry), the model calling `calls`. */
+  async function s2sToolCall(
+    vendor: Vendor,
+    behaviours: Parameters<typeof startToolReceiver>[0],
+    entries: Record<string, Record<string, unknown>>,
+    calls: Array<{ name: string; argumentsJson: string }>,
+    callScenario: Scenario = scenario,
+  ) {
+    // Every function in TOOLS needs something to answer it.
+    const receiver = await startToolReceiver({ check_breakfast: { result: {} }, ...behaviours });
+    closers.push(receiver.close);
+    const reply = { text: 'Let me check.', toolCalls: calls };
+    const after = 'All done, thank you.';
+    const emulator =
+      vendor === 'openai_realtime'
+        ? new OpenAiRealtimeEmulator({
+            latencies: FAST,
+            replies: [reply],
+            afterToolResults: after,
+            transcripts: ['do you have a room'],
+          })
+        : new GeminiLiveEmulator({ latencies: FAST, replies: [reply], afterToolResults: after });
+    emulators = await startEmulatorServer([emulator]);
+    server = await startCallServer(
+      () => undefined,
+      { SWITCHBOARD_OPENAI_URL: emulators.url, SWITCHBOARD_GEMINI_URL: emulators.url },
+      { captureLogs: true },
+    );
+    const body = config(
+      { llm: vendor === 'openai_realtime' ? 'openai_realtime' : 'gemini' },
+      vendor === 'openai_realtime' ? 'openai_realtime_beta_2024_10' : 'gemini_multimodal_live_2024_12',
+      Object.fromEntries(['check_breakfast', ...Object.keys(behaviours)].map((name) => [name, receiver.urlOf(name)])),
+    );
+    for (const [name, extra] of Object.entries(entries)) Object.assign(body.webhook_tools[name]!, extra);
+    const { wssUrl } = await server.createConfig(body);
+    const report = await runPhoneCall({ target: { wssUrl }, clips: await clips(), scenario: callScenario });
+    return { report, receiver, emulator };
+  }
+  const phrasesSaid = () =>
+    server!.logs.filter((r) => r.msg === 'saying a phrase while functions run').map((r) => r.text);
+
+  it.each<Vendor>(['openai_realtime', 'gemini_live'])(
+    '%s: a slow function gets its filler phrase once, said between the model’s items',
+    async (vendor) => {
+      const { report, receiver } = await s2sToolCall(
+        vendor,
+        { check_room: { delayMs: 2500, result: { free: true } } },
+        { check_room: { say: 'One moment while I look at the book.' } },
+        [{ name: 'check_room', argumentsJson: '{}' }],
+      );
+      expect(report.outcome).toBe('completed');
+      expect(receiver.requests.map((r) => r.body.function_name)).toEqual(['check_room']);
+      expect(phrasesSaid()).toEqual(['One moment while I look at the book.']);
+      expect(server!.logs.filter((r) => r.msg === 'could not say the phrase')).toEqual([]);
+    },
+  );
+
+  it.each<Vendor>(['openai_realtime', 'gemini_live'])(
+    '%s: a streaming webhook’s actions are carried out: tts:say said, messages appended to the model, the call ended after its answer',
+    async (vendor) => {
+      const { report, emulator } = await s2sToolCall(
+        vendor,
+        {
+          check_room: {
+            gapMs: 200,
+            sse: [
+              { event: 'action', data: { action: 'tts:say', arguments: { text: 'Checking the book now.' } } },
+              {
+                event: 'action',
+                data: {
+                  action: 'llm:append_to_messages',
+                  arguments: { messages: [{ role: 'system', content: 'The guest is a regular.' }] },
+                },
+              },
+              { event: 'action', data: { action: 'call:end' } },
+              { event: 'result', data: { free: true } },
+            ],
+          },
+        },
+        { check_room: { streaming: true } },
+        [{ name: 'check_room', argumentsJson: '{}' }],
+        { ...scenario, endOfScript: 'stay', maxDurationMs: 30_000 },
+      );
+      expect(phrasesSaid()).toEqual(['Checking the book now.']);
+      if (emulator instanceof OpenAiRealtimeEmulator) {
+        const appended = emulator.connections[0]!.events.filter(
+          (e: any) => e.type === 'conversation.item.create' && e.item?.type === 'message' && e.item.role === 'system',
+        );
+        expect(appended.map((e: any) => e.item.content)).toEqual([
+          [{ type: 'input_text', text: 'The guest is a regular.' }],
+        ]);
+      } else {
+        const appended = emulator.connections[0]!.messages.filter(
+          (m: any) => m.clientContent && m.clientContent.turnComplete === false,
+        );
+        expect(appended.map((m: any) => m.clientContent.turns)).toEqual([
+          [{ role: 'user', parts: [{ text: 'The guest is a regular.' }] }],
+        ]);
+      }
+      // The call ended from the bot's side once its answer after the result had played.
+      expect(report.outcome).toBe('server-closed');
+      const ended = await server!.waitForLog((r) => r.msg === 'call ended');
+      expect(ended.reason).toBe('end_call');
+    },
+  );
 });

@@ -6,10 +6,12 @@ import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-
 import { waitFor } from '../helpers/wait.js';
 
 /**
- * What `switchboard serve` loads before anyone configures it for calls: not the VAD model
- * (onnxruntime), the offline voice, the S3, Twilio, PostgreSQL or Redis clients. Each costs tens of MB of
- * memory; the idle server's resident memory (docs/cost-per-call.md) is the sum of what it loads.
- * Once calls may come (here: a configuration is created) the VAD model loads in the background.
+ * What `switchboard serve` loads before anyone configures it for calls: not the VAD model, the
+ * offline voice, the S3, Twilio, PostgreSQL or Redis clients. Each costs tens of MB of memory; the
+ * idle server's resident memory (docs/cost-per-call.md) is the sum of what it loads. Once calls may
+ * come (here: a configuration is created) the VAD's network loads in the background, and still
+ * none of the heavy packages: the VAD never needs onnxruntime, the offline voice waits for the
+ * first apology, the S3 SDK for the first call recording to a bucket.
  * Until then V8's young generation stays at its starting size instead of the 32 MB start-up would
  * grow it to (src/young-generation.ts).
  */
@@ -38,7 +40,7 @@ function loadedPackages(output: string): string[] {
 }
 
 describe('switchboard serve start-up', () => {
-  it('loads none of the heavy parts until a configuration makes calls possible, then readies the VAD model', async () => {
+  it('loads none of the heavy parts until a configuration makes calls possible, then readies the VAD model and still none', async () => {
     const dataDir = tempDataDir();
     dirs.push(dataDir);
     const child = spawn(process.execPath, ['--import', 'tsx', '--import', PACKAGE_LOG, CLI, 'serve'], {
@@ -90,11 +92,12 @@ describe('switchboard serve start-up', () => {
     expect(created.status).toBe(200);
     expect(((await created.json()) as { twiml: string }).twiml).toContain('<Connect><Stream url="ws');
     expect(loadedPackages(output)).toContain('xmlbuilder2');
-    // It loads in the VAD's worker thread, which reports when the model is ready.
     await waitFor(
       () => (output.includes('"msg":"voice activity model ready"') ? true : undefined),
       20_000,
       'the VAD model to load',
     );
+    expect(loadedPackages(output).filter((name) => HEAVY_PACKAGES.includes(name))).toEqual([]);
+    expect(output).not.toContain('offline voice ready');
   });
 });

@@ -2,7 +2,10 @@
  * The repositories' contracts where SQL dialects differ (conflicts, affected-row counts, integer
  * types, upserts, case, cursor order). Runs on SQLite and, in the postgres project, on PostgreSQL.
  */
+import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { sealConfigSecrets, storedBodyOf } from '../../src/bots/config-secrets.js';
+import { SecretBox } from '../../src/security/secret-box.js';
 import { AccountsRepo } from '../../src/store/accounts-repo.js';
 import { BotConfigsRepo } from '../../src/store/bot-configs-repo.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
@@ -73,6 +76,7 @@ describe(`repositories on ${TEST_STORE}`, () => {
           accountId,
           bodyJson: `{"n":${i}}`,
           apiKeysSealed: i % 2 ? null : 'v1:sealed',
+          secretsSealed: null,
         }),
       );
     expect(rows.map((r) => typeof r.seq)).toEqual(Array(5).fill('number'));
@@ -81,11 +85,71 @@ describe(`repositories on ${TEST_STORE}`, () => {
     expect((await repo.list(accountId, { kind: 'first' }, 2)).map((r) => r.id)).toEqual(['cfg-4', 'cfg-3']);
     expect((await repo.list(accountId, { kind: 'older', seq: seq2 }, 10)).map((r) => r.id)).toEqual(['cfg-1', 'cfg-0']);
     expect((await repo.list(accountId, { kind: 'newer', seq: seq2 }, 1)).map((r) => r.id)).toEqual(['cfg-3']);
-    expect(await repo.replace(accountId, 'missing', '{}', null)).toBeUndefined();
-    expect((await repo.replace(accountId, 'cfg-1', '{"n":"one"}', 'v1:x'))?.bodyJson).toBe('{"n":"one"}');
+    const none = { bodyJson: '{}', apiKeysSealed: null, secretsSealed: null };
+    expect(await repo.replace(accountId, 'missing', none)).toBeUndefined();
+    const replaced = await repo.replace(accountId, 'cfg-1', {
+      bodyJson: '{"n":"one"}',
+      apiKeysSealed: 'v1:x',
+      secretsSealed: 'v1:y',
+    });
+    expect(replaced).toMatchObject({ bodyJson: '{"n":"one"}', apiKeysSealed: 'v1:x', secretsSealed: 'v1:y' });
     expect(await repo.delete(accountId, 'cfg-1')).toBe(true);
     expect(await repo.delete(accountId, 'cfg-1')).toBe(false);
     expect(await repo.delete('another-account', 'cfg-2')).toBe(false);
+  });
+
+  it('configuration secrets: rows written before 0010 are sealed once, their bodies without them; a row rewritten meanwhile is left alone', async () => {
+    const accountId = (await new AccountsRepo(database.db).ensureAccount('default')).id;
+    const repo = new BotConfigsRepo(database.db);
+    const box = new SecretBox(randomBytes(32));
+    const HMAC = Buffer.from('status-callback-secret-0123').toString('base64');
+    const legacy = (id: string, body: Record<string, unknown>) =>
+      repo.insert({ id, accountId, bodyJson: JSON.stringify(body), apiKeysSealed: null, secretsSealed: null });
+    const callbackOnly = await legacy('cfg-callback', {
+      max_duration: 60,
+      status_callback: { url: 'https://hooks.example.com/calls', hmac: HMAC },
+    });
+    await legacy('cfg-both', {
+      webhook_tools: { book: { url: 'https://hooks.example.com/book' } },
+      webhook_secret_sealed: box.seal('whsec_the-webhook-secret'),
+      status_callback: { url: 'https://hooks.example.com/calls', hmac: HMAC },
+    });
+    await legacy('cfg-plain', { max_duration: 30 });
+    const raced = await legacy('cfg-raced', { status_callback: { url: 'https://a.example.com/', hmac: HMAC } });
+    expect((await repo.withSecretsInBody()).map((r) => r.id)).toEqual(['cfg-callback', 'cfg-both', 'cfg-raced']);
+    // Another node replaced this one first: the copy read here no longer matches, so it is not written.
+    await repo.replace(accountId, 'cfg-raced', {
+      bodyJson: '{"max_duration":9}',
+      apiKeysSealed: null,
+      secretsSealed: null,
+    });
+    expect(await repo.moveSecrets(raced, '{}', box.seal('{}'))).toBe(false);
+
+    expect(await sealConfigSecrets(repo, box)).toEqual({ sealed: 2, unreadable: [] });
+    for (const id of ['cfg-callback', 'cfg-both']) {
+      const row = (await repo.get(accountId, id))!;
+      expect(row.bodyJson).not.toContain(HMAC);
+      expect(row.bodyJson).not.toContain('webhook_secret');
+      expect(row.secretsSealed).toMatch(/^v1:/);
+    }
+    const both = (await repo.get(accountId, 'cfg-both'))!;
+    expect(JSON.parse(box.open(both.secretsSealed!))).toEqual({
+      webhook_secret: 'whsec_the-webhook-secret',
+      status_callback_hmac: HMAC,
+    });
+    expect(storedBodyOf(box, both)).toMatchObject({
+      webhook_secret: 'whsec_the-webhook-secret',
+      status_callback: { url: 'https://hooks.example.com/calls', hmac: HMAC },
+    });
+    expect(storedBodyOf(box, (await repo.get(accountId, 'cfg-callback'))!)).toEqual({
+      max_duration: 60,
+      status_callback: { url: 'https://hooks.example.com/calls', hmac: HMAC },
+    });
+    expect((await repo.get(accountId, 'cfg-plain'))!.secretsSealed).toBeNull();
+    // A second start finds nothing left to seal.
+    expect(await repo.withSecretsInBody()).toEqual([]);
+    expect(await sealConfigSecrets(repo, box)).toEqual({ sealed: 0, unreadable: [] });
+    expect(callbackOnly.secretsSealed).toBeNull();
   });
 
   it('phone numbers: a held number is refused by the constraint, filters are exact and case-sensitive', async () => {

@@ -5,12 +5,13 @@ import { CartesiaEmulator } from '../../src/tools/emulators/cartesia-emulator.js
 import { DeepgramEmulator } from '../../src/tools/emulators/deepgram-emulator.js';
 import { ElevenLabsEmulator } from '../../src/tools/emulators/elevenlabs-emulator.js';
 import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
-import { GeminiEmulator } from '../../src/tools/emulators/gemini-emulator.js';
+import { GeminiEmulator, type GeminiEmulatorOptions } from '../../src/tools/emulators/gemini-emulator.js';
 import { OpenAiEmulator } from '../../src/tools/emulators/openai-emulator.js';
 import { OpenAiTtsEmulator } from '../../src/tools/emulators/openai-tts-emulator.js';
 import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
 import type { CallReport } from '../../src/tools/simulator/call-report.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
+import { startToolReceiver } from '../fakes/tool-webhook-receiver.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 
 /**
@@ -51,14 +52,14 @@ interface Vendors {
   openaiTts: OpenAiTtsEmulator;
 }
 
-async function startVendors(): Promise<Vendors> {
+async function startVendors(gemini: GeminiEmulatorOptions = {}): Promise<Vendors> {
   const replies = [GREETING, ANSWER];
   const vendors: Vendors = {
     // One transcript per utterance the emulator detects; the clip's 300 ms pause may make two.
     deepgram: new DeepgramEmulator({ latencies: FAST, transcripts: TRANSCRIPTS }),
     openai: new OpenAiEmulator({ latencies: FAST, replies }),
     anthropic: new AnthropicEmulator({ latencies: FAST, replies }),
-    gemini: new GeminiEmulator({ latencies: FAST, replies }),
+    gemini: new GeminiEmulator({ latencies: FAST, replies, ...gemini }),
     cartesia: new CartesiaEmulator({ latencies: FAST }),
     elevenlabs: new ElevenLabsEmulator({ latencies: FAST }),
     openaiTts: new OpenAiTtsEmulator({ latencies: FAST }),
@@ -76,7 +77,10 @@ async function startVendors(): Promise<Vendors> {
   return vendors;
 }
 
-async function callWithGreetingAndOneTurn(services: { llm: string; tts: string }): Promise<CallReport> {
+async function callWithGreetingAndOneTurn(
+  services: { llm: string; tts: string },
+  more: { llmOptions?: Array<{ name: string; value: unknown }>; webhookTools?: Record<string, unknown> } = {},
+): Promise<CallReport> {
   const { wssUrl } = await server!.createConfig({
     services: { stt: 'deepgram', ...services },
     config: [
@@ -85,9 +89,11 @@ async function callWithGreetingAndOneTurn(services: { llm: string; tts: string }
         options: [
           { name: 'initial_messages', value: [{ role: 'system', content: 'You are the front desk of a hotel.' }] },
           { name: 'run_on_config', value: true },
+          ...(more.llmOptions ?? []),
         ],
       },
     ],
+    ...(more.webhookTools ? { webhook_tools: more.webhookTools } : {}),
     api_keys: {
       deepgram: 'dg-key',
       openai: 'sk-key',
@@ -159,6 +165,38 @@ describe('a phone call through the vendor adapters and their emulators', () => {
     expect(vendors.gemini.requests).toHaveLength(2);
     const speak = vendors.deepgram.log.filter((c) => c.path === 'speak');
     expect(speak.flatMap((c) => c.texts).join(' ')).toContain('harbour hotel');
+  });
+
+  it('gemini 3 calls a function: its thought signature goes back with the call, so the second pass is accepted', async () => {
+    const receiver = await startToolReceiver({ check_room: { result: { free: true } } });
+    try {
+      const vendors = await startVendors({
+        replies: [GREETING, { toolCalls: [{ name: 'check_room', argumentsJson: '{"people":2}' }] }],
+        afterToolResults: ANSWER,
+      });
+      const report = await callWithGreetingAndOneTurn(
+        { llm: 'gemini', tts: 'cartesia' },
+        {
+          llmOptions: [
+            { name: 'model', value: 'gemini-3-flash-preview' },
+            {
+              name: 'tools',
+              value: [{ type: 'function', function: { name: 'check_room', parameters: { type: 'object' } } }],
+            },
+          ],
+          webhookTools: { check_room: { url: receiver.urlOf('check_room') } },
+        },
+      );
+      expectGreetingAndReply(report);
+      expect(receiver.requests).toHaveLength(1);
+      expect(vendors.gemini.requests.map((r) => r.status)).toEqual([200, 200, 200]);
+      const last = vendors.gemini.requests[2]!.body as { contents: Array<{ parts: Array<Record<string, unknown>> }> };
+      const call = last.contents.flatMap((c) => c.parts).find((p) => 'functionCall' in p)!;
+      expect(call.thoughtSignature).toEqual(expect.any(String));
+      expect(vendors.cartesia.contexts.map((c) => c.transcripts.join('').trim())).toEqual([GREETING, ANSWER]);
+    } finally {
+      await receiver.close();
+    }
   });
 
   it('deepgram + openai + openai_tts, resampled from 24 kHz to the phone’s 8 kHz', async () => {

@@ -115,7 +115,8 @@ describe('switchboard db rotate-key secret', () => {
   it('re-seals every value with a new stored key while two nodes serve reads and writes of them throughout', async () => {
     const url = await createTestDatabase();
     const [a, b] = [await serve({ DATABASE_URL: url }), await serve({ DATABASE_URL: url })];
-    const created = await api(a.baseUrl, 'POST', '/v1/bots/twilio-config', sampleConfig());
+    const callback = { status_callback: { url: 'https://hooks.example.com/calls', hmac: keyOf(8) } };
+    const created = await api(a.baseUrl, 'POST', '/v1/bots/twilio-config', sampleConfig(callback));
     expect(created.status).toBe(200);
     const id = created.body.id as string;
     const pinless = {
@@ -146,7 +147,11 @@ describe('switchboard db rotate-key secret', () => {
             const config = await api(node.baseUrl, 'GET', `/v1/bots/twilio-config/${id}`);
             const domain = await api(node.baseUrl, 'GET', '/v1/');
             reads += 2;
-            if (config.status !== 200 || config.body.botConfig.api_keys.openai !== '****6789')
+            if (
+              config.status !== 200 ||
+              config.body.botConfig.api_keys.openai !== '****6789' ||
+              config.body.botConfig.status_callback.hmac !== keyOf(8)
+            )
               failures.push(`config via ${node.baseUrl}: ${config.status} ${JSON.stringify(config.body)}`);
             if (domain.status !== 200 || domain.body.config.pinless_dialin[0].hmac !== keyOf(7))
               failures.push(`domain via ${node.baseUrl}: ${domain.status} ${JSON.stringify(domain.body)}`);
@@ -159,7 +164,7 @@ describe('switchboard db rotate-key secret', () => {
         // A write through one node in the middle of the rotation, read through the other.
         await new Promise((resolve) => setTimeout(resolve, 3000));
         const replaced = await api(b.baseUrl, 'POST', `/v1/bots/twilio-config/${id}`, {
-          ...sampleConfig(),
+          ...sampleConfig(callback),
           api_keys: { ...(sampleConfig().api_keys as object), openai: 'sk-rotated-openai-00006789' },
         });
         expect(replaced.status, JSON.stringify(replaced.body)).toBe(200);
@@ -170,7 +175,7 @@ describe('switchboard db rotate-key secret', () => {
       }
       expect(rotated.code, rotated.stderr).toBe(0);
       expect(rotated.stdout).toMatch(
-        /re-sealed [01] configuration\(s\) and 1 dial-in configuration\(s\) with the new key/,
+        /re-sealed [01] configuration\(s\), [01] configuration signing secret\(s\) and 1 dial-in configuration\(s\) with the new key/,
       );
       expect(failures).toEqual([]);
       expect(reads).toBeGreaterThan(20);
@@ -184,6 +189,8 @@ describe('switchboard db rotate-key secret', () => {
           .api_keys_sealed!,
         (await database.db.selectFrom('dialin_configs').select('entries_sealed').executeTakeFirstOrThrow())
           .entries_sealed,
+        (await database.db.selectFrom('bot_configs').select('secrets_sealed').executeTakeFirstOrThrow())
+          .secrets_sealed!,
       ];
       for (const value of sealed) {
         expect(() => new SecretBox(newKey).open(value)).not.toThrow();

@@ -47,6 +47,11 @@ export interface S2sSession {
    * Gemini Live: one toolResponse holding every functionResponse).
    */
   sendToolResults(results: Array<{ call: LlmToolCall; resultJson: string }>): void;
+  /**
+   * Messages added to the model's context without asking it to answer (a streaming webhook's
+   * `llm:append_to_messages`): text of the system, the caller or the bot.
+   */
+  appendMessages(messages: LlmMessage[]): void;
   close(): Promise<void>;
 }
 

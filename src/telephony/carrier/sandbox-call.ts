@@ -33,13 +33,21 @@ export function sandboxRefusal(to: string): string | undefined {
 
 /** A real carrier takes a moment to ring; the sandbox rings for this long before the callee answers. */
 export const SANDBOX_RING_MS = 1000;
+/** Twilio's `<Dial>` rings a transfer target this long before giving up (its default `timeout`). */
+export const SANDBOX_TRANSFER_RING_TIMEOUT_MS = 30_000;
+
 /** An answered sandbox call, as the callee needs it to pick up. */
 export interface AnsweredSandboxCall {
   callSid: string;
   from: string;
   to: string;
-  /** The answer webhook, whose TwiML names the media stream to open. */
-  answerUrl: string;
+  /**
+   * The answer webhook, whose TwiML names the media stream to open; absent on the leg a transfer
+   * placed, which no bot answers: the transferred caller is put through to the callee.
+   */
+  answerUrl?: string;
+  /** On a transfer's leg: the call whose caller was transferred. */
+  transferredCallSid?: string;
   /** Signs the answer webhook as Twilio would, when set. */
   authToken?: string;
   /** Aborts when the service hangs up. */
@@ -145,5 +153,58 @@ export class SandboxOutboundCall {
     } catch (err) {
       this.log.warn({ err, callStatus }, 'sandbox status callback failed');
     }
+  }
+}
+
+export type SandboxTransferOutcome = 'answered' | 'busy' | 'no-answer' | 'failed';
+
+/**
+ * The leg a cold transfer places on the sandbox: it rings `target` as `<Dial>` would (a second
+ * of ringing, or the reserved numbers' busy / no answer / unreachable), and on answer the plugged-in
+ * callee picks up the transferred caller. Resolves with how the leg went once it has ended.
+ */
+export class SandboxTransferLeg {
+  readonly callSid = twilioSid('CA');
+  private readonly log: Logger;
+
+  constructor(
+    private readonly transferred: { callSid: string; from: string; target: string },
+    private readonly options: { callee: SandboxCallee; log: Logger },
+  ) {
+    this.log = options.log.child({
+      callSid: this.callSid,
+      transferredCallSid: transferred.callSid,
+      to: transferred.target,
+    });
+  }
+
+  async run(): Promise<SandboxTransferOutcome> {
+    const { target, from, callSid: transferredCallSid } = this.transferred;
+    const behaviour = calleeBehaviour(dialledNumber(target));
+    this.log.info({ callStatus: 'ringing' }, 'sandbox transfer: ringing the target');
+    const ringMs = behaviour === 'no-answer' ? SANDBOX_TRANSFER_RING_TIMEOUT_MS : SANDBOX_RING_MS;
+    await sleep(ringMs);
+    const outcome: SandboxTransferOutcome =
+      behaviour === 'answers' ? 'answered' : behaviour === 'unreachable' ? 'failed' : behaviour;
+    if (outcome !== 'answered') {
+      this.log.info({ callStatus: outcome }, 'sandbox transfer: the target did not take the call');
+      return outcome;
+    }
+    this.log.info({ callStatus: 'in-progress' }, 'sandbox transfer: the target answered');
+    const answeredAt = Date.now();
+    await this.options.callee({
+      callSid: this.callSid,
+      from,
+      to: target,
+      transferredCallSid,
+      // The bot has left the call: nothing on our side hangs this leg up.
+      signal: new AbortController().signal,
+      log: this.log,
+    });
+    this.log.info(
+      { callStatus: 'completed', durationMs: Date.now() - answeredAt },
+      'sandbox transfer: the target hung up',
+    );
+    return outcome;
   }
 }

@@ -7,7 +7,7 @@ import {
   type OutboundCallRequest,
   type PurchasedAtCarrier,
 } from './carrier.js';
-import { type SandboxCallee, SandboxOutboundCall, sandboxRefusal } from './sandbox-call.js';
+import { type SandboxCallee, SandboxOutboundCall, SandboxTransferLeg, sandboxRefusal } from './sandbox-call.js';
 import { SANDBOX_INVENTORY, sandboxNumber } from './sandbox-inventory.js';
 
 /** National digits of a +1 number: "+14155550123" → "4155550123". */
@@ -91,14 +91,25 @@ export class SandboxCarrier implements Carrier {
   }
 
   /**
-   * The sandbox has no second phone to bridge the caller to: a transfer to one of its numbers is
-   * accepted (the caller's stream ends as a real carrier's would), anything else refused.
+   * A cold transfer as Twilio's `<Dial>` plays it: a leg to the target rings (the reserved numbers
+   * are busy, do not answer or are unreachable) and the plugged-in callee answers it; the bot's
+   * media stream ends (the service closes it). A number outside the sandbox is refused, never
+   * rung. The caller's audio never passes through the sandbox (the simulator talks to the media
+   * stream directly), so the two simulated ends are not bridged for sound, and the caller's
+   * number is not known here (the leg is from `anonymous`, as a withheld caller id reads).
    */
   async transfer(carrierRef: string, target: string): Promise<void> {
     const refusal = sandboxRefusal(target);
     if (refusal) throw new CarrierError(refusal, 'carrier');
-    this.callOptions.log.info({ callSid: carrierRef, target }, 'sandbox transfer: the call is handed to the target');
-    this.calls.get(carrierRef)?.hangUp();
+    const { callee, log } = this.callOptions;
+    if (!callee)
+      throw new CarrierError(
+        'the sandbox carrier has no simulated callee in this process to answer the transfer (`switchboard serve` plugs one in)',
+        'carrier',
+      );
+    const leg = new SandboxTransferLeg({ callSid: carrierRef, from: 'anonymous', target }, { callee, log });
+    log.info({ callSid: carrierRef, target, legCallSid: leg.callSid }, 'sandbox transfer: dialling the target');
+    void leg.run().catch((err: unknown) => log.error({ err, callSid: leg.callSid }, 'sandbox transfer leg failed'));
   }
 
   /** Why a destination cannot be dialled, before any call is placed. */

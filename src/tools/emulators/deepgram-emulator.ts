@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type IncomingMessage, STATUS_CODES } from 'node:http';
+import { type IncomingMessage, STATUS_CODES, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type RawData, WebSocketServer } from 'ws';
 import {
@@ -12,6 +12,7 @@ import {
   WINDOW_MS,
 } from './deepgram-emulator-shared.js';
 import { ListenSession, checkListenQuery } from './deepgram-listen-session.js';
+import { serveSpeakRest } from './deepgram-speak-rest.js';
 import { SpeakSession, checkSpeakQuery } from './deepgram-speak-session.js';
 import { frameBytes } from './emulator-kit.js';
 import { FaultPlan } from './fault-plan.js';
@@ -27,7 +28,8 @@ export type {
 
 /**
  * Deepgram, emulated: live transcription on `/v1/listen` (docs/providers.md section 1) and Aura
- * text-to-speech on the `/v1/speak` websocket (section 6b), on one port.
+ * text-to-speech on the `/v1/speak` websocket (section 6b) and over REST (`POST /v1/speak`,
+ * section 6a, deepgram-speak-rest.ts), on one port.
  *
  * Handshakes are checked the way Deepgram does: `Authorization: Token <key>` (or `Bearer`, or the
  * browser subprotocols `token, <key>`), else HTTP 401 with a JSON body and a `dg-error` header;
@@ -154,6 +156,16 @@ export class DeepgramEmulator implements VendorEmulator {
   }
 
   // ---- VendorEmulator ----
+
+  handleHttp(req: IncomingMessage, res: ServerResponse): boolean {
+    if (new URL(req.url ?? '/', 'http://emulator').pathname !== '/v1/speak') return false;
+    const credentials = readCredentials(req);
+    serveSpeakRest(req, res, this.resolved, {
+      key: credentials?.scheme === 'token' || credentials?.scheme === 'bearer' ? credentials.key : undefined,
+      requestId: randomUUID(),
+    });
+    return true;
+  }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): boolean {
     const url = new URL(req.url ?? '/', 'http://emulator');

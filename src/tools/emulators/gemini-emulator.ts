@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import {
   type GeminiErrorBody,
@@ -27,7 +28,20 @@ interface AcceptedGenerate extends AcceptedRequest {
   /** streamGenerateContent without alt=sse answers with one JSON array of all chunks. */
   method: 'stream-sse' | 'stream-array' | 'unary';
   responseId: string;
+  /** A thinking model's signature for this answer's first function call. */
+  thoughtSignature: string | undefined;
 }
+
+/**
+ * Models that sign their function calls and refuse a function-call turn sent back without its
+ * signature: Gemini 3 (ai.google.dev/gemini-api/docs/thought-signatures; 2.5 signs only with
+ * thinking on and does not check, so it is not played here).
+ */
+const SIGNING_MODEL = /^gemini-3/;
+/** Google's documented value for a function call that no Gemini model made (history from elsewhere). */
+const SKIP_SIGNATURE_CHECK = 'skip_thought_signature_validator';
+/** Signatures remembered for checking; older ones read as corrupted, as a signature from another key would. */
+const MAX_ISSUED_SIGNATURES = 10_000;
 
 const STATUS_NAMES: Record<number, string> = {
   400: 'INVALID_ARGUMENT',
@@ -59,6 +73,7 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
   readonly vendor = 'gemini';
   private readonly pathPrefix: string;
   private sequence = 0;
+  private readonly issuedSignatures = new Set<string>();
 
   constructor(options: GeminiEmulatorOptions = {}) {
     super(options);
@@ -105,21 +120,67 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
         body: errorBody(400, `Invalid JSON payload received. ${describeZodIssues(parsed.error.issues)}`),
       };
     const request = parsed.data;
-    const orderProblem = alternationProblem(request) ?? functionTurnProblem(request);
-    if (orderProblem) return { status: 400, body: errorBody(400, orderProblem) };
     const match = PATH.exec(url.pathname)!;
+    const model = decodeURIComponent(match[1]!);
+    const signing = SIGNING_MODEL.test(model);
+    const orderProblem =
+      alternationProblem(request) ??
+      functionTurnProblem(request) ??
+      (signing ? this.signatureProblem(request) : undefined);
+    if (orderProblem) return { status: 400, body: errorBody(400, orderProblem) };
     const streaming = match[2] === 'streamGenerateContent';
     const method = !streaming ? 'unary' : url.searchParams.get('alt') === 'sse' ? 'stream-sse' : 'stream-array';
     this.sequence += 1;
     return {
-      model: decodeURIComponent(match[1]!),
+      model,
       stream: method === 'stream-sse',
       method,
       lastUserText: lastUserText(request),
       promptChars: JSON.stringify(request.contents).length + JSON.stringify(request.systemInstruction ?? '').length,
       toolResults: trailingToolResults(request),
       responseId: `emu-response-${this.sequence}`,
+      thoughtSignature: signing ? this.issueSignature() : undefined,
     };
+  }
+
+  private issueSignature(): string {
+    const signature = randomBytes(48).toString('base64');
+    this.issuedSignatures.add(signature);
+    if (this.issuedSignatures.size > MAX_ISSUED_SIGNATURES)
+      this.issuedSignatures.delete(this.issuedSignatures.values().next().value!);
+    return signature;
+  }
+
+  /**
+   * Gemini 3's check, with its messages: in the current turn (the model contents after the last
+   * user content that is more than function responses) the first function call of each model
+   * content must carry the signature it was sent with; earlier turns are not checked.
+   */
+  private signatureProblem(request: GenerateContentRequest): string | undefined {
+    const contents = request.contents;
+    let start = 0;
+    for (let i = contents.length - 1; i >= 0; i -= 1) {
+      const content = contents[i]!;
+      if (
+        (content.role ?? 'user') === 'user' &&
+        content.parts.some((p) => !functionResponsePart.safeParse(p).success)
+      ) {
+        start = i + 1;
+        break;
+      }
+    }
+    for (let i = start; i < contents.length; i += 1) {
+      const content = contents[i]!;
+      if (content.role !== 'model') continue;
+      const first = content.parts.map((p) => functionCallPart.safeParse(p)).find((p) => p.success);
+      if (!first?.success) continue;
+      const signature = first.data.thoughtSignature;
+      if (signature === undefined)
+        return `Function call is missing a thought_signature in functionCall parts. This is required for tools to work correctly, and missing thought_signature may lead to degraded model performance. Additional data, function call \`default_api:${first.data.functionCall.name}\` , position ${i + 1}. Please refer to https://ai.google.dev/gemini-api/docs/thought-signatures for more details.`;
+      if (signature !== SKIP_SIGNATURE_CHECK && !this.issuedSignatures.has(signature))
+        return 'Corrupted thought signature.';
+    }
+    return undefined;
   }
 
   protected errorBody(status: number, message: string): GeminiErrorBody {
@@ -143,7 +204,7 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
     if (request.method === 'stream-array') return chunks;
     // generateContent: the same answer in one response.
     const text = reply.tokens.join('');
-    const parts = [...(text ? [{ text }] : []), ...reply.toolCalls.map(functionCall)];
+    const parts = [...(text ? [{ text }] : []), ...functionCalls(reply, request)];
     return {
       ...chunks.at(-1)!,
       candidates: [
@@ -161,7 +222,7 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
     const candidate = (parts: unknown[]) =>
       ({ content: { parts, role: 'model' }, index: 0 }) as Record<string, unknown>;
     const candidates = reply.tokens.map((token) => candidate([{ text: token }]));
-    if (reply.toolCalls.length > 0) candidates.push(candidate(reply.toolCalls.map(functionCall)));
+    if (reply.toolCalls.length > 0) candidates.push(candidate(functionCalls(reply, request)));
     if (candidates.length === 0) candidates.push(candidate([{ text: '' }]));
     candidates.at(-1)!.finishReason = 'STOP';
     const promptTokens = approxTokens(request.promptChars);
@@ -182,8 +243,12 @@ export class GeminiEmulator extends LlmEmulatorBase<AcceptedGenerate> {
   }
 }
 
-function functionCall(call: { name: string; argumentsJson: string }): Record<string, unknown> {
-  return { functionCall: { name: call.name, args: JSON.parse(call.argumentsJson) as unknown } };
+/** The reply's calls as parts; a thinking model signs the first (parallel calls share its signature). */
+function functionCalls(reply: ResolvedReply, request: AcceptedGenerate): Array<Record<string, unknown>> {
+  return reply.toolCalls.map((call, index) => ({
+    functionCall: { name: call.name, args: JSON.parse(call.argumentsJson) as unknown },
+    ...(index === 0 && request.thoughtSignature ? { thoughtSignature: request.thoughtSignature } : {}),
+  }));
 }
 
 function frame(payload: unknown): string {

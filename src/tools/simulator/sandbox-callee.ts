@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { AnsweredSandboxCall, SandboxCallee } from '../../telephony/carrier/sandbox-call.js';
@@ -8,6 +9,8 @@ import type { CallerStep, Scenario } from './scenario.js';
 
 /** A simulated callee never stays on the line longer than this. */
 const MAX_CALLEE_MS = 120_000;
+/** How long the callee of a transfer talks with the caller put through before hanging up. */
+export const TRANSFERRED_TALK_MS = 3000;
 /** Two things the callee says, from the project's recorded speech, each after the bot has spoken. */
 const CALLEE_CLIPS = ['A04_cheetah_platforms.ulaw', 'A06_birch_canoe.ulaw'];
 const FIXTURES_DIR = fileURLToPath(new URL('../../../fixtures/audio/', import.meta.url));
@@ -48,6 +51,7 @@ function calleeScenario(clips: Record<string, CallerClip>): Scenario {
  * it with recorded speech, twice, then hangs up. Plugged into the sandbox carrier by the CLI.
  */
 export const simulatedCallee: SandboxCallee = async (answered: AnsweredSandboxCall) => {
+  if (answered.answerUrl === undefined) return takeTransferredCall(answered);
   const clips = await calleeClips(answered.log);
   const call = new PhoneCall({
     target: { webhookUrl: answered.answerUrl },
@@ -74,3 +78,14 @@ export const simulatedCallee: SandboxCallee = async (answered: AnsweredSandboxCa
     'sandbox callee hung up',
   );
 };
+
+/**
+ * The callee of a transfer: the person at the target picks up a caller the bot put through. No
+ * bot is on this leg and the caller's audio does not pass through the sandbox, so the callee
+ * stays on the line for a short conversation's time (or until the carrier ends the leg) and hangs up.
+ */
+async function takeTransferredCall(answered: AnsweredSandboxCall): Promise<void> {
+  answered.log.info({ transferredCallSid: answered.transferredCallSid }, 'sandbox callee answered a transferred call');
+  await sleep(TRANSFERRED_TALK_MS, undefined, { signal: answered.signal }).catch(() => undefined);
+  answered.log.info({ transferredCallSid: answered.transferredCallSid }, 'sandbox callee hung up the transferred call');
+}

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
 import { GeminiEmulator, type GeminiEmulatorOptions } from '../../../tools/emulators/gemini-emulator.js';
 import type { ProviderSettings } from '../../registry.js';
-import type { LlmDelta, LlmProvider, LlmRequest } from '../../types.js';
+import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest } from '../../types.js';
 import { CALL_START_TURN } from '../llm-http.js';
 import { createGeminiLlm, toGeminiContents } from './index.js';
 import {
@@ -154,6 +154,73 @@ describe('Gemini LLM against the emulator', () => {
       },
       { type: 'tool-call', id: expect.stringMatching(/^sbcall_/), name: 'hang_up', argumentsJson: '{}' },
     ]);
+  });
+
+  it('Gemini 3: the thought signature on a function call goes back with it; a history without it is refused', async () => {
+    await start({
+      replies: [
+        {
+          toolCalls: [
+            { name: 'check_table', argumentsJson: '{"people":2}' },
+            { name: 'get_hours', argumentsJson: '{}' },
+          ],
+        },
+      ],
+      afterToolResults: (results) => `Done: ${results.map((r) => r.name).join(', ')}`,
+    });
+    const llm = createGeminiLlm(settings({ options: { model: 'gemini-3-flash-preview' } }));
+    const calls = (await collect(llm)).filter((d) => d.type === 'tool-call');
+    // Parallel calls: the model signs the first only.
+    expect(calls[0]!.thoughtSignature).toMatch(/^[A-Za-z0-9+/]{20,}={0,2}$/);
+    expect(calls[1]!.thoughtSignature).toBeUndefined();
+    const toolCalls = calls.map(({ type: _type, ...call }) => call);
+    const answered = (signed: typeof toolCalls): LlmRequest => ({
+      messages: [
+        ...hello.messages,
+        { role: 'assistant', content: '', toolCalls: signed },
+        ...signed.map((call) => ({
+          role: 'tool' as const,
+          toolCallId: call.id,
+          toolName: call.name,
+          content: '{"ok":true}',
+        })),
+      ],
+    });
+    expect(text(await collect(llm, answered(toolCalls)))).toBe('Done: check_table, get_hours');
+    const sent = (emulator.requests[1]!.body as { contents: Array<{ parts: Array<Record<string, unknown>> }> })
+      .contents[1]!.parts;
+    expect(sent[0]).toEqual({
+      functionCall: { name: 'check_table', args: { people: 2 } },
+      thoughtSignature: calls[0]!.thoughtSignature,
+    });
+    expect(sent[1]).toEqual({ functionCall: { name: 'get_hours', args: {} } });
+
+    const unsigned = toolCalls.map(({ thoughtSignature: _signature, ...call }) => call);
+    const err = await failure(collect(llm, answered(unsigned)));
+    expect(err.message).toContain('HTTP 400');
+    expect(err.message).toContain('Function call is missing a thought_signature in functionCall parts');
+    expect(err.message).toContain('`default_api:check_table` , position 2');
+    const forged = await failure(
+      collect(llm, answered(toolCalls.map((c) => ({ ...c, thoughtSignature: 'Zm9yZ2Vk' })))),
+    );
+    expect(forged.message).toContain('Corrupted thought signature.');
+  });
+
+  it('Gemini 3 checks only the current turn, and Gemini 2.5 does not check at all', async () => {
+    const unsignedTurn: LlmMessage[] = [
+      { role: 'user', content: 'When do you open?' },
+      { role: 'assistant', content: '', toolCalls: [{ id: 'sbcall_1', name: 'get_hours', argumentsJson: '{}' }] },
+      { role: 'tool', toolCallId: 'sbcall_1', toolName: 'get_hours', content: '{"open":"9"}' },
+      { role: 'assistant', content: 'At nine.' },
+    ];
+    const gemini3 = createGeminiLlm(settings({ options: { model: 'gemini-3-pro-preview' } }));
+    // An unsigned call in an earlier turn (the caller spoke since) is not checked.
+    expect(text(await collect(gemini3, { messages: [...unsignedTurn, { role: 'user', content: 'Thanks.' }] }))).toBe(
+      'You said: Thanks.',
+    );
+    const gemini25 = createGeminiLlm(settings({ options: { model: 'gemini-2.5-flash' } }));
+    expect(text(await collect(gemini25, { messages: unsignedTurn.slice(0, 3) }))).not.toBe('');
+    expect(emulator.requests.map((r) => r.status)).toEqual([200, 200]);
   });
 
   it('stops on abort mid-stream: nothing yielded after, and the server sees the disconnect', async () => {

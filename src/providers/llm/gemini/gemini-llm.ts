@@ -103,6 +103,7 @@ export class GeminiLlm implements LlmProvider {
             id: fn.id ?? localCallId(),
             name: fn.name,
             argumentsJson: JSON.stringify(fn.args ?? {}),
+            ...(call.data.thoughtSignature ? { thoughtSignature: call.data.thoughtSignature } : {}),
           };
           continue;
         }
@@ -148,8 +149,9 @@ export class GeminiLlm implements LlmProvider {
  * assistant → `model`; consecutive turns of one role merged into one content (Gemini wants user
  * and model to alternate); a user turn first (CALL_START_TURN) when the bot spoke first or nobody
  * has; images as `inlineData` parts before their text; an assistant's function calls as
- * `functionCall` parts, answered by `functionResponse` parts (matched by name, one per call) that
- * open the next user turn; empty turns dropped.
+ * `functionCall` parts (each with the thought signature it came with), answered by
+ * `functionResponse` parts (matched by name, one per call) that open the next user turn; empty
+ * turns dropped.
  */
 export function toGeminiContents(
   messages: LlmMessage[],
@@ -183,7 +185,10 @@ export function toGeminiContents(
     if (message.role !== 'tool' && message.content.trim()) parts.push({ text: message.content });
     if (message.role === 'assistant')
       for (const call of message.toolCalls ?? [])
-        parts.push({ functionCall: { name: call.name, args: argumentsObject(call), ...vendorId(call.id) } });
+        parts.push({
+          functionCall: { name: call.name, args: argumentsObject(call), ...vendorId(call.id) },
+          ...(call.thoughtSignature ? { thoughtSignature: call.thoughtSignature } : {}),
+        });
     if (parts.length === 0) continue;
     const last = contents.at(-1);
     if (last && last.role === role) {

@@ -21,6 +21,12 @@ export const functionCallPart = z.looseObject({
     args: z.record(z.string(), z.unknown()).optional(),
     id: z.string().optional(),
   }),
+  /**
+   * A thinking model's signature of its reasoning (Gemini 3 puts one on the first function call
+   * of every answer with calls). Opaque; the next request must carry it back on the same part, or
+   * Gemini 3 refuses the request (ai.google.dev/gemini-api/docs/thought-signatures).
+   */
+  thoughtSignature: z.string().optional(),
 });
 export const functionResponsePart = z.looseObject({
   functionResponse: z.looseObject({

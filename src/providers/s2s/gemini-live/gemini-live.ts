@@ -3,7 +3,7 @@ import type { EndpointGuard } from '../../endpoint.js';
 import type WebSocket from 'ws';
 import type { RawData } from 'ws';
 import { AudioConverter, fromTelephony } from '../../../audio/format-converter.js';
-import { type LlmToolCall, type ProviderContext, ProviderError } from '../../types.js';
+import { type LlmMessage, type LlmToolCall, type ProviderContext, ProviderError } from '../../types.js';
 import { toGeminiTools } from '../../tool-schemas.js';
 import { LOCAL_CALL_ID_PREFIX, argumentsObject, localCallId, resultObject } from '../../llm/tool-history.js';
 import { handshakeError, handshakeRefusal, isRetryableCloseCode, oneLine, redact } from '../../vendor-errors.js';
@@ -138,6 +138,22 @@ class LiveSession extends S2sSocketSession implements S2sSession {
         })),
       },
     });
+  }
+
+  /**
+   * One clientContent with turnComplete false: in the context, no answer asked for. The Live API
+   * takes system instructions only at setup, so a system message goes in as a user turn.
+   */
+  appendMessages(messages: LlmMessage[]): void {
+    const turns: Array<{ role: string; parts: Array<{ text: string }> }> = [];
+    for (const message of messages) {
+      if (message.role === 'tool' || !message.content.trim()) continue;
+      const role = message.role === 'assistant' ? 'model' : 'user';
+      const last = turns.at(-1);
+      if (last?.role === role) last.parts.push({ text: message.content });
+      else turns.push({ role, parts: [{ text: message.content }] });
+    }
+    if (turns.length > 0) this.send({ clientContent: { turns, turnComplete: false } });
   }
 
   interrupt(): void {

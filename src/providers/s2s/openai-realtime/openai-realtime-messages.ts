@@ -20,9 +20,7 @@ export const TRANSCRIPT_DONE: Record<RealtimeProtocol, string> = {
   beta: 'response.audio_transcript.done',
 };
 
-export const envelope = z.looseObject({ type: z.string() });
-
-export const audioDelta = z.looseObject({ item_id: z.string(), delta: z.string() });
+/** An audio delta carries `item_id` and `delta` (base64) as strings; checked by hand, it is the hot path. */
 export const audioDone = z.looseObject({ item_id: z.string() });
 export const transcriptDone = z.looseObject({ item_id: z.string(), transcript: z.string() });
 export const inputTranscription = z.looseObject({ transcript: z.string() });

@@ -123,10 +123,21 @@ describe('OpenAI Realtime against the emulator', () => {
     send(session, silenceFrames(600));
     await events.until(() => events.userTranscripts.length === 1 && events.itemsDone.length === 1);
 
-    // Fifty 20 ms frames in 40 ms appends.
-    expect(emulator.connections[0]).toMatchObject({ appendedAudioBytes: 160 * (20 + 30), appendedAudioMessages: 25 });
+    // Fifty 20 ms frames: the first 15 of speech alone (the vendor's VAD starts the turn on them),
+    // the next 5 in pairs, then the 30 of quiet alone (it ends the turn on one of them).
+    expect(emulator.connections[0]).toMatchObject({ appendedAudioBytes: 160 * (20 + 30), appendedAudioMessages: 47 });
     expect(events.userTranscripts).toEqual(['hello']);
     expect(events.botTranscripts.map((t) => t.text)).toEqual([REPLY]);
+  });
+
+  it('sends a caller who listens, and the middle of a long utterance, in 40 ms appends', async () => {
+    const { session, events } = await open();
+    send(session, silenceFrames(1000));
+    send(session, speechFrames(1000));
+    await events.until(() => events.speechStarts === 1);
+    await until(() => emulator.connections[0]!.appendedAudioBytes === 160 * 99);
+    // 50 frames of quiet in 25 pairs; of the 50 of speech, 15 alone, then 35 in 17 pairs (one waits).
+    expect(emulator.connections[0]!.appendedAudioMessages).toBe(25 + 15 + 17);
   });
 
   it('on interrupt, cancels the response and truncates the item to what the caller heard', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { synthesizeFlite } from './flite-engine.js';
-import { synthesizeFliteInWorker } from './flite-worker-client.js';
+import { fliteWorkerLoaded, FLITE_IDLE_MS, setFliteIdleMs, synthesizeFliteInWorker } from './flite-worker-client.js';
 
 describe('flite in a worker thread', () => {
   it('speaks exactly what the engine speaks in this thread', async () => {
@@ -29,5 +29,24 @@ describe('flite in a worker thread', () => {
     await expect(aborted).rejects.toThrow('caller hung up');
     // The worker carries on serving later requests.
     expect((await synthesizeFliteInWorker('Still here.')).samples.length).toBeGreaterThan(0);
+  }, 30_000);
+
+  it('stops the worker once it has had nothing to say for a while, and starts it again for the next request', async () => {
+    setFliteIdleMs(200);
+    try {
+      await synthesizeFliteInWorker('One.');
+      expect(fliteWorkerLoaded()).toBe(true);
+      // A request before the wait is over keeps it loaded.
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      await synthesizeFliteInWorker('Two.');
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      expect(fliteWorkerLoaded()).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(fliteWorkerLoaded()).toBe(false);
+      expect((await synthesizeFliteInWorker('Back again.')).samples.length).toBeGreaterThan(0);
+      expect(fliteWorkerLoaded()).toBe(true);
+    } finally {
+      setFliteIdleMs(FLITE_IDLE_MS);
+    }
   }, 30_000);
 });

@@ -1,0 +1,415 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { startEmulateProcess } from './capacity.js';
+import { cpuPinning, pinnedCommand } from './cpu-pinning.js';
+import { BENCH_REPLY, benchEmulatorArgs } from './latency.js';
+import type { PeersCallerSummary } from './peers-caller.js';
+import {
+  PEERS,
+  type PeerDefinition,
+  cpuSeconds,
+  establishedConnections,
+  preparePeer,
+  rssBytes,
+  startPeer,
+} from './peers-setup.js';
+import { percentile } from './report.js';
+import { createBotConfig, startServerProcess } from './server-process.js';
+
+/**
+ * `npm run bench:peers`: Switchboard beside the two Twilio samples people start from, in one run,
+ * under the same emulated vendors and the same emulated Twilio caller. Four subjects: the
+ * Switchboard pipeline (Deepgram STT, OpenAI chat, Cartesia TTS) and twilio-labs/call-gpt
+ * (Deepgram STT, OpenAI chat, Deepgram Aura TTS); Switchboard speech-to-speech on OpenAI Realtime
+ * and twilio-samples/speech-assistant-openai-realtime-api-node. A script, not a test: it prints.
+ *
+ *   npm run bench:peers -- --call-gpt ../peers/call-gpt --realtime-sample ../peers/speech-assistant \
+ *     [--calls 50] [--duration-s 30] [--rounds 2] [--reinstall] [--only sb-s2s,realtime-sample]
+ *
+ * A sample not given is skipped (its Switchboard counterpart still runs). Each round measures the
+ * subjects one after another on the server core (alternating the order between rounds, so drift
+ * on the shared machine falls on both sides), each from a fresh start:
+ *   1. idle before calls: started (Switchboard: configured, VAD model loaded), 3 s without calls;
+ *   2. warm-up: `calls` simultaneous calls, each once through the script (greeting, a question,
+ *      talking over the answer 700 ms in), then 3 s without calls: RSS after warm-up;
+ *   3. the load: `calls` simultaneous calls saying the script in a loop for `duration-s`; CPU per
+ *      talking call is the process's CPU time (every thread, /proc) over the steady window divided
+ *      by the calls connected over it (/proc/net: a call the server closed does not count), memory
+ *      per call the RSS at the window's end above RSS after warm-up, divided the same way.
+ * Reply and barge-in latencies are the caller's (simulator) over phases 2 and 3. Ratios are only
+ * computed within a round: absolute figures move with the machine's load (printed with each round).
+ */
+
+const { values: args } = parseArgs({
+  options: {
+    'call-gpt': { type: 'string' },
+    'realtime-sample': { type: 'string' },
+    calls: { type: 'string', default: '50' },
+    'duration-s': { type: 'string', default: '30' },
+    rounds: { type: 'string', default: '2' },
+    reinstall: { type: 'boolean', default: false },
+    /** Comma-separated subjects to run (default all): sb-pipeline, call-gpt, sb-s2s, realtime-sample. */
+    only: { type: 'string' },
+    out: { type: 'string', default: 'bench-peers.json' },
+  },
+});
+
+const FIXTURES = fileURLToPath(new URL('../fixtures/audio', import.meta.url));
+const CALLER = fileURLToPath(new URL('./peers-caller.ts', import.meta.url));
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const WARM_UP_SETTLE_MS = 3000;
+const LOAD_WARM_UP_MS = 8000;
+const MB = 2 ** 20;
+
+/**
+ * call-gpt's prompt has the model put a bullet every 5 to 10 words, and it speaks each part as it
+ * comes; the same reply with those bullets, so it starts speaking after the first part as ours does
+ * after the first sentence.
+ */
+const CALL_GPT_REPLY =
+  'Sure. • We have a table for two at eight, • and another one at nine • if you would like a later dinner • by the window, with a view of the harbour lights.';
+
+type SubjectName = 'sb-pipeline' | 'call-gpt' | 'sb-s2s' | 'realtime-sample';
+
+interface Running {
+  pid: number;
+  port: number;
+  /** Switchboard's warnings and errors so far, by message (why a call was closed, for one). */
+  warnings?: Map<string, number>;
+  wsUrl: string;
+  stop(): Promise<void>;
+}
+
+interface Measurement {
+  subject: SubjectName;
+  round: number;
+  loadAverage: number[];
+  idleRssMb: number;
+  warmRssMb: number;
+  memoryPerCallMb: number;
+  /** Calls connected over the load's window (mean of its start and end). */
+  talkingCalls: number;
+  cpuPerCallPct: number;
+  replyP50Ms: number | null;
+  replyP95Ms: number | null;
+  bargeInP50Ms: number | null;
+  bargeInP95Ms: number | null;
+  replies: number;
+  bargeIns: number;
+  bargeInsUnanswered: number;
+  outcomes: Record<string, number>;
+  /** Switchboard's warning and error lines over the measurement, by message. */
+  serverWarnings?: Record<string, number>;
+  /** How late the callers' clocks ran at worst: past about 2 s, a caller's catch-up burst is refused by Switchboard's audio budget. */
+  callerClockMaxLagMs: number;
+}
+
+const LABELS: Record<SubjectName, string> = {
+  'sb-pipeline': 'Switchboard pipeline',
+  'call-gpt': 'twilio-labs/call-gpt',
+  'sb-s2s': 'Switchboard speech-to-speech (OpenAI Realtime)',
+  'realtime-sample': 'speech-assistant-openai-realtime-api-node',
+};
+const PEER_OF: Partial<Record<SubjectName, SubjectName>> = { 'sb-pipeline': 'call-gpt', 'sb-s2s': 'realtime-sample' };
+
+/** Calls per caller process: one event loop for 50 calls lags seconds behind on a loaded machine. */
+const CALLS_PER_CALLER = 25;
+
+function runCallerProcess(wsUrl: string, calls: number, durationMs: number, mode: 'once' | 'loop', cpus?: string) {
+  const [command, callerArgs] = pinnedCommand(cpus, [
+    '--import',
+    'tsx',
+    CALLER,
+    wsUrl,
+    String(calls),
+    String(durationMs),
+    mode,
+    FIXTURES,
+  ]);
+  const child = spawn(command, callerArgs, { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  return once(child, 'exit').then(() => JSON.parse(out.trim().split('\n').at(-1) ?? '{}') as PeersCallerSummary);
+}
+
+/** `calls` calls from as many caller processes as needed, their summaries merged. */
+async function runCaller(
+  wsUrl: string,
+  calls: number,
+  durationMs: number,
+  mode: 'once' | 'loop',
+  cpus?: string,
+): Promise<PeersCallerSummary> {
+  const parts: Array<Promise<PeersCallerSummary>> = [];
+  for (let left = calls; left > 0; left -= CALLS_PER_CALLER)
+    parts.push(runCallerProcess(wsUrl, Math.min(left, CALLS_PER_CALLER), durationMs, mode, cpus));
+  const summaries = await Promise.all(parts);
+  const merged: PeersCallerSummary = {
+    calls: 0,
+    outcomes: {},
+    replyLatenciesMs: [],
+    bargeInLatenciesMs: [],
+    bargeInsUnanswered: 0,
+    generatorClockMaxLagMs: 0,
+  };
+  for (const s of summaries) {
+    merged.calls += s.calls ?? 0;
+    for (const [k, n] of Object.entries(s.outcomes ?? {})) merged.outcomes[k] = (merged.outcomes[k] ?? 0) + n;
+    merged.replyLatenciesMs.push(...(s.replyLatenciesMs ?? []));
+    merged.bargeInLatenciesMs.push(...(s.bargeInLatenciesMs ?? []));
+    merged.bargeInsUnanswered += s.bargeInsUnanswered ?? 0;
+    merged.generatorClockMaxLagMs = Math.max(merged.generatorClockMaxLagMs, s.generatorClockMaxLagMs ?? 0);
+  }
+  return merged;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function startSwitchboard(kind: 'pipeline' | 's2s', vendors: string, cpus: string | undefined): Promise<Running> {
+  const server = await startServerProcess(
+    { SWITCHBOARD_DEEPGRAM_URL: vendors, SWITCHBOARD_OPENAI_URL: vendors, SWITCHBOARD_CARTESIA_URL: vendors },
+    [],
+    cpus,
+  );
+  const llm = {
+    service: 'llm',
+    options: [
+      { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
+      { name: 'run_on_config', value: true },
+    ],
+  };
+  const id =
+    kind === 'pipeline'
+      ? await createBotConfig(server.baseUrl, {
+          bot_profile: 'telephony_ws_voice_2024_09',
+          services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
+          config: [llm],
+          api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
+        })
+      : await createBotConfig(server.baseUrl, {
+          bot_profile: 'openai_realtime_beta_2024_10',
+          services: { llm: 'openai_realtime' },
+          config: [llm],
+          api_keys: { openai: 'bench' },
+        });
+  await server.logged('voice activity model ready');
+  const warnings = new Map<string, number>();
+  server.child.stdout!.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n')) {
+      if (!/"level":(40|50)/.test(line)) continue;
+      const msg = /"msg":"([^"]*)"/.exec(line)?.[1] ?? 'unparsed line';
+      const why = /"why":"([^"]*)"/.exec(line)?.[1];
+      const key = why ? `${msg} (${why})` : msg;
+      warnings.set(key, (warnings.get(key) ?? 0) + 1);
+    }
+  });
+  return {
+    warnings,
+    pid: server.child.pid!,
+    port: Number(new URL(server.baseUrl).port),
+    // A host name, as a carrier is given one.
+    wsUrl: `${server.baseUrl.replace('http://127.0.0.1', 'ws://localhost')}/ws/twilio/${id}`,
+    stop: () => server.stop(),
+  };
+}
+
+async function measure(
+  subject: SubjectName,
+  round: number,
+  start: () => Promise<Running>,
+  calls: number,
+  durationMs: number,
+  loadCpus: string | undefined,
+): Promise<Measurement> {
+  const running = await start();
+  try {
+    await sleep(WARM_UP_SETTLE_MS);
+    const idleRss = rssBytes(running.pid);
+    const warmUp = await runCaller(running.wsUrl, calls, 60_000, 'once', loadCpus);
+    await sleep(WARM_UP_SETTLE_MS);
+    const warmRss = rssBytes(running.pid);
+    // Connections that are not calls (a keep-alive left from configuring the server) are not counted.
+    const notCalls = establishedConnections(running.port);
+    const load = runCaller(running.wsUrl, calls, durationMs, 'loop', loadCpus);
+    await sleep(LOAD_WARM_UP_MS);
+    const cpuBefore = cpuSeconds(running.pid);
+    const startedAt = performance.now();
+    const talkingBefore = establishedConnections(running.port) - notCalls;
+    await sleep(durationMs - LOAD_WARM_UP_MS - 2000);
+    const cpuUsed = cpuSeconds(running.pid) - cpuBefore;
+    // Calls carried over the window (a server may have closed some): CPU is divided by these.
+    const talking = (talkingBefore + establishedConnections(running.port) - notCalls) / 2;
+    const windowSecs = (performance.now() - startedAt) / 1000;
+    const loadRss = rssBytes(running.pid);
+    const loaded = await load;
+    const replies = [...warmUp.replyLatenciesMs, ...loaded.replyLatenciesMs].sort((a, b) => a - b);
+    const bargeIns = [...warmUp.bargeInLatenciesMs, ...loaded.bargeInLatenciesMs].sort((a, b) => a - b);
+    const outcomes: Record<string, number> = {};
+    for (const s of [warmUp, loaded])
+      for (const [k, n] of Object.entries(s.outcomes ?? {})) outcomes[k] = (outcomes[k] ?? 0) + n;
+    const round1 = (v: number) => Math.round(v * 10) / 10;
+    return {
+      subject,
+      round,
+      loadAverage: loadavg().map((v) => round1(v)),
+      idleRssMb: round1(idleRss / MB),
+      warmRssMb: round1(warmRss / MB),
+      memoryPerCallMb: talking > 0 ? Math.round(((loadRss - warmRss) / talking / MB) * 100) / 100 : 0,
+      talkingCalls: talking,
+      cpuPerCallPct: talking > 0 ? Math.round((cpuUsed / windowSecs / talking) * 10_000) / 100 : 0,
+      replyP50Ms: percentile(replies, 50),
+      replyP95Ms: percentile(replies, 95),
+      bargeInP50Ms: percentile(bargeIns, 50),
+      bargeInP95Ms: percentile(bargeIns, 95),
+      replies: replies.length,
+      bargeIns: bargeIns.length,
+      bargeInsUnanswered: warmUp.bargeInsUnanswered + loaded.bargeInsUnanswered,
+      outcomes,
+      serverWarnings: running.warnings ? Object.fromEntries(running.warnings) : undefined,
+      callerClockMaxLagMs: Math.round(Math.max(warmUp.generatorClockMaxLagMs, loaded.generatorClockMaxLagMs)),
+    };
+  } finally {
+    await running.stop();
+  }
+}
+
+function describe(m: Measurement): string {
+  const ms = (v: number | null) => (v === null ? '-' : `${Math.round(v)}`);
+  return [
+    `CPU ${m.cpuPerCallPct.toFixed(2)} % of a core per talking call (${m.talkingCalls} talking)`,
+    `RSS idle ${m.idleRssMb} MB, after warm-up ${m.warmRssMb} MB, ${m.memoryPerCallMb} MB per call`,
+    `reply p50/p95 ${ms(m.replyP50Ms)}/${ms(m.replyP95Ms)} ms (${m.replies})`,
+    `barge-in p50/p95 ${ms(m.bargeInP50Ms)}/${ms(m.bargeInP95Ms)} ms (${m.bargeIns}, ${m.bargeInsUnanswered} never cleared)`,
+    `calls ${JSON.stringify(m.outcomes)}, callers' clocks up to ${m.callerClockMaxLagMs} ms late`,
+    `load average ${m.loadAverage.join(' ')}`,
+    ...(m.serverWarnings && Object.keys(m.serverWarnings).length > 0
+      ? [`server warnings ${JSON.stringify(m.serverWarnings)}`]
+      : []),
+  ].join('; ');
+}
+
+function ratioTable(results: Measurement[], rounds: number): string {
+  const lines: string[] = [];
+  const ratio = (a: number | null, b: number | null) =>
+    a === null || b === null || b === 0 ? '-' : `${(a / b).toFixed(2)}x`;
+  const header =
+    '| round | subject | CPU per talking call | RSS idle before calls | RSS after warm-up | memory per call | reply p50 | barge-in p50 |';
+  lines.push(header, '|---|---|---|---|---|---|---|---|');
+  for (let round = 1; round <= rounds; round++) {
+    for (const m of results.filter((r) => r.round === round)) {
+      lines.push(
+        `| ${round} | ${LABELS[m.subject]} | ${m.cpuPerCallPct.toFixed(2)} % | ${m.idleRssMb} MB | ${m.warmRssMb} MB | ${m.memoryPerCallMb} MB | ${m.replyP50Ms ?? '-'} ms | ${m.bargeInP50Ms ?? '-'} ms |`,
+      );
+      const peerName = PEER_OF[m.subject];
+      const peer = peerName && results.find((r) => r.round === round && r.subject === peerName);
+      if (peer) {
+        lines.push(
+          `| ${round} | ratio to ${peer.subject} | ${ratio(m.cpuPerCallPct, peer.cpuPerCallPct)} | ${ratio(m.idleRssMb, peer.idleRssMb)} | ${ratio(m.warmRssMb, peer.warmRssMb)} | ${ratio(m.memoryPerCallMb, peer.memoryPerCallMb)} | ${ratio(m.replyP50Ms, peer.replyP50Ms)} | ${ratio(m.bargeInP50Ms, peer.bargeInP50Ms)} |`,
+        );
+      }
+    }
+  }
+  return lines.join('\n');
+}
+
+async function main(): Promise<void> {
+  const pinning = cpuPinning();
+  const calls = Number(args.calls);
+  const durationMs = Number(args['duration-s']) * 1000;
+  const rounds = Number(args.rounds);
+  if (!(durationMs > LOAD_WARM_UP_MS + 4000))
+    throw new Error(`--duration-s must be above ${(LOAD_WARM_UP_MS + 4000) / 1000}`);
+  process.stdout.write(
+    `${pinning.describe}; load average ${loadavg()
+      .map((v) => v.toFixed(2))
+      .join(' ')}\n`,
+  );
+
+  const checkouts: Partial<Record<PeerDefinition['name'], string>> = {};
+  for (const name of ['call-gpt', 'realtime-sample'] as const) {
+    const dir = args[name];
+    if (dir === undefined) {
+      process.stdout.write(`${name}: not given (--${name} <checkout>), skipped\n`);
+      continue;
+    }
+    checkouts[name] = resolve(dir);
+    process.stdout.write(`${preparePeer(PEERS[name], checkouts[name], args.reinstall)}\n`);
+  }
+
+  const emulators = await startEmulateProcess(benchEmulatorArgs(), pinning.load);
+  const callGptArgs = benchEmulatorArgs().map((a) => (a === BENCH_REPLY ? CALL_GPT_REPLY : a));
+  const callGptEmulators = checkouts['call-gpt'] ? await startEmulateProcess(callGptArgs, pinning.load) : undefined;
+  const starters: Partial<Record<SubjectName, () => Promise<Running>>> = {
+    'sb-pipeline': () => startSwitchboard('pipeline', emulators.url, pinning.server),
+    'sb-s2s': () => startSwitchboard('s2s', emulators.url, pinning.server),
+  };
+  if (checkouts['call-gpt'] && callGptEmulators)
+    starters['call-gpt'] = () =>
+      startPeer(PEERS['call-gpt'], checkouts['call-gpt']!, callGptEmulators.url, pinning.server);
+  if (checkouts['realtime-sample'])
+    starters['realtime-sample'] = () =>
+      startPeer(PEERS['realtime-sample'], checkouts['realtime-sample']!, emulators.url, pinning.server);
+  const only = args.only?.split(',').map((s) => s.trim());
+  const order = (['sb-pipeline', 'call-gpt', 'sb-s2s', 'realtime-sample'] as const).filter(
+    (s) => starters[s] && (!only || only.includes(s)),
+  );
+
+  const results: Measurement[] = [];
+  try {
+    for (let round = 1; round <= rounds; round++) {
+      // Alternate which of each pair goes first.
+      const ordered = round % 2 === 1 ? order : [...order].reverse();
+      for (const subject of ordered) {
+        process.stdout.write(`round ${round}, ${LABELS[subject]}: ${calls} calls ... `);
+        const m = await measure(subject, round, starters[subject]!, calls, durationMs, pinning.load);
+        results.push(m);
+        process.stdout.write(`${describe(m)}\n`);
+      }
+    }
+  } finally {
+    await emulators.stop();
+    await callGptEmulators?.stop();
+  }
+  process.stdout.write(`\n${ratioTable(results, rounds)}\n`);
+  process.stdout.write(spread(results));
+  writeFileSync(args.out, `${JSON.stringify({ pinning: pinning.describe, calls, durationMs, results }, null, 2)}\n`);
+  process.stdout.write(`\nwritten to ${args.out}\n`);
+}
+
+/** Per ratio, its range over the rounds: how far one round's verdict can be trusted. */
+function spread(results: Measurement[]): string {
+  const lines: string[] = ['\nratios over the rounds (min to max):'];
+  for (const [ours, peer] of Object.entries(PEER_OF) as Array<[SubjectName, SubjectName]>) {
+    const pairs = [...new Set(results.map((r) => r.round))]
+      .map((round) => [
+        results.find((r) => r.round === round && r.subject === ours),
+        results.find((r) => r.round === round && r.subject === peer),
+      ])
+      .filter((p): p is [Measurement, Measurement] => p[0] !== undefined && p[1] !== undefined);
+    if (pairs.length === 0) continue;
+    const range = (f: (m: Measurement) => number | null) => {
+      const values = pairs
+        .map(([a, b]) => {
+          const x = f(a);
+          const y = f(b);
+          return x === null || y === null || y === 0 ? null : x / y;
+        })
+        .filter((v): v is number => v !== null);
+      return values.length === 0 ? '-' : `${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)}x`;
+    };
+    lines.push(
+      `  ${LABELS[ours]} / ${peer}: CPU per call ${range((m) => m.cpuPerCallPct)}, RSS after warm-up ${range((m) => m.warmRssMb)}, reply p50 ${range((m) => m.replyP50Ms)}, barge-in p50 ${range((m) => m.bargeInP50Ms)}`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:peers failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exitCode = 1;
+});
