@@ -290,7 +290,15 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
       peer.sendJson({ label: 'rtvi-ai', type: 'disconnect-bot' });
       await peer.until('the room ending', () => peer.ended, 15_000);
       mic.stop();
-      await until(async () => (await roomsOn(a)) === 0);
+      // The room has ended on its node: an offer through the other node is told so.
+      await until(async () => {
+        const late = await fetch(viaB, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ sdp: 'v=0\r\n', type: 'offer', pc_id: null, restart_pc: false }),
+        });
+        return late.status === 404;
+      });
     } finally {
       await peer.close();
     }
