@@ -52,6 +52,8 @@ export interface BargeInSamples {
   resumeMs: number[];
   /** Replies cancelled during those sounds: the rest of each was lost. */
   cutReplies: number;
+  /** False stops and cut replies per sound (NOISE_CLIPS' names), calls matched by their call SID. */
+  byClip: Record<string, { calls: number; falseStops: number; cutReplies: number }>;
   failedCalls: number;
 }
 
@@ -88,18 +90,21 @@ export async function runBargeInPhase(options: {
   const speechReports = await runAll(speech, options.concurrency);
 
   const noise: Array<() => Promise<CallReport>> = [];
+  const clipOfCall = new Map<string, string>();
   let noiseMs = 0;
   for (const clip of NOISE_CLIPS) {
     const mulaw = (await fixture(clip.file)).slice(clip.fromMs * 8, (clip.fromMs + clip.ms) * 8);
     for (let i = 0; i < Math.max(1, Math.round(options.calls / 2)); i++) {
       noiseMs += mulaw.length / 8;
-      noise.push(() =>
-        runPhoneCall({
+      noise.push(async () => {
+        const report = await runPhoneCall({
           target: { wssUrl: options.wssUrl },
           scenario: noiseScenario,
           clips: { question, noise: { mulaw, voiced: null } },
-        }),
-      );
+        });
+        clipOfCall.set(report.callSid, clip.name);
+        return report;
+      });
     }
   }
   const firstNoiseCall = options.serverCalls.length;
@@ -115,6 +120,7 @@ export async function runBargeInPhase(options: {
     falseStops: 0,
     resumeMs: [],
     cutReplies: 0,
+    byClip: {},
     failedCalls: 0,
   };
   for (const report of [...speechReports, ...noiseReports])
@@ -127,6 +133,11 @@ export async function runBargeInPhase(options: {
     samples.falseStops += call.resumes;
     samples.cutReplies += call.bargeIns;
     samples.resumeMs.push(...call.pausedMs);
+    const clip = clipOfCall.get((call as CallSummary & { callSid?: string }).callSid ?? '') ?? 'unmatched';
+    samples.byClip[clip] ??= { calls: 0, falseStops: 0, cutReplies: 0 };
+    samples.byClip[clip].calls += 1;
+    samples.byClip[clip].falseStops += call.resumes;
+    samples.byClip[clip].cutReplies += call.bargeIns;
   }
   return samples;
 }

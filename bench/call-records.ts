@@ -52,6 +52,7 @@ function playCall(service: CallRecordsService, config: BotConfigForCall, turns: 
     tools: {},
     dtmfDigits: 0,
     perTurn: [],
+    suspicions: [],
   };
   for (let turn = 1; turn <= turns; turn++) {
     events.onUserSpeaking?.(true);

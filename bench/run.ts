@@ -7,7 +7,7 @@ import { type CapacityPoint, measureCapacity, startEmulateProcess } from './capa
 import { cpuPinning } from './cpu-pinning.js';
 import { type BargeInSamples, runBargeInPhase } from './barge-in.js';
 import { BENCH_LATENCIES, benchEmulatorArgs, runLatencyPhase } from './latency.js';
-import { runTurnTakingPhase, turnTakingBotConfig, turnTakingRows } from './turn-taking.js';
+import { lateCauses, runTurnTakingPhase, turnTakingBotConfig, turnTakingRows } from './turn-taking.js';
 import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
 import { type BudgetRow, formatTable, percentile } from './report.js';
 import { describeCallRecords, measureCallRecords } from './call-records.js';
@@ -190,9 +190,11 @@ async function main(): Promise<void> {
       concurrency: Number(args.concurrency),
       latencyCalls: 4,
       noiseCalls: 2,
+      baseUrl: server.baseUrl,
       serverCalls: server.calls,
     });
     rows.push(...turnTakingRows(turnTaking));
+    process.stdout.write(`${lateCauses(turnTaking)}\n`);
     process.stdout.write(
       `function-call phase: ${args['function-calls']} answers that need one function (a webhook answering in 200 ms), and as many plain answers\n`,
     );

@@ -26,16 +26,19 @@ export interface AudioRateLimits {
   /**
    * Audio a peer may send ahead of that rate at once, ms. Carriers and networks deliver audio in
    * clumps: a TCP retransmission (200 ms, then 400, 800 …) holds frames back and releases them
-   * together, and a client stalled by its own event loop sends its backlog at once. 2 s absorbs a
-   * couple of back-to-back retransmission timeouts; a stall of our own event loop longer than that
-   * would also show up here, but then calls are already broken.
+   * together, and a client stalled by its own event loop sends its backlog at once. So does ours:
+   * while this process's event loop is held (a loaded host, a long garbage collection) the
+   * kernel keeps the caller's frames, and we read them in one lump when it runs again; the
+   * budget must not blame the caller for that. 10 s absorbs such a stall and several
+   * retransmission timeouts, and costs little: the work a clump causes is a few ms of VAD per
+   * second of audio, and the sustained rate still bounds a peer's work over time.
    */
   burstMs: number;
 }
 
 export const DEFAULT_AUDIO_RATE_LIMITS: Readonly<AudioRateLimits> = Object.freeze({
   sustainedRealTimeFactor: 2,
-  burstMs: 2000,
+  burstMs: 10_000,
 });
 
 /** `too-long`: one message over MAX_AUDIO_MS_PER_MESSAGE; `too-fast`: over the rate. */

@@ -4,7 +4,7 @@ import { ApiError } from '../shared/api-error.js';
 import { maskSecret, type SecretBox, SealedSecretError } from '../security/secret-box.js';
 import type { Account } from '../store/accounts-repo.js';
 import type { BotConfigRow, BotConfigsRepo } from '../store/bot-configs-repo.js';
-import type { PageDirection, PageQuery } from '../store/paging.js';
+import { type PageQuery, pageDirection } from '../store/paging.js';
 import type { TelephonyConfigBody } from './bot-config-schema.js';
 import { type StoredBody, sealSecrets, splitSecrets, storedBodyOf } from './config-secrets.js';
 import { generateWebhookSecret } from './webhook-secret.js';
@@ -92,7 +92,7 @@ export class BotConfigService {
   }
 
   async list(account: Account, page: PageQuery): Promise<BotConfigView[]> {
-    const direction = await this.direction(account, page);
+    const direction = await pageDirection(page, (id) => this.repo.seqOf(account.id, id), 'configuration');
     const rows = await this.repo.list(account.id, direction, page.limit);
     const unreadable = rows.filter((row) => this.openKeysIfReadable(row) === undefined).map((row) => row.id);
     if (unreadable.length > 0) throw unreadableKeys(unreadable);
@@ -135,15 +135,6 @@ export class BotConfigService {
       twiml: this.twiml(row.id, account.domainId),
       botConfig: { ...body, api_keys: masked },
     };
-  }
-
-  private async direction(account: Account, page: PageQuery): Promise<PageDirection> {
-    const cursor = page.starting_after ?? page.ending_before;
-    if (cursor === undefined) return { kind: 'first' };
-    const seq = await this.repo.seqOf(account.id, cursor);
-    const field = page.starting_after ? 'starting_after' : 'ending_before';
-    if (seq === undefined) throw new ApiError('invalid-request-error', `${field}: no configuration with id ${cursor}`);
-    return { kind: page.starting_after ? 'older' : 'newer', seq };
   }
 
   /**

@@ -77,7 +77,8 @@ export class PhoneCalls {
       });
     }
     transport.whenEnded(releaseCall);
-    const recorder = this.opts.recordings?.startForCall(config, log);
+    // The recording starts with the stream, so the audio held during set-up lands where it was spoken.
+    const recorder = this.opts.recordings?.startForCall(config, log, transport.openedAtMs);
     try {
       const record = this.opts.records?.begin({ kind: 'phone', config, recordingId: recorder?.recordingId, log });
       const bot = startBot(transport, config, { ...this.opts.session, log }, recorder, record);

@@ -41,18 +41,19 @@ export class BargeInPause {
    * and play on until start_secs confirmed the speech. Only a pause that silenced audible audio
    * counts in the call's pauses and resumes.
    */
-  pause(): void {
+  pause(): 'paused' | 'held' | 'not paused: already paused' {
     const { playout } = this.deps;
     const audible = playout.audible;
     const heardMs = playout.pause();
     if (heardMs === undefined) {
       this.deps.log().debug({ skipped: 'already paused' }, 'speech suspected: bot not paused');
-      return;
+      return 'not paused: already paused';
     }
     this.silenced = audible;
     if (audible) this.deps.metrics.paused();
     this.arm();
     this.deps.log().debug({ heardMs, audible }, 'speech suspected: bot paused');
+    return audible ? 'paused' : 'held';
   }
 
   /** It was not an interruption: play on from the first unheard word. */

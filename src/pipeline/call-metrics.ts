@@ -1,4 +1,5 @@
 import type { CallObserver } from './call-observer.js';
+import { type SuspicionRecord, SuspicionTrace } from './suspicion-trace.js';
 
 /** Per-turn timings, ms from the moment VAD declared the caller's turn over (or the reply began). */
 export interface TurnTimings {
@@ -32,6 +33,8 @@ export interface CallSummary {
   /** Function calls per function: how many, how many failed (error, timeout, cancelled), and each one's time, ms. */
   tools: Record<string, ToolFigures>;
   perTurn: Array<Omit<TurnTimings, 'turn'>>;
+  /** The instant pause's latest decisions, in the caller's audio time (see suspicion-trace.ts). */
+  suspicions: SuspicionRecord[];
 }
 
 /** One function's calls on a call. */
@@ -53,6 +56,8 @@ export class CallMetrics {
   pauses = 0;
   resumes = 0;
   pausedMs: number[] = [];
+  /** The caller's audio clock and the suspicion decisions on it. */
+  readonly suspicions = new SuspicionTrace();
   private pausedAtMs: number | undefined;
 
   /** The bot paused on suspected speech. */
@@ -105,6 +110,7 @@ export class CallMetrics {
         firstFrameSentMs: t.firstFrameSentMs,
         interrupted: t.interrupted,
       })),
+      suspicions: [...this.suspicions.records],
     };
   }
 }

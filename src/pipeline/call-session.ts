@@ -97,6 +97,7 @@ export class CallSession extends CallEngine {
   // ---- transport events ----
 
   onAudio(mulaw: Uint8Array): void {
+    this.metrics.suspicions.heard(mulaw.length / 8);
     if (!this.ready || this.ended) return;
     this.transcripts.heard(mulaw.length / 8);
     this.sttInput.write(mulaw);
@@ -143,13 +144,17 @@ export class CallSession extends CallEngine {
     this.vad = this.deps.createVad(
       settings.vad,
       {
-        onSpeechSuspected: () => this.onCallerSpeechSuspected(),
+        onSpeechSuspected: (atMs) => this.onCallerSpeechSuspected(atMs),
         onSpeechDismissed: () => this.onCallerSpeechDismissed(),
-        onSpeechStart: () => this.onCallerSpeechStart(),
+        onSpeechStart: (event) => this.onCallerSpeechStart(event?.atMs),
         onSpeechStop: (event) => this.onCallerSpeechStop(event?.sinceMs),
+        onSuspicionDecision: (d) => {
+          if (d.decision !== 'suspected') this.metrics.suspicions.record(d.atMs, `${d.decision}: ${d.reason}`);
+        },
       },
       this.log,
     );
+    this.metrics.suspicions.vadStarted();
     this.ready = true;
     this.call.armMaxDuration(settings.maxDurationSecs, () =>
       this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye),
@@ -201,7 +206,7 @@ export class CallSession extends CallEngine {
   //     from the heard point, and the context records it as spoken when it ends.
   // In `confirmed` mode step 1 does nothing: the bot talks on until step 2.
 
-  private onCallerSpeechSuspected(): void {
+  private onCallerSpeechSuspected(atMs: number | undefined): void {
     // Every decision is logged (debug): which condition kept a suspicion from pausing the bot.
     const skipped =
       this.interruptionMode !== 'instant'
@@ -215,9 +220,10 @@ export class CallSession extends CallEngine {
               : undefined;
     if (skipped) {
       this.log.debug({ skipped }, 'speech suspected: bot not paused');
+      this.metrics.suspicions.record(atMs, `not paused: ${skipped}`);
       return;
     }
-    this.bargeInPause.pause();
+    this.metrics.suspicions.record(atMs, this.bargeInPause.pause());
   }
 
   private onCallerSpeechDismissed(): void {
@@ -232,7 +238,8 @@ export class CallSession extends CallEngine {
     this.bargeInPause.resume(cause);
   }
 
-  private onCallerSpeechStart(): void {
+  private onCallerSpeechStart(atMs: number | undefined): void {
+    this.metrics.suspicions.record(atMs, 'speech-start');
     this.deps.events?.onUserSpeaking?.(true);
     this.turns.onVadStart();
   }

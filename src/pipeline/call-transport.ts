@@ -29,7 +29,12 @@ export interface CallStart {
 export interface CallTransportHandler {
   onStart(start: CallStart): void;
   /** mu-law 8 kHz, 20 ms (160 bytes) per frame; lent until this returns (see CallTransport). */
-  onAudio(mulaw: Uint8Array): void;
+  /**
+   * @param streamTimestampMs when the caller spoke the frame, in ms since their stream started,
+   *   when the transport carries it (a carrier's media timestamp): set-up and stalls on this side
+   *   delay when a frame is read, not when it was spoken.
+   */
+  onAudio(mulaw: Uint8Array, streamTimestampMs?: number): void;
   onDtmf(digit: string): void;
   onMark(name: string): void;
   /** The far end left (hang-up), or the connection closed. Called once. */

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { TELEPHONY_SAMPLE_RATE_HZ } from '../audio/frames.js';
-import { RecordingTimeline, type TimelineChunk } from './recording-timeline.js';
+import { MAX_HOLDBACK_MS, RecordingTimeline, type TimelineChunk } from './recording-timeline.js';
 import { WavFileWriter } from './wav-file-writer.js';
 
 export const RECORDING_TRACKS = ['caller', 'bot', 'mixed'] as const;
@@ -23,8 +23,14 @@ export interface CallRecorderOptions {
   onFinished(result: RecorderResult): Promise<void>;
   /** Called when the session's name is known (a carrier's call sid arrives after the socket). */
   onRoomName?(name: string): void;
-  /** Monotonic clock in ms; the recording's time zero is its value at construction. */
+  /** Monotonic clock in ms. */
   now?: () => number;
+  /**
+   * The recording's time zero on that clock: when the conversation began, which may be before the
+   * recorder was made (a carrier's stream opens while the call is being set up, and the audio it
+   * sent meanwhile is handed over at once). Defaults to the clock at construction.
+   */
+  startedAtMs?: number;
   /** How often settled audio is handed to the files. */
   flushIntervalMs?: number;
 }
@@ -54,7 +60,7 @@ export class CallRecorder {
 
   constructor(private readonly options: CallRecorderOptions) {
     this.now = options.now ?? (() => performance.now());
-    this.startMs = this.now();
+    this.startMs = Math.min(options.startedAtMs ?? Number.POSITIVE_INFINITY, this.now());
     this.writers = {
       caller: new WavFileWriter(options.paths.caller, TELEPHONY_SAMPLE_RATE_HZ),
       bot: new WavFileWriter(options.paths.bot, TELEPHONY_SAMPLE_RATE_HZ),
@@ -71,6 +77,19 @@ export class CallRecorder {
 
   get finished(): boolean {
     return this.finishing !== undefined;
+  }
+
+  /**
+   * Where a caller frame goes on the recording: when the caller spoke it, by the stream's own
+   * timestamp (the recording starts with the stream), so a frame read late (held during set-up,
+   * or behind a stall of this process or the network) lands where it was spoken. A timestamp that
+   * says the frame is from the future, or from long before anything still held, is not believed:
+   * the frame goes where it arrived.
+   */
+  callerFrameTimeMs(streamTimestampMs: number | undefined): number {
+    const nowMs = this.elapsedMs();
+    if (streamTimestampMs === undefined || streamTimestampMs > nowMs) return nowMs;
+    return streamTimestampMs < nowMs - MAX_HOLDBACK_MS ? nowMs : streamTimestampMs;
   }
 
   /** One 20 ms mu-law frame from the caller. The buffer may be reused after the call returns. */

@@ -40,9 +40,9 @@ export function tapHandler(inner: CallTransportHandler, recorder: CallRecorder):
       recorder.setRoomName(start.callSid);
       inner.onStart(start);
     },
-    onAudio(mulaw) {
-      recorder.callerFrame(mulaw);
-      inner.onAudio(mulaw);
+    onAudio(mulaw, streamTimestampMs) {
+      recorder.callerFrame(mulaw, recorder.callerFrameTimeMs(streamTimestampMs));
+      inner.onAudio(mulaw, streamTimestampMs);
     },
     onDtmf(digit) {
       inner.onDtmf(digit);

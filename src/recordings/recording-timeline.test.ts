@@ -67,6 +67,38 @@ describe('RecordingTimeline', () => {
     ]);
   });
 
+  it('puts a backlog of caller frames read at once where it was spoken, ending at its arrival', () => {
+    const timeline = new RecordingTimeline({ holdbackMs: 200 });
+    timeline.addCaller(frame(1000), 0);
+    timeline.addCaller(frame(1000), 20);
+    // The process stalled for 300 ms: the 15 frames the caller sent meanwhile are read at once,
+    // and the caller goes on at 20 ms a frame.
+    for (let i = 0; i < 15; i++) timeline.addCaller(frame(3000 + i * 600), 340);
+    for (let i = 0; i < 5; i++) timeline.addCaller(frame(2000), 360 + i * 20);
+    const out = timeline.drainAll(460);
+    const placed = slots(out!.caller);
+    // In order and contiguous, the backlog ending in the slot it arrived in (340 ms: slot 17),
+    // so what follows is where it was spoken too; without the pull-back the backlog would start
+    // at 340 ms and every later frame would be 280 ms late.
+    expect(placed).toHaveLength(23);
+    expect(placed.slice(0, 3)).toEqual([A, A, 0]);
+    expect(placed.slice(3, 18)).toEqual(Array.from({ length: 15 }, (_, i) => level(3000 + i * 600)));
+    expect(placed.slice(18)).toEqual(Array(5).fill(B));
+  });
+
+  it('moves a backlog no earlier than the audio already written', () => {
+    const timeline = new RecordingTimeline({ holdbackMs: 0 });
+    for (let i = 0; i < 5; i++) timeline.addCaller(frame(1000), i * 20);
+    const written = timeline.drain(100);
+    // 10 frames arrive together at 120 ms: 100 ms of them fit before their arrival, after what
+    // was written; the rest follow on, as close to their arrival as the written audio allows.
+    for (let i = 0; i < 10; i++) timeline.addCaller(frame(2000), 120);
+    const all = concat([written, timeline.drainAll(300)]);
+    const placed = slots(all.caller);
+    expect(placed.slice(0, 5)).toEqual(Array(5).fill(A));
+    expect(placed.slice(5, 15)).toEqual(Array(10).fill(level(2000)));
+  });
+
   it('plays bot frames back to back from when they were sent, and a clear drops what had not played', () => {
     const timeline = new RecordingTimeline({ holdbackMs: 0 });
     // A burst of 10 frames at 100 ms (the playout lead), then a clear at 200 ms: 5 frames played.

@@ -41,6 +41,21 @@ class FrameQueue {
     this.count = keep;
   }
 
+  /**
+   * Moves the frames of the queue's last contiguous run up to `by` slots earlier, never onto the
+   * frame before the run nor before `floorSlot`. Returns how many slots it moved them.
+   */
+  pullBackLastRun(by: number, floorSlot: number): number {
+    if (this.count === 0) return 0;
+    let first = this.count - 1;
+    while (first > 0 && this.slots[first - 1] === this.slots[first]! - 1) first -= 1;
+    const floor = Math.max(floorSlot, first > 0 ? this.slots[first - 1]! + 1 : floorSlot);
+    const moved = Math.min(by, this.slots[first]! - floor);
+    if (moved <= 0) return 0;
+    for (let i = first; i < this.count; i++) this.slots[i]! -= moved;
+    return moved;
+  }
+
   /** Removes the first `n` frames. */
   shift(n: number): void {
     if (n <= 0) return;
@@ -59,6 +74,9 @@ class FrameQueue {
   }
 }
 
+/** How long caller frames due but not read yet are waited for, by default (see maxHoldbackMs). */
+export const MAX_HOLDBACK_MS = 3000;
+
 /** Linear PCM for one stretch of the timeline, one array per file. */
 export interface TimelineChunk {
   caller: Int16Array;
@@ -74,6 +92,12 @@ export interface TimelineOptions {
   callerGapMs?: number;
   /** Frames newer than this stay in memory, so jittery caller frames and clears can still land. */
   holdbackMs?: number;
+  /**
+   * How long the timeline waits for caller frames that are due but not read yet (this process or
+   * the network stalled), so they land where they were spoken; beyond it a silent caller (a muted
+   * room member) no longer holds the bot's audio back.
+   */
+  maxHoldbackMs?: number;
   /** Initial queue size per track; queues grow if a flush is late. */
   capacityFrames?: number;
 }
@@ -83,7 +107,8 @@ export interface TimelineOptions {
  * stretch where nobody spoke is silence, and turns settled stretches into PCM for the files.
  *
  * - Caller frames are contiguous from the carrier; they take the next slot unless they arrive
- *   well after it (a muted room member, a dropped stream), then they start at their arrival.
+ *   well after it (a muted room member, a dropped stream), then they start at their arrival. A
+ *   frame never lands after its arrival: a backlog read at once ends where it arrived.
  * - Bot frames play one after another at the far end from when they are sent, like a carrier's
  *   buffer: slot = max(send time, end of the previous bot frame).
  * - A clear drops the bot frames not yet played at its time, as the far end does.
@@ -93,6 +118,7 @@ export interface TimelineOptions {
 export class RecordingTimeline {
   private readonly callerGapSlots: number;
   private readonly holdbackSlots: number;
+  private readonly maxHoldbackSlots: number;
   private readonly caller: FrameQueue;
   private readonly bot: FrameQueue;
   private nextCallerSlot = 0;
@@ -105,6 +131,10 @@ export class RecordingTimeline {
   constructor(options: TimelineOptions = {}) {
     this.callerGapSlots = Math.round((options.callerGapMs ?? 100) / FRAME_MS);
     this.holdbackSlots = Math.ceil((options.holdbackMs ?? 200) / FRAME_MS);
+    this.maxHoldbackSlots = Math.max(
+      this.holdbackSlots,
+      Math.ceil((options.maxHoldbackMs ?? MAX_HOLDBACK_MS) / FRAME_MS),
+    );
     const capacity = options.capacityFrames ?? 64;
     this.caller = new FrameQueue(capacity);
     this.bot = new FrameQueue(capacity);
@@ -119,6 +149,11 @@ export class RecordingTimeline {
     const arrivalSlot = Math.floor(atMs / FRAME_MS);
     let slot = this.nextCallerSlot;
     if (arrivalSlot > slot + this.callerGapSlots) slot = arrivalSlot;
+    // Nobody is heard before they arrive. Frames read faster than real time are a backlog (the
+    // network, or this process, held them up and they came at once): they were spoken before
+    // now, so the run they end moves back into the silence before it, as far as what is already
+    // written allows. Otherwise a stall would push every later caller frame late for good.
+    if (slot > arrivalSlot) slot -= this.caller.pullBackLastRun(slot - arrivalSlot, this.committedSlot);
     // Later than the holdback allows: keep it, slightly late, rather than lose speech.
     if (slot < this.committedSlot) slot = this.committedSlot;
     this.caller.push(slot, frame);
@@ -140,7 +175,10 @@ export class RecordingTimeline {
 
   /** PCM for every slot old enough to be settled at `nowMs`, or undefined when there is none yet. */
   drain(nowMs: number): TimelineChunk | undefined {
-    return this.commitUntil(Math.floor(nowMs / FRAME_MS) - this.holdbackSlots);
+    const nowSlot = Math.floor(nowMs / FRAME_MS);
+    // Not past the caller's last frame: the next ones may be on their way (up to the maximum).
+    const settled = Math.min(nowSlot - this.holdbackSlots, this.nextCallerSlot);
+    return this.commitUntil(Math.max(settled, nowSlot - this.maxHoldbackSlots));
   }
 
   /**

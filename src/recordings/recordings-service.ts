@@ -9,7 +9,7 @@ import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { ApiError } from '../shared/api-error.js';
 import type { UrlSigner } from '../security/url-signer.js';
 import type { Account } from '../store/accounts-repo.js';
-import type { PageDirection, PageQuery } from '../store/paging.js';
+import { type PageQuery, pageDirection } from '../store/paging.js';
 import type { RecordingRow, RecordingsRepo } from '../store/recordings-repo.js';
 import type { CallRecordsRepo } from '../store/call-records-repo.js';
 import { type BucketStorage, loadBucketSdk, type RecordingsBucket } from './bucket-storage.js';
@@ -32,6 +32,8 @@ export interface StartRecordingOptions {
   maxParticipants?: number;
   /** Monotonic clock in ms for the recorder (tests drive it). */
   now?: () => number;
+  /** When the conversation began on that clock (see CallRecorderOptions.startedAtMs). */
+  startedAtMs?: number;
 }
 
 /** One element of a recording's `tracks`: a raw track of one side of the conversation. */
@@ -132,10 +134,18 @@ export class RecordingsService {
   }
 
   /** A recorder for a telephony call, when its configuration asks for recording. */
-  startForCall(config: BotConfigForCall, log: Logger): CallRecorder | undefined {
+  startForCall(config: BotConfigForCall, log: Logger, startedAtMs?: number): CallRecorder | undefined {
     const settings = config.body.recording_settings;
     if (settings?.type !== 'cloud') return undefined;
-    return this.start({ accountId: config.accountId, roomName: config.id, settings }, log);
+    return this.start(
+      {
+        accountId: config.accountId,
+        roomName: config.id,
+        settings,
+        ...(startedAtMs === undefined ? {} : { startedAtMs }),
+      },
+      log,
+    );
   }
 
   /**
@@ -191,6 +201,7 @@ export class RecordingsService {
       paths,
       log,
       ...(options.now ? { now: options.now } : {}),
+      ...(options.startedAtMs === undefined ? {} : { startedAtMs: options.startedAtMs }),
       onRoomName: (name) => {
         rowWrites = rowWrites.then(async (stored) => {
           if (stored)
@@ -283,14 +294,7 @@ export class RecordingsService {
     page: PageQuery,
     filters: { roomName?: string },
   ): Promise<{ total_count: number; data: RecordingView[] }> {
-    const cursor = page.starting_after ?? page.ending_before;
-    let direction: PageDirection = { kind: 'first' };
-    if (cursor !== undefined) {
-      const seq = await this.deps.repo.seqOf(account.id, cursor);
-      const field = page.starting_after ? 'starting_after' : 'ending_before';
-      if (seq === undefined) throw new ApiError('invalid-request-error', `${field}: no recording with id ${cursor}`);
-      direction = { kind: page.starting_after ? 'older' : 'newer', seq };
-    }
+    const direction = await pageDirection(page, (id) => this.deps.repo.seqOf(account.id, id), 'recording');
     const [rows, total] = await Promise.all([
       this.deps.repo.list(account.id, direction, page.limit, filters),
       this.deps.repo.count(account.id, filters),

@@ -17,6 +17,7 @@ const summary = (over: Partial<CallSummary> = {}): CallSummary => ({
   tools: {},
   dtmfDigits: 0,
   perTurn: [],
+  suspicions: [],
   ...over,
 });
 

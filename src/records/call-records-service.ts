@@ -11,7 +11,7 @@ import type {
   CallRecordRow,
   CallRecordsRepo,
 } from '../store/call-records-repo.js';
-import type { PageDirection, PageQuery } from '../store/paging.js';
+import { type PageQuery, pageDirection } from '../store/paging.js';
 import { type BuiltCallRecord, CallRecordBuilder } from './call-record-builder.js';
 import type {
   CallOutcome,
@@ -227,14 +227,7 @@ export class CallRecordsService {
     page: PageQuery,
     filters: CallRecordFilters,
   ): Promise<{ total_count: number; data: CallSummaryView[] }> {
-    const cursor = page.starting_after ?? page.ending_before;
-    let direction: PageDirection = { kind: 'first' };
-    if (cursor !== undefined) {
-      const seq = await this.deps.repo.seqOf(account.id, cursor);
-      const field = page.starting_after ? 'starting_after' : 'ending_before';
-      if (seq === undefined) throw new ApiError('invalid-request-error', `${field}: no call with id ${cursor}`);
-      direction = { kind: page.starting_after ? 'older' : 'newer', seq };
-    }
+    const direction = await pageDirection(page, (id) => this.deps.repo.seqOf(account.id, id), 'call');
     const [rows, total] = await Promise.all([
       this.deps.repo.list(account.id, direction, page.limit, filters),
       this.deps.repo.count(account.id, filters),

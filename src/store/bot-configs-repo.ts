@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { PageDirection } from './paging.js';
+import { type PageDirection, readPage, seqOf } from './paging.js';
 import type { Database } from './schema.js';
 
 export interface BotConfigRow {
@@ -99,25 +99,13 @@ export class BotConfigsRepo {
   }
 
   async seqOf(accountId: string, id: string): Promise<number | undefined> {
-    const r = await this.db
-      .selectFrom('bot_configs')
-      .select('seq')
-      .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .executeTakeFirst();
-    return r?.seq;
+    return seqOf(this.db, 'bot_configs', accountId, id);
   }
 
   /** Newest first. */
   async list(accountId: string, direction: PageDirection, limit: number): Promise<BotConfigRow[]> {
-    let query = this.db.selectFrom('bot_configs').selectAll().where('account_id', '=', accountId);
-    if (direction.kind === 'newer') {
-      const rows = await query.where('seq', '>', direction.seq).orderBy('seq', 'asc').limit(limit).execute();
-      return rows.reverse().map(toRow);
-    }
-    if (direction.kind === 'older') query = query.where('seq', '<', direction.seq);
-    const rows = await query.orderBy('seq', 'desc').limit(limit).execute();
-    return rows.map(toRow);
+    const query = this.db.selectFrom('bot_configs').selectAll().where('account_id', '=', accountId);
+    return (await readPage(query, direction, limit)).map(toRow);
   }
 
   /**

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
-import type { PageDirection } from './paging.js';
+import { type PageDirection, readPage, seqOf } from './paging.js';
 import type { Database } from './schema.js';
 
 export type CallRecordRow = Selectable<Database['call_records']>;
@@ -59,13 +59,7 @@ export class CallRecordsRepo {
   }
 
   async seqOf(accountId: string, id: string): Promise<number | undefined> {
-    const r = await this.db
-      .selectFrom('call_records')
-      .select('seq')
-      .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .executeTakeFirst();
-    return r?.seq;
+    return seqOf(this.db, 'call_records', accountId, id);
   }
 
   private filtered(accountId: string, filters: CallRecordFilters) {
@@ -92,7 +86,7 @@ export class CallRecordsRepo {
     limit: number,
     filters: CallRecordFilters,
   ): Promise<CallRecordListRow[]> {
-    let query = this.filtered(accountId, filters).select([
+    const query = this.filtered(accountId, filters).select([
       'seq',
       'id',
       'account_id',
@@ -114,12 +108,7 @@ export class CallRecordsRepo {
       'summary_json',
       (eb) => eb.case().when('transcript_json', 'is not', null).then(1).else(0).end().as('has_transcript'),
     ]);
-    if (direction.kind === 'newer') {
-      const rows = await query.where('seq', '>', direction.seq).orderBy('seq', 'asc').limit(limit).execute();
-      return rows.reverse();
-    }
-    if (direction.kind === 'older') query = query.where('seq', '<', direction.seq);
-    return query.orderBy('seq', 'desc').limit(limit).execute();
+    return readPage(query, direction, limit);
   }
 
   async delete(accountId: string, id: string): Promise<boolean> {

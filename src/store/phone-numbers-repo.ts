@@ -1,5 +1,5 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { PageDirection } from './paging.js';
+import { type PageDirection, readPage, seqOf } from './paging.js';
 import type { Database } from './schema.js';
 
 export type PhoneNumberRow = Selectable<Database['phone_numbers']>;
@@ -38,13 +38,7 @@ export class PhoneNumbersRepo {
   }
 
   async seqOf(accountId: string, id: string): Promise<number | undefined> {
-    const r = await this.db
-      .selectFrom('phone_numbers')
-      .select('seq')
-      .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .executeTakeFirst();
-    return r?.seq;
+    return seqOf(this.db, 'phone_numbers', accountId, id);
   }
 
   async count(accountId: string, filters: { name?: string; number?: string }): Promise<number> {
@@ -68,12 +62,7 @@ export class PhoneNumbersRepo {
     let query = this.db.selectFrom('phone_numbers').selectAll().where('account_id', '=', accountId);
     if (filters.name) query = query.where('name', '=', filters.name);
     if (filters.number) query = query.where('number', '=', filters.number);
-    if (direction.kind === 'newer') {
-      const rows = await query.where('seq', '>', direction.seq).orderBy('seq', 'asc').limit(limit).execute();
-      return rows.reverse();
-    }
-    if (direction.kind === 'older') query = query.where('seq', '<', direction.seq);
-    return query.orderBy('seq', 'desc').limit(limit).execute();
+    return readPage(query, direction, limit);
   }
 
   async delete(accountId: string, id: string): Promise<boolean> {

@@ -1,5 +1,5 @@
 import type { Kysely, Selectable, Updateable } from 'kysely';
-import type { PageDirection } from './paging.js';
+import { type PageDirection, readPage, seqOf } from './paging.js';
 import type { Database } from './schema.js';
 
 export type RecordingRow = Selectable<Database['recordings']>;
@@ -63,13 +63,7 @@ export class RecordingsRepo {
   }
 
   async seqOf(accountId: string, id: string): Promise<number | undefined> {
-    const r = await this.db
-      .selectFrom('recordings')
-      .select('seq')
-      .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .executeTakeFirst();
-    return r?.seq;
+    return seqOf(this.db, 'recordings', accountId, id);
   }
 
   async count(accountId: string, filters: { roomName?: string }): Promise<number> {
@@ -91,12 +85,7 @@ export class RecordingsRepo {
   ): Promise<RecordingRow[]> {
     let query = this.db.selectFrom('recordings').selectAll().where('account_id', '=', accountId);
     if (filters.roomName) query = query.where('room_name', '=', filters.roomName);
-    if (direction.kind === 'newer') {
-      const rows = await query.where('seq', '>', direction.seq).orderBy('seq', 'asc').limit(limit).execute();
-      return rows.reverse();
-    }
-    if (direction.kind === 'older') query = query.where('seq', '<', direction.seq);
-    return query.orderBy('seq', 'desc').limit(limit).execute();
+    return readPage(query, direction, limit);
   }
 
   async delete(accountId: string, id: string): Promise<boolean> {

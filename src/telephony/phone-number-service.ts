@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../shared/api-error.js';
-import type { PageQuery } from '../store/paging.js';
+import { type PageQuery, pageDirection } from '../store/paging.js';
 import type { PhoneNumberRow, PhoneNumbersRepo } from '../store/phone-numbers-repo.js';
 import type { Account } from '../store/accounts-repo.js';
 import { type Carrier, CarrierError, type NumberSearch } from './carrier/carrier.js';
@@ -81,15 +81,7 @@ export class PhoneNumberService {
     page: PageQuery,
     filters: { name?: string; number?: string },
   ): Promise<{ total_count: number; data: PurchasedNumberView[] }> {
-    const cursor = page.starting_after ?? page.ending_before;
-    let direction: Parameters<PhoneNumbersRepo['list']>[1] = { kind: 'first' };
-    if (cursor !== undefined) {
-      const seq = await this.repo.seqOf(account.id, cursor);
-      const field = page.starting_after ? 'starting_after' : 'ending_before';
-      if (seq === undefined)
-        throw new ApiError('invalid-request-error', `${field}: no purchased number with id ${cursor}`);
-      direction = { kind: page.starting_after ? 'older' : 'newer', seq };
-    }
+    const direction = await pageDirection(page, (id) => this.repo.seqOf(account.id, id), 'purchased number');
     const [rows, total] = await Promise.all([
       this.repo.list(account.id, direction, page.limit, filters),
       this.repo.count(account.id, filters),

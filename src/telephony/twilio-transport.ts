@@ -51,6 +51,11 @@ export const DEFAULT_TRANSPORT_LIMITS: TransportLimits = {
 export class TwilioTransport implements CallTransport {
   streamSid: string | undefined;
   callSid: string | undefined;
+  /**
+   * When the carrier opened the stream (`performance.now()`): the call's audio starts here, though
+   * the messages that came while the call was set up are only delivered on `attach`.
+   */
+  readonly openedAtMs = performance.now();
   /** Counted for the call's summary. */
   readonly stats = { messagesIn: 0, mediaIn: 0, malformed: 0, ignored: 0, mediaOut: 0, marksOut: 0, clearsOut: 0 };
 
@@ -249,7 +254,11 @@ export class TwilioTransport implements CallTransport {
         }
         if (message.media.track !== undefined && message.media.track !== 'inbound') return;
         this.stats.mediaIn += 1;
-        handler.onAudio(Buffer.from(message.media.payload, 'base64'));
+        const timestampMs = message.media.timestamp === undefined ? Number.NaN : Number(message.media.timestamp);
+        handler.onAudio(
+          Buffer.from(message.media.payload, 'base64'),
+          Number.isFinite(timestampMs) ? timestampMs : undefined,
+        );
         return;
       }
       case 'dtmf':

@@ -10,10 +10,11 @@ import { VadStream, type VadStreamEvents } from './vad-stream.js';
 export const createSileroCallVad: CallVadFactory = (params, events, log) => {
   let failed = false;
   // Every suspicion decision, at debug: which condition kept a suspicion from starting.
-  const onSuspicionDecision = log.isLevelEnabled('debug')
-    ? (decision: Parameters<NonNullable<VadStreamEvents['onSuspicionDecision']>>[0]) =>
-        log.debug(decision, 'vad suspicion decision')
-    : undefined;
+  const debug = log.isLevelEnabled('debug');
+  const onSuspicionDecision: VadStreamEvents['onSuspicionDecision'] = (decision) => {
+    if (debug) log.debug(decision, 'vad suspicion decision');
+    events.onSuspicionDecision?.(decision);
+  };
   const stream = new VadStream(params, { ...events, onSuspicionDecision }, { batcher: networkSileroBatcher() });
   const onError = (err: unknown) => {
     if (failed) return;

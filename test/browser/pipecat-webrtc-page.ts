@@ -74,8 +74,8 @@ const record =
     });
   };
 
-/** A vision profile's page (`/?camera`) sends the camera too. */
-const withCamera = new URLSearchParams(location.search).has('camera');
+/** A vision profile's page (`/#camera`) sends the camera too. */
+const withCamera = location.hash === '#camera';
 
 /**
  * WavMediaManager with the camera: the transport puts `tracks().local.video` on its video

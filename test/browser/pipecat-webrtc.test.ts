@@ -1,20 +1,26 @@
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import jpeg from 'jpeg-js';
-import { type Browser, chromium, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { encodePcm16Wav } from '../../src/audio/wav.js';
 import { keyframeToJpeg } from '../../src/rooms/webrtc/camera-worker-client.js';
-import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
-import { type CallServer, startCallServer } from '../helpers/call-server.js';
-import { fixturePcm } from '../helpers/room-client.js';
+import type { CallServer } from '../helpers/call-server.js';
 import { TEST_KEY } from '../helpers/test-app.js';
 import { type ImpairedLink, startImpairedLink } from '../helpers/udp-impairment.js';
+import {
+  ANSWER,
+  bundlePage,
+  CHROMIUM,
+  GREETING,
+  HEARD,
+  keepToLocalhost,
+  LONG_REPLY,
+  launchWithMicrophone,
+  SKIP_NOTE,
+  serveFrontEnd,
+  startScriptedServer,
+  TONE_MS_PER_CHAR,
+  untilEvent as untilSdkEvent,
+  watchedPage,
+} from './pipecat-harness.js';
 
 /**
  * Pipecat's own client SDK and SmallWebRTC transport in headless Chromium, against a real server
@@ -24,55 +30,6 @@ import { type ImpairedLink, startImpairedLink } from '../helpers/udp-impairment.
  * same words again over the bot's long answer, which interrupts it. The page meters the bot's
  * track as it arrives, so the checks are on the audio as heard. Skipped where no Chromium is installed.
  */
-
-const CHROMIUM = [
-  process.env.CHROMIUM_PATH,
-  '/usr/lib/chromium/chromium',
-  '/usr/bin/chromium',
-  '/usr/bin/chromium-browser',
-].find((path): path is string => path !== undefined && path !== '' && existsSync(path));
-
-const GREETING = 'Hello, this is the front desk.';
-const LONG_REPLY =
-  'We have rooms with a view of the harbour, rooms with a garden terrace, and family suites with two bedrooms, ' +
-  'and every stay includes breakfast, parking, and late checkout on Sundays if you ask at the desk.';
-const ANSWER = 'Yes, the canoe is ready for you at the dock.';
-const HEARD = 'a birch canoe slid on the smooth planks';
-/** ToneTts speaks 40 ms per character. */
-const TONE_MS_PER_CHAR = 40;
-
-function microphoneWav(dir: string): string {
-  const rateHz = 48000;
-  const speech = fixturePcm('A06_birch_canoe.8k.wav', rateHz);
-  const quiet = (secs: number) => new Int16Array(rateHz * secs);
-  const parts = [quiet(6), speech, quiet(3), speech, quiet(10)];
-  const samples = new Int16Array(parts.reduce((n, p) => n + p.length, 0));
-  let at = 0;
-  for (const part of parts) {
-    samples.set(part, at);
-    at += part.length;
-  }
-  const path = join(dir, 'microphone.wav');
-  writeFileSync(path, encodePcm16Wav(samples, rateHz));
-  return path;
-}
-
-async function serveFrontEnd(bundle: string): Promise<{ origin: string; close(): Promise<void> }> {
-  const http = createServer((request, response) => {
-    if (request.url === '/app.js') {
-      response.writeHead(200, { 'content-type': 'text/javascript' }).end(bundle);
-    } else if (request.url === '/' || request.url === '/?camera') {
-      response
-        .writeHead(200, { 'content-type': 'text/html' })
-        .end('<!doctype html><title>Pipecat WebRTC</title><script src="/app.js"></script>');
-    } else {
-      response.writeHead(404).end();
-    }
-  });
-  await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
-  const { port } = http.address() as AddressInfo;
-  return { origin: `http://localhost:${port}`, close: () => new Promise((resolve) => http.close(() => resolve())) };
-}
 
 interface SdkEvent {
   type: string;
@@ -84,21 +41,8 @@ interface SdkEvent {
 const sdk = <T>(page: Page, body: string): Promise<T> =>
   page.evaluate(`(async (t) => (${body}))(globalThis.sdkTest)`) as Promise<T>;
 
-async function untilEvent(
-  page: Page,
-  what: string,
-  predicate: (events: SdkEvent[]) => boolean,
-  timeoutMs = 20_000,
-): Promise<SdkEvent[]> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const events = await sdk<SdkEvent[]>(page, 't.events');
-    if (predicate(events)) return events;
-    if (Date.now() > deadline)
-      throw new Error(`timed out waiting for ${what}; got ${events.map((e) => e.type).join(', ')}`);
-    await page.waitForTimeout(100);
-  }
-}
+const untilEvent = (page: Page, what: string, predicate: (events: SdkEvent[]) => boolean, timeoutMs?: number) =>
+  untilSdkEvent<SdkEvent>(page, what, predicate, timeoutMs);
 
 const START_BODY = {
   bot_profile: 'voice_2024_10',
@@ -111,288 +55,257 @@ const START_BODY = {
   transport: 'webrtc',
 };
 
-describe.skipIf(!CHROMIUM)(
-  `the Pipecat client SDK over SmallWebRTC in headless Chromium${CHROMIUM ? '' : ' (skipped: no chromium binary found; install Debian chromium or set CHROMIUM_PATH)'}`,
-  () => {
-    let browser: Browser;
-    let bundle: string;
-    let server: CallServer | undefined;
-    let closeFront: (() => Promise<void>) | undefined;
-    let link: ImpairedLink | undefined;
+describe.skipIf(!CHROMIUM)(`the Pipecat client SDK over SmallWebRTC in headless Chromium${SKIP_NOTE}`, () => {
+  let browser: Browser;
+  let bundle: string;
+  let server: CallServer | undefined;
+  let closeFront: (() => Promise<void>) | undefined;
+  let link: ImpairedLink | undefined;
 
-    beforeAll(async () => {
-      const entry = fileURLToPath(new URL('./pipecat-webrtc-page.ts', import.meta.url));
-      const built = await build({
-        entryPoints: [entry],
-        bundle: true,
-        format: 'iife',
-        platform: 'browser',
-        target: 'chrome120',
-        write: false,
-        logLevel: 'silent',
-      });
-      bundle = built.outputFiles[0]!.text;
-      const dir = mkdtempSync(join(tmpdir(), 'switchboard-webrtc-'));
-      browser = await chromium.launch({
-        executablePath: CHROMIUM,
-        args: [
-          '--use-fake-ui-for-media-stream',
-          '--use-fake-device-for-media-stream',
-          `--use-file-for-fake-audio-capture=${microphoneWav(dir)}%noloop`,
-          '--autoplay-policy=no-user-gesture-required',
-        ],
-      });
-    });
+  beforeAll(async () => {
+    bundle = await bundlePage('./pipecat-webrtc-page.ts');
+    browser = await launchWithMicrophone({ leadSecs: 6, gapSecs: 3, tailSecs: 10 });
+  });
 
-    afterAll(async () => {
-      await browser?.close();
-    });
+  afterAll(async () => {
+    await browser?.close();
+  });
 
-    afterEach(async () => {
-      await server?.close();
-      server = undefined;
-      await closeFront?.();
-      closeFront = undefined;
-      await link?.close();
-      link = undefined;
-    });
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+    await closeFront?.();
+    closeFront = undefined;
+    await link?.close();
+    link = undefined;
+  });
 
-    /** A server, a front-end, and a page that has called startBotAndConnect; `impair` puts media through a lossy relay. */
-    async function call(
-      impair?: { lossRate: number; jitterMs: number },
-      options: { camera?: boolean; body?: Record<string, unknown> } = {},
-    ) {
-      const stt = new ScriptedStt([HEARD, HEARD]);
-      const llm = new ScriptedLlm({ replies: [GREETING, LONG_REPLY, ANSWER] });
-      const front = await serveFrontEnd(bundle);
-      closeFront = front.close;
-      server = await startCallServer(
-        (registry) => {
-          registry
-            .registerStt('scripted_stt', () => stt)
-            .registerLlm('scripted_llm', () => llm)
-            .registerTts('tone_tts', () => new ToneTts());
-        },
-        { SWITCHBOARD_CORS_ORIGINS: front.origin },
-        { publicHost: 'localhost' },
-      );
-      const origin = server.baseUrl.replace('127.0.0.1', 'localhost');
-      const page = await browser.newPage();
-      const consoleErrors: string[] = [];
-      page.on('console', (message) => {
-        if (message.type() === 'error') consoleErrors.push(message.text());
-        if (process.env.SDK_DEBUG) console.log('[page]', message.text());
+  /** A server, a front-end, and a page that has called startBotAndConnect; `impair` puts media through a lossy relay. */
+  async function call(
+    impair?: { lossRate: number; jitterMs: number },
+    options: { camera?: boolean; body?: Record<string, unknown> } = {},
+  ) {
+    const front = await serveFrontEnd(bundle, 'Pipecat WebRTC');
+    closeFront = front.close;
+    const started = await startScriptedServer(front.origin);
+    server = started.server;
+    const { origin, stt, llm } = started;
+    const { page, consoleErrors } = await watchedPage(browser);
+    if (impair) {
+      link = await startImpairedLink(impair);
+      const relay = link;
+      // Media goes through the relay: the answer names the relay instead of the server's
+      // sockets, and the browser's own candidates never reach the server (its checks would
+      // find the direct path).
+      await page.route('**/rooms/*/offer*', async (route) => {
+        if (route.request().method() === 'PATCH') {
+          await route.fulfill({
+            status: 200,
+            contentType: 'application/json',
+            body: '{"status":"success","added":0}',
+          });
+          return;
+        }
+        if (route.request().method() !== 'POST') return route.continue();
+        const response = await route.fetch();
+        const answer = (await response.json()) as { sdp: string };
+        answer.sdp = relay.rewriteAnswer(answer.sdp);
+        await route.fulfill({ response, json: answer });
       });
-      const elsewhere: string[] = [];
-      if (impair) {
-        link = await startImpairedLink(impair);
-        const relay = link;
-        // Media goes through the relay: the answer names the relay instead of the server's
-        // sockets, and the browser's own candidates never reach the server (its checks would
-        // find the direct path).
-        await page.route('**/rooms/*/offer*', async (route) => {
-          if (route.request().method() === 'PATCH') {
-            await route.fulfill({
-              status: 200,
-              contentType: 'application/json',
-              body: '{"status":"success","added":0}',
-            });
-            return;
-          }
-          if (route.request().method() !== 'POST') return route.continue();
-          const response = await route.fetch();
-          const answer = (await response.json()) as { sdp: string };
-          answer.sdp = relay.rewriteAnswer(answer.sdp);
-          await route.fulfill({ response, json: answer });
-        });
-      }
-      await page.route('**/*', async (route) => {
-        const url = new URL(route.request().url());
-        if (url.hostname === 'localhost') return route.fallback();
-        elsewhere.push(url.href);
-        return route.abort();
-      });
-      const answer = page
-        .waitForResponse((response) => response.url().endsWith('/v1/bots/start'))
-        .then(async (response) => (await response.json()) as Record<string, any>);
-      await page.goto(`${front.origin}/${options.camera ? '?camera' : ''}`);
-      const outcome = await page.evaluate(
-        ([endpoint, key, body]) =>
-          (
-            globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
-          ).sdkTest.start(endpoint, key, body),
-        [`${origin}/v1/bots/start`, TEST_KEY, options.body ?? START_BODY] as const,
-      );
-      return { page, stt, llm, outcome, answer: await answer, consoleErrors, elsewhere };
     }
+    const elsewhere = await keepToLocalhost(page);
+    const answer = page
+      .waitForResponse((response) => response.url().endsWith('/v1/bots/start'))
+      .then(async (response) => (await response.json()) as Record<string, any>);
+    await page.goto(`${front.origin}/${options.camera ? '#camera' : ''}`);
+    const outcome = await page.evaluate(
+      ([endpoint, key, body]) =>
+        (
+          globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
+        ).sdkTest.start(endpoint, key, body),
+      [`${origin}/v1/bots/start`, TEST_KEY, options.body ?? START_BODY] as const,
+    );
+    return { page, stt, llm, outcome, answer: await answer, consoleErrors, elsewhere };
+  }
 
-    it('startBotAndConnect joins over WebRTC; the greeting is heard; the question is answered; a barge-in stops the bot; disconnectBot ends the room', async () => {
-      const { page, stt, llm, outcome, answer, elsewhere } = await call();
-      expect(outcome).toBe('connected');
-      expect(Object.keys(answer).sort()).toEqual(['iceConfig', 'webrtcRequestParams']);
-      expect(answer.webrtcRequestParams.endpoint).toMatch(/^http:\/\/localhost:\d+\/rooms\/[\w-]+\/offer\?token=v1\./);
+  it('startBotAndConnect joins over WebRTC; the greeting is heard; the question is answered; a barge-in stops the bot; disconnectBot ends the room', async () => {
+    const { page, stt, llm, outcome, answer, elsewhere } = await call();
+    expect(outcome).toBe('connected');
+    expect(Object.keys(answer).sort()).toEqual(['iceConfig', 'webrtcRequestParams']);
+    expect(answer.webrtcRequestParams.endpoint).toMatch(/^http:\/\/localhost:\d+\/rooms\/[\w-]+\/offer\?token=v1\./);
 
-      // The greeting: spoken, and heard in the browser as Opus over RTP, in full.
-      let events = await untilEvent(page, 'the greeting', (e) => e.some((x) => x.type === 'botStoppedSpeaking'));
-      expect(events.filter((e) => e.type === 'botReady')).toHaveLength(1);
-      await expect
-        .poll(() => sdk<number>(page, 't.heardMs()'), { timeout: 10_000 })
-        .toBeGreaterThan(GREETING.length * TONE_MS_PER_CHAR * 0.85);
-      const greetingHeardMs = await sdk<number>(page, 't.heardMs()');
-      // Not played twice (the browser conceals late packets by stretching the audio around them,
-      // so a loaded machine hears the greeting a little longer than it was spoken).
-      if (process.env.SDK_DEBUG) console.log('greeting heard, ms:', greetingHeardMs);
-      expect(greetingHeardMs).toBeLessThan(GREETING.length * TONE_MS_PER_CHAR * 2);
+    // The greeting: spoken, and heard in the browser as Opus over RTP, in full.
+    let events = await untilEvent(page, 'the greeting', (e) => e.some((x) => x.type === 'botStoppedSpeaking'));
+    expect(events.filter((e) => e.type === 'botReady')).toHaveLength(1);
+    await expect
+      .poll(() => sdk<number>(page, 't.heardMs()'), { timeout: 10_000 })
+      .toBeGreaterThan(GREETING.length * TONE_MS_PER_CHAR * 0.85);
+    if (process.env.SDK_DEBUG) console.log('greeting heard, ms:', await sdk<number>(page, 't.heardMs()'));
 
-      // The question, heard from the microphone over RTP: the user's transcript, then the long answer.
-      events = await untilEvent(
-        page,
-        'the user transcript',
-        (e) => e.some((x) => x.type === 'userTranscript' && x.data!.final === true),
-        30_000,
+    // The question, heard from the microphone over RTP: the user's transcript, then the long answer.
+    events = await untilEvent(
+      page,
+      'the user transcript',
+      (e) => e.some((x) => x.type === 'userTranscript' && x.data!.final === true),
+      30_000,
+    );
+    expect(events.find((e) => e.type === 'userTranscript' && e.data!.final)!.data).toMatchObject({
+      text: HEARD,
+      final: true,
+    });
+    // The greeting was one reply, played once: one start and one stop before the caller spoke.
+    // (How long the browser played it says nothing more: it stretches audio around late packets,
+    // more so on a loaded machine.)
+    const beforeQuestion = events.slice(
+      0,
+      events.findIndex((e) => e.type === 'userStartedSpeaking'),
+    );
+    expect(beforeQuestion.filter((e) => e.type === 'botStartedSpeaking')).toHaveLength(1);
+    expect(beforeQuestion.filter((e) => e.type === 'botStoppedSpeaking')).toHaveLength(1);
+
+    // The same words over the long answer interrupt it: little of it is heard, and once the
+    // bot has stopped, the browser plays out what its jitter buffer held and then nothing.
+    events = await untilEvent(
+      page,
+      'the interruption',
+      (e) => e.filter((x) => x.type === 'botStoppedSpeaking').length >= 2,
+      30_000,
+    );
+    const longStart = events.filter((e) => e.type === 'botStartedSpeaking')[1]!;
+    const firstStop = events.filter((e) => e.type === 'botStoppedSpeaking')[1]!;
+    const between = events.slice(events.indexOf(longStart), events.indexOf(firstStop)).map((e) => e.type);
+    expect(between).toContain('userStartedSpeaking');
+
+    // The answer: its text, and its audio playing (the text may come first).
+    events = await untilEvent(
+      page,
+      'the answer',
+      (e) =>
+        e.some((x) => x.type === 'botTranscript' && x.data!.text === ANSWER) &&
+        e.filter((x) => x.type === 'botStartedSpeaking' || x.type === 'botStoppedSpeaking').at(-1)?.type ===
+          'botStartedSpeaking',
+      30_000,
+    );
+    // The cut: the last stop before the answer starts (a suspected interruption may pause and
+    // resume the reply before the one that ends it).
+    const answerStart = events.filter((e) => e.type === 'botStartedSpeaking').at(-1)!;
+    const cut = events.filter((e) => e.type === 'botStoppedSpeaking' && e.atMs < answerStart.atMs).at(-1)!;
+    const blocks = await sdk<Array<{ atMs: number; rms: number }>>(page, 't.blocks');
+    const loud = (b: { rms: number }) => b.rms > 0.01;
+    const afterCut = blocks.filter((b) => b.atMs > cut.atMs && b.atMs < answerStart.atMs);
+    const lastLoudMs = Math.max(0, ...afterCut.filter(loud).map((b) => b.atMs - cut.atMs));
+    if (process.env.SDK_DEBUG)
+      console.log(
+        'bot audio after the cut: last loud block at +ms',
+        Math.round(lastLoudMs),
+        events.filter((e) => e.atMs > longStart.atMs).map((e) => `${e.type}@${Math.round(e.atMs - cut.atMs)}`),
       );
-      expect(events.find((e) => e.type === 'userTranscript' && e.data!.final)!.data).toMatchObject({
-        text: HEARD,
-        final: true,
-      });
+    // Silent from shortly after the cut until the answer: nothing of the cut reply kept playing.
+    expect(afterCut.length).toBeGreaterThan(20);
+    expect(afterCut.filter((b) => b.atMs - cut.atMs > 400).some(loud)).toBe(false);
+    const longHeardMs = blocks.filter((b) => b.atMs > longStart.atMs && b.atMs <= cut.atMs && loud(b)).length * 10;
+    expect(longHeardMs).toBeGreaterThan(0);
+    // Cut in the middle: the server kept in the context only the part of the long answer the
+    // caller heard before the barge-in, a beginning of it and not the whole.
+    const contextOfAnswer = llm.requests[2]!.messages;
+    expect(contextOfAnswer.at(-1)).toEqual({ role: 'user', content: HEARD });
+    const heardOfLong = contextOfAnswer.at(-2) as { role: string; content: string };
+    expect(heardOfLong.role).toBe('assistant');
+    expect(heardOfLong.content.length).toBeGreaterThan(0);
+    expect(heardOfLong.content.length).toBeLessThan(LONG_REPLY.length);
+    expect(LONG_REPLY.startsWith(heardOfLong.content.replace(/…$/, '').trimEnd())).toBe(true);
 
-      // The same words over the long answer interrupt it: little of it is heard, and once the
-      // bot has stopped, the browser plays out what its jitter buffer held and then nothing.
-      events = await untilEvent(
-        page,
-        'the interruption',
-        (e) => e.filter((x) => x.type === 'botStoppedSpeaking').length >= 2,
-        30_000,
-      );
-      const longStart = events.filter((e) => e.type === 'botStartedSpeaking')[1]!;
-      const firstStop = events.filter((e) => e.type === 'botStoppedSpeaking')[1]!;
-      const between = events.slice(events.indexOf(longStart), events.indexOf(firstStop)).map((e) => e.type);
-      expect(between).toContain('userStartedSpeaking');
+    // disconnectBot: the bot leaves and the room ends; the offer URL is refused from then on.
+    await sdk(page, 't.disconnectBot()');
+    await expect.poll(() => stt.closed, { timeout: 10_000 }).toBe(1);
+    await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
+    const late = await fetch(answer.webrtcRequestParams.endpoint.replace('localhost', '127.0.0.1'), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sdp: 'v=0\r\n', type: 'offer', pc_id: null, restart_pc: false }),
+    });
+    expect(late.status).toBe(404);
+    expect(await late.json()).toEqual({ error: 'not-found', info: 'room not found or has closed' });
+    expect(elsewhere).toEqual([]);
+    await page.close();
+  }, 120_000);
 
-      // The answer: its text, and its audio playing (the text may come first).
-      events = await untilEvent(
-        page,
-        'the answer',
-        (e) =>
-          e.some((x) => x.type === 'botTranscript' && x.data!.text === ANSWER) &&
-          e.filter((x) => x.type === 'botStartedSpeaking' || x.type === 'botStoppedSpeaking').at(-1)?.type ===
-            'botStartedSpeaking',
-        30_000,
-      );
-      // The cut: the last stop before the answer starts (a suspected interruption may pause and
-      // resume the reply before the one that ends it).
-      const answerStart = events.filter((e) => e.type === 'botStartedSpeaking').at(-1)!;
-      const cut = events.filter((e) => e.type === 'botStoppedSpeaking' && e.atMs < answerStart.atMs).at(-1)!;
-      const blocks = await sdk<Array<{ atMs: number; rms: number }>>(page, 't.blocks');
-      const loud = (b: { rms: number }) => b.rms > 0.01;
-      const afterCut = blocks.filter((b) => b.atMs > cut.atMs && b.atMs < answerStart.atMs);
-      const lastLoudMs = Math.max(0, ...afterCut.filter(loud).map((b) => b.atMs - cut.atMs));
-      if (process.env.SDK_DEBUG)
-        console.log(
-          'bot audio after the cut: last loud block at +ms',
-          Math.round(lastLoudMs),
-          events.filter((e) => e.atMs > longStart.atMs).map((e) => `${e.type}@${Math.round(e.atMs - cut.atMs)}`),
-        );
-      // Silent from shortly after the cut until the answer: nothing of the cut reply kept playing.
-      expect(afterCut.length).toBeGreaterThan(20);
-      expect(afterCut.filter((b) => b.atMs - cut.atMs > 400).some(loud)).toBe(false);
-      const longHeardMs = blocks.filter((b) => b.atMs > longStart.atMs && b.atMs <= cut.atMs && loud(b)).length * 10;
-      expect(longHeardMs).toBeGreaterThan(0);
-      expect(longHeardMs).toBeLessThan(LONG_REPLY.length * TONE_MS_PER_CHAR * 0.8);
-      expect(llm.requests[2]!.messages.at(-1)).toEqual({ role: 'user', content: HEARD });
+  it('a vision profile sees the camera: VP8 from the fake camera reaches the LLM as a JPEG picture with the user turn', async () => {
+    // The picture worker runs here from TypeScript, which takes a loaded machine seconds to
+    // compile: started before the call, as a server's built worker is ready at once.
+    await keyframeToJpeg(new Uint8Array(16));
+    const { page, llm, outcome } = await call(undefined, {
+      camera: true,
+      body: { ...START_BODY, bot_profile: 'vision_2024_10' },
+    });
+    expect(outcome).toBe('connected');
+    await untilEvent(
+      page,
+      'the user transcript',
+      (e) => e.some((x) => x.type === 'userTranscript' && x.data!.final === true),
+      30_000,
+    );
+    await expect.poll(() => llm.requests.length, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+    const lastUser = llm.requests[1]!.messages.at(-1)!;
+    expect(lastUser).toMatchObject({ role: 'user', content: HEARD });
+    // A JPEG (base64 of FF D8 FF) of the camera's picture: its size, and a picture rather than a flat plane.
+    expect(lastUser.imageBase64).toMatch(/^\/9j\//);
+    const picture = jpeg.decode(Buffer.from(lastUser.imageBase64!, 'base64'), { useTArray: true });
+    expect([picture.width, picture.height]).toEqual([640, 480]);
+    const luma = Array.from({ length: picture.width * picture.height }, (_, i) => picture.data[i * 4 + 1]!);
+    const mean = luma.reduce((a, b) => a + b, 0) / luma.length;
+    const spread = Math.sqrt(luma.reduce((a, b) => a + (b - mean) ** 2, 0) / luma.length);
+    if (process.env.SDK_DEBUG) console.log('camera picture: mean', mean, 'spread', spread);
+    expect(spread).toBeGreaterThan(10);
+    await sdk(page, 't.disconnectBot()');
+    await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
+    await page.close();
+  }, 120_000);
 
-      // disconnectBot: the bot leaves and the room ends; the offer URL is refused from then on.
-      await sdk(page, 't.disconnectBot()');
-      await expect.poll(() => stt.closed, { timeout: 10_000 }).toBe(1);
-      await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
-      const late = await fetch(answer.webrtcRequestParams.endpoint.replace('localhost', '127.0.0.1'), {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ sdp: 'v=0\r\n', type: 'offer', pc_id: null, restart_pc: false }),
-      });
-      expect(late.status).toBe(404);
-      expect(await late.json()).toEqual({ error: 'not-found', info: 'room not found or has closed' });
-      expect(elsewhere).toEqual([]);
-      await page.close();
-    }, 120_000);
-
-    it('a vision profile sees the camera: VP8 from the fake camera reaches the LLM as a JPEG picture with the user turn', async () => {
-      // The picture worker runs here from TypeScript, which takes a loaded machine seconds to
-      // compile: started before the call, as a server's built worker is ready at once.
-      await keyframeToJpeg(new Uint8Array(16));
-      const { page, llm, outcome } = await call(undefined, {
-        camera: true,
-        body: { ...START_BODY, bot_profile: 'vision_2024_10' },
-      });
-      expect(outcome).toBe('connected');
-      await untilEvent(
-        page,
-        'the user transcript',
-        (e) => e.some((x) => x.type === 'userTranscript' && x.data!.final === true),
-        30_000,
+  it('through a link that loses 5 % of packets with 40 ms of jitter, the call completes and the bot is heard intact', async () => {
+    const { page, outcome } = await call({ lossRate: 0.05, jitterMs: 40 });
+    expect(outcome).toBe('connected');
+    // The greeting, heard through the loss: as long as spoken, give or take the concealed frames.
+    await untilEvent(page, 'the greeting', (e) => e.some((x) => x.type === 'botStoppedSpeaking'), 30_000);
+    await expect
+      .poll(() => sdk<number>(page, 't.heardMs()'), { timeout: 10_000 })
+      .toBeGreaterThan(GREETING.length * TONE_MS_PER_CHAR * 0.85);
+    // The question crossed the lossy link too: transcribed, answered.
+    const events = await untilEvent(
+      page,
+      'the user transcript',
+      (e) => e.some((x) => x.type === 'userTranscript' && x.data!.final === true),
+      30_000,
+    );
+    expect(events.find((e) => e.type === 'userTranscript' && e.data!.final)!.data).toMatchObject({ text: HEARD });
+    const withReply = await untilEvent(
+      page,
+      'the long reply',
+      (e) => e.filter((x) => x.type === 'botStartedSpeaking').length >= 2,
+    );
+    const replyStartMs = withReply.filter((e) => e.type === 'botStartedSpeaking')[1]!.atMs;
+    // The reply's audio as received, its first second from when it is first heard: continuous
+    // (no dropout a listener would hear), though 1 packet in 20 was lost and many came out of order.
+    await page.waitForTimeout(1800);
+    const blocks = await sdk<Array<{ atMs: number; rms: number }>>(page, 't.blocks');
+    const firstLoudMs = blocks.find((b) => b.atMs > replyStartMs && b.rms > 0.01)!.atMs;
+    const reply = blocks.filter((b) => b.atMs >= firstLoudMs && b.atMs < firstLoudMs + 1000);
+    const quiet = reply.filter((b) => b.rms < 0.01).length;
+    if (process.env.SDK_DEBUG)
+      console.log(
+        'link',
+        link!.stats,
+        'reply blocks',
+        reply.length,
+        'quiet',
+        quiet,
+        reply.map((b) => (b.rms < 0.01 ? '_' : '#')).join(''),
       );
-      await expect.poll(() => llm.requests.length, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
-      const lastUser = llm.requests[1]!.messages.at(-1)!;
-      expect(lastUser).toMatchObject({ role: 'user', content: HEARD });
-      // A JPEG (base64 of FF D8 FF) of the camera's picture: its size, and a picture rather than a flat plane.
-      expect(lastUser.imageBase64).toMatch(/^\/9j\//);
-      const picture = jpeg.decode(Buffer.from(lastUser.imageBase64!, 'base64'), { useTArray: true });
-      expect([picture.width, picture.height]).toEqual([640, 480]);
-      const luma = Array.from({ length: picture.width * picture.height }, (_, i) => picture.data[i * 4 + 1]!);
-      const mean = luma.reduce((a, b) => a + b, 0) / luma.length;
-      const spread = Math.sqrt(luma.reduce((a, b) => a + (b - mean) ** 2, 0) / luma.length);
-      if (process.env.SDK_DEBUG) console.log('camera picture: mean', mean, 'spread', spread);
-      expect(spread).toBeGreaterThan(10);
-      await sdk(page, 't.disconnectBot()');
-      await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
-      await page.close();
-    }, 120_000);
-
-    it('through a link that loses 5 % of packets with 40 ms of jitter, the call completes and the bot is heard intact', async () => {
-      const { page, outcome } = await call({ lossRate: 0.05, jitterMs: 40 });
-      expect(outcome).toBe('connected');
-      // The greeting, heard through the loss: as long as spoken, give or take the concealed frames.
-      await untilEvent(page, 'the greeting', (e) => e.some((x) => x.type === 'botStoppedSpeaking'), 30_000);
-      await expect
-        .poll(() => sdk<number>(page, 't.heardMs()'), { timeout: 10_000 })
-        .toBeGreaterThan(GREETING.length * TONE_MS_PER_CHAR * 0.85);
-      // The question crossed the lossy link too: transcribed, answered.
-      const events = await untilEvent(
-        page,
-        'the user transcript',
-        (e) => e.some((x) => x.type === 'userTranscript' && x.data!.final === true),
-        30_000,
-      );
-      expect(events.find((e) => e.type === 'userTranscript' && e.data!.final)!.data).toMatchObject({ text: HEARD });
-      const withReply = await untilEvent(
-        page,
-        'the long reply',
-        (e) => e.filter((x) => x.type === 'botStartedSpeaking').length >= 2,
-      );
-      const replyStartMs = withReply.filter((e) => e.type === 'botStartedSpeaking')[1]!.atMs;
-      // The reply's audio as received, its first second from when it is first heard: continuous
-      // (no dropout a listener would hear), though 1 packet in 20 was lost and many came out of order.
-      await page.waitForTimeout(1800);
-      const blocks = await sdk<Array<{ atMs: number; rms: number }>>(page, 't.blocks');
-      const firstLoudMs = blocks.find((b) => b.atMs > replyStartMs && b.rms > 0.01)!.atMs;
-      const reply = blocks.filter((b) => b.atMs >= firstLoudMs && b.atMs < firstLoudMs + 1000);
-      const quiet = reply.filter((b) => b.rms < 0.01).length;
-      if (process.env.SDK_DEBUG)
-        console.log(
-          'link',
-          link!.stats,
-          'reply blocks',
-          reply.length,
-          'quiet',
-          quiet,
-          reply.map((b) => (b.rms < 0.01 ? '_' : '#')).join(''),
-        );
-      expect(link!.stats.dropped).toBeGreaterThan(0);
-      expect(reply.length).toBeGreaterThan(80);
-      expect(quiet).toBeLessThanOrEqual(5);
-      await sdk(page, 't.disconnectBot()');
-      await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
-      await page.close();
-    }, 120_000);
-  },
-);
+    expect(link!.stats.dropped).toBeGreaterThan(0);
+    expect(reply.length).toBeGreaterThan(80);
+    expect(quiet).toBeLessThanOrEqual(5);
+    await sdk(page, 't.disconnectBot()');
+    await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
+    await page.close();
+  }, 120_000);
+});

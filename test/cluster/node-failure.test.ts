@@ -40,7 +40,10 @@ afterEach(async () => {
 
 describe.skipIf(!redisLookup.ok)('nodes failing and draining', { timeout: 120_000 }, () => {
   it('kill -9 of a node mid-call: its streams close, the other node serves on, nothing of the dead node stays claimable, and acknowledged configurations stay readable', async () => {
-    cluster = await startCluster({ SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: '60' });
+    cluster = await startCluster({
+      SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: '60',
+      SWITCHBOARD_NODE_TIMEOUT_SECS: String(NODE_TIMEOUT_SECS),
+    });
     const [a, b] = cluster.nodes as [Cluster['nodes'][0], Cluster['nodes'][0]];
     const configs = await Promise.all(
       [0, 1, 2].map(() =>

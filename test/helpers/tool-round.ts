@@ -1,5 +1,8 @@
+import { afterEach, expect } from 'vitest';
 import type { LlmDelta, LlmMessage, LlmProvider, LlmRequest, LlmToolCall } from '../../src/providers/types.js';
-import { context } from './provider-kit.js';
+import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
+import type { VendorEmulator } from '../../src/tools/emulators/types.js';
+import { context, textOf } from './provider-kit.js';
 
 /** Two functions in OpenAI's format, as a bot configuration's `tools` holds them. */
 export const ROUND_TOOLS: Array<Record<string, unknown>> = [
@@ -62,4 +65,56 @@ export async function runToolRound(
 /** What the emulators answer once the results are in: the results, named. */
 export function describeResults(results: Array<{ name: string | undefined; content: string }>): string {
   return results.map((r) => `${r.name}=${r.content}`).join(' ');
+}
+
+/** What every vendor's emulator plays in the function-calling tests: a word and two parallel calls, then the results named. */
+export function roundScript(apiKey: string) {
+  return {
+    latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 2000 },
+    apiKey,
+    replies: [
+      {
+        text: 'One moment.',
+        toolCalls: [
+          { name: 'check_table', argumentsJson: '{"people":2}' },
+          { name: 'get_hours', argumentsJson: '{}' },
+        ],
+      },
+    ],
+    afterToolResults: (results: Array<{ name: string | undefined; content: string }>) =>
+      `Results: ${describeResults(results)}`,
+  };
+}
+
+/**
+ * One vendor's function-calling tests: `start()` runs a fresh emulator (made by `emulator` from
+ * the round's script) on its own server, closed after the test, and the vendor's adapter pointed
+ * at it. What each vendor sends on the wire stays its own test's to check.
+ */
+export function toolRoundVendor<E extends VendorEmulator>(
+  emulator: () => E,
+  adapter: (baseUrl: string) => LlmProvider,
+): () => Promise<{ vendor: E; llm: LlmProvider; url: string }> {
+  let server: RunningEmulators | undefined;
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+  });
+  return async () => {
+    const vendor = emulator();
+    server = await startEmulatorServer([vendor]);
+    return { vendor, llm: adapter(server.url), url: server.url };
+  };
+}
+
+/**
+ * A round as every vendor must run it: the two calls in the order the model made them, each
+ * with its own id, and the model's answer once the results were in. Returns the calls.
+ */
+export async function expectRound(llm: LlmProvider) {
+  const round = await runToolRound(llm);
+  expect(round.calls.map((c) => c.name)).toEqual(['check_table', 'get_hours']);
+  expect(new Set(round.calls.map((c) => c.id)).size).toBe(2);
+  expect(textOf(round.second)).toBe('Results: check_table={"free":true} get_hours={"hours":"12-23"}');
+  return round;
 }

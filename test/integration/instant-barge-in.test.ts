@@ -155,6 +155,31 @@ describe('real speech over the bot (instant mode)', () => {
     expect(REPLY.startsWith(heard)).toBe(true);
     expect(heard.length).toBeLessThan(REPLY.length);
   });
+
+  it("summarises when the pause was decided on the caller's audio clock, which the caller's own clock matches", async () => {
+    const forward = await readMulawFile(fixture('A07_go_forward.ulaw'));
+    const { report, summary } = await call({
+      heard: [QUESTION, FOLLOW_UP, 'thanks'],
+      over: { mulaw: forward },
+      overReplyAtMs: 1500,
+    });
+
+    const over = report.metrics.utterances[1]!;
+    expect(over.firstVoicedAudioMs).not.toBeNull();
+    const records = summary.suspicions as Array<{ atAudioMs: number; outcome: string; lagMs: number | null }>;
+    // The pause over the reply, then speech-start, both on the words of the interruption: the
+    // VAD's clock (from when the call was ready) and the caller's (from its first frame) agree.
+    const paused = records.find((r) => r.outcome === 'paused');
+    const started = records.find((r) => r.outcome === 'speech-start' && r.atAudioMs > over.startAudioMs!);
+    expect(paused).toBeDefined();
+    expect(started).toBeDefined();
+    expect(paused!.atAudioMs).toBeGreaterThan(over.startAudioMs!);
+    expect(paused!.atAudioMs).toBeLessThan(over.firstVoicedAudioMs! + 200);
+    // start_secs (0.2 s) after the pause at the earliest, in audio time.
+    expect(started!.atAudioMs - paused!.atAudioMs).toBeGreaterThanOrEqual(160);
+    expect(paused!.lagMs).not.toBeNull();
+    expect(paused!.lagMs!).toBeGreaterThanOrEqual(0);
+  });
 });
 
 describe('a backchannel under the natural-conversation turn policy', () => {

@@ -3,11 +3,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MAX_TURN_TEXT_CHARS } from '../../src/pipeline/transcript-guard.js';
 import { CartesiaEmulator } from '../../src/tools/emulators/cartesia-emulator.js';
 import { DeepgramEmulator } from '../../src/tools/emulators/deepgram-emulator.js';
-import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
 import { OpenAiEmulator } from '../../src/tools/emulators/openai-emulator.js';
 import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
-import { type CallServer, startCallServer } from '../helpers/call-server.js';
+import { vendorCalls } from '../helpers/vendor-call.js';
 
 /**
  * A speech-to-text stream that is well formed but absurd: Results with is_final and speech_final
@@ -27,17 +26,10 @@ const LATENCIES = {
 };
 const GIANT = `${'x'.repeat(50_000)} ${'y'.repeat(49_999)}`;
 
-let emulators: RunningEmulators | undefined;
-let server: CallServer | undefined;
+const startCall = vendorCalls();
 let flood: NodeJS.Timeout | undefined;
 
-afterEach(async () => {
-  clearInterval(flood);
-  await server?.close();
-  await emulators?.close();
-  server = undefined;
-  emulators = undefined;
-});
+afterEach(() => clearInterval(flood));
 
 function giantResults(): string {
   return JSON.stringify({
@@ -58,28 +50,12 @@ describe('an STT stream sending transcripts no caller could have said', () => {
     const deepgram = new DeepgramEmulator({ latencies: LATENCIES, transcripts: ['the birch canoe', 'go forward'] });
     const openai = new OpenAiEmulator({ latencies: LATENCIES, replies: ['Hello, how can I help?', 'Sure.'] });
     const cartesia = new CartesiaEmulator({ latencies: LATENCIES });
-    emulators = await startEmulatorServer([deepgram, openai, cartesia]);
-    server = await startCallServer(
-      () => undefined,
-      {
-        SWITCHBOARD_DEEPGRAM_URL: emulators.url,
-        SWITCHBOARD_OPENAI_URL: emulators.url,
-        SWITCHBOARD_CARTESIA_URL: emulators.url,
-      },
-      { captureLogs: true },
-    );
-    const { wssUrl } = await server.createConfig({
-      services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-      config: [
-        {
-          service: 'llm',
-          options: [
-            { name: 'initial_messages', value: [{ role: 'system', content: 'You are a boat rental desk.' }] },
-            { name: 'run_on_config', value: true },
-          ],
-        },
-      ],
-      api_keys: { deepgram: 'dg-key', openai: 'sk-key', cartesia: 'car-key' },
+    const { server, wssUrl } = await startCall({
+      deepgram,
+      openai,
+      cartesia,
+      instructions: 'You are a boat rental desk.',
+      captureLogs: true,
     });
     flood = setInterval(() => deepgram.sendRaw(giantResults(), 'listen'), 150);
 

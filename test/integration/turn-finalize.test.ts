@@ -1,12 +1,11 @@
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CartesiaEmulator } from '../../src/tools/emulators/cartesia-emulator.js';
 import { DeepgramEmulator } from '../../src/tools/emulators/deepgram-emulator.js';
-import { type RunningEmulators, startEmulatorServer } from '../../src/tools/emulators/emulator-server.js';
 import { OpenAiEmulator } from '../../src/tools/emulators/openai-emulator.js';
 import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
-import { type CallServer, startCallServer } from '../helpers/call-server.js';
+import { vendorCalls } from '../helpers/vendor-call.js';
 
 /**
  * Every caller turn ends on Switchboard's VAD stop plus a Finalize to the STT, the first turn as
@@ -34,15 +33,7 @@ const LATENCIES = {
 };
 const GREETING = 'Hello, how can I help?';
 
-let emulators: RunningEmulators | undefined;
-let server: CallServer | undefined;
-
-afterEach(async () => {
-  await server?.close();
-  await emulators?.close();
-  server = undefined;
-  emulators = undefined;
-});
+const startCall = vendorCalls();
 
 describe('the end of a caller turn', () => {
   it('comes from VAD stop plus Finalize on the first turn and the later one, with the whole turn transcribed', async () => {
@@ -56,25 +47,7 @@ describe('the end of a caller turn', () => {
       replies: [GREETING, 'Sure.', 'Right.', 'Okay.', 'Fine.'],
     });
     const cartesia = new CartesiaEmulator({ latencies: LATENCIES });
-    emulators = await startEmulatorServer([deepgram, openai, cartesia]);
-    server = await startCallServer(() => undefined, {
-      SWITCHBOARD_DEEPGRAM_URL: emulators.url,
-      SWITCHBOARD_OPENAI_URL: emulators.url,
-      SWITCHBOARD_CARTESIA_URL: emulators.url,
-    });
-    const { wssUrl } = await server.createConfig({
-      services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-      config: [
-        {
-          service: 'llm',
-          options: [
-            { name: 'initial_messages', value: [{ role: 'system', content: 'You are a boat rental desk.' }] },
-            { name: 'run_on_config', value: true },
-          ],
-        },
-      ],
-      api_keys: { deepgram: 'dg-key', openai: 'sk-key', cartesia: 'car-key' },
-    });
+    const { wssUrl } = await startCall({ deepgram, openai, cartesia, instructions: 'You are a boat rental desk.' });
 
     const report = await runPhoneCall({
       target: { wssUrl },
@@ -127,25 +100,7 @@ describe('the end of a caller turn', () => {
       replies: [GREETING, 'Let me check the tables we have for tonight, one moment please.', 'Noted.'],
     });
     const cartesia = new CartesiaEmulator({ latencies: { ...LATENCIES, ttsRealTimeFactor: 1 } });
-    emulators = await startEmulatorServer([deepgram, openai, cartesia]);
-    server = await startCallServer(() => undefined, {
-      SWITCHBOARD_DEEPGRAM_URL: emulators.url,
-      SWITCHBOARD_OPENAI_URL: emulators.url,
-      SWITCHBOARD_CARTESIA_URL: emulators.url,
-    });
-    const { wssUrl } = await server.createConfig({
-      services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-      config: [
-        {
-          service: 'llm',
-          options: [
-            { name: 'initial_messages', value: [{ role: 'system', content: 'You are a restaurant.' }] },
-            { name: 'run_on_config', value: true },
-          ],
-        },
-      ],
-      api_keys: { deepgram: 'dg-key', openai: 'sk-key', cartesia: 'car-key' },
-    });
+    const { wssUrl } = await startCall({ deepgram, openai, cartesia, instructions: 'You are a restaurant.' });
 
     const report = await runPhoneCall({
       target: { wssUrl },
@@ -202,28 +157,16 @@ describe('the end of a caller turn', () => {
     deepgram.faults.next({ kind: 'delay', delayMs: HANDSHAKE_DELAY_MS }, { path: 'listen' });
     const openai = new OpenAiEmulator({ latencies: LATENCIES, replies: ['Going forward.'] });
     const cartesia = new CartesiaEmulator({ latencies: LATENCIES });
-    emulators = await startEmulatorServer([deepgram, openai, cartesia]);
-    // Reached by host name, as a real vendor is.
-    const vendorUrl = emulators.url.replace('127.0.0.1', 'localhost');
-    server = await startCallServer(() => undefined, {
-      SWITCHBOARD_DEEPGRAM_URL: vendorUrl,
-      SWITCHBOARD_OPENAI_URL: vendorUrl,
-      SWITCHBOARD_CARTESIA_URL: vendorUrl,
-    });
-    const { wssUrl } = await server.createConfig({
-      services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-      config: [
-        { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.3 } }] },
-        {
-          service: 'llm',
-          options: [
-            { name: 'initial_messages', value: [{ role: 'system', content: 'You are a robot.' }] },
-            { name: 'run_on_config', value: false },
-          ],
-        },
-      ],
-      api_keys: { deepgram: 'dg-key', openai: 'sk-key', cartesia: 'car-key' },
-      service_options: { deepgram: { endpointing: 10_000, utterance_end_ms: 10_000 } },
+    const { wssUrl } = await startCall({
+      deepgram,
+      openai,
+      cartesia,
+      instructions: 'You are a robot.',
+      greets: false,
+      vadStopSecs: 0.3,
+      serviceOptions: { deepgram: { endpointing: 10_000, utterance_end_ms: 10_000 } },
+      // Reached by host name, as a real vendor is.
+      byHostName: true,
     });
 
     const report = await runPhoneCall({

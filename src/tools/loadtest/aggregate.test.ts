@@ -42,6 +42,7 @@ function report(over: {
       bargeInLatenciesMs: over.bargeIn ?? [],
       clears: (over.late ?? []).map((lateAudioMs, i) => ({
         atMs: 1,
+        playedAudioMs: 0,
         droppedAudioMs: 0,
         lateAudioMs,
         lastLateAudioAfterMs: null,

@@ -39,6 +39,8 @@ export class BotAudioTracker {
   private openSegment: SegmentRecord | null = null;
   private idleTicks = 0;
   private lastClear: ClearRecord | null = null;
+  /** `playedBytes` when the segment in progress began. */
+  private segmentStartPlayedBytes = 0;
 
   constructor(private readonly options: BotAudioTrackerOptions) {
     this.playout = new BotPlayout(options.onMarkPlayed);
@@ -67,6 +69,7 @@ export class BotAudioTracker {
       this.idleSinceMs = null;
       if (!this.openSegment) {
         this.openSegment = { startMs: nowMs, endMs: null };
+        this.segmentStartPlayedBytes = this.playedBytes;
         this.segments.push(this.openSegment);
         const clear = this.lastClear;
         const resumed =
@@ -102,6 +105,7 @@ export class BotAudioTracker {
     this.playout.clear();
     const record: ClearRecord = {
       atMs: nowMs,
+      playedBytes: this.openSegment ? this.playedBytes - this.segmentStartPlayedBytes : 0,
       droppedBytes,
       lateBytes: 0,
       lastLateAfterMs: null,

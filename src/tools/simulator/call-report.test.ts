@@ -17,7 +17,9 @@ describe('utteranceMetrics', () => {
       { startMs: 3600, endMs: 4250 },
       { startMs: 5600, endMs: 6500 },
     ];
-    const clears = [{ atMs: 4250, droppedBytes: 8000, lateBytes: 0, lastLateAfterMs: null, resumedAfterMs: null }];
+    const clears = [
+      { atMs: 4250, playedBytes: 12000, droppedBytes: 8000, lateBytes: 0, lastLateAfterMs: null, resumedAfterMs: null },
+    ];
     const [q1, q2, noise] = utteranceMetrics(utterances, segments, clears);
     expect(q1).toMatchObject({ bargeIn: false, bargeInLatencyMs: null, replyLatencyMs: 700 });
     expect(q2).toMatchObject({ bargeIn: true, bargeInLatencyMs: 250, replyLatencyMs: 700 });

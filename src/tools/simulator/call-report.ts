@@ -80,6 +80,14 @@ export interface UtteranceMetrics {
   /** Send times of the first and last voiced frame; null for a clip without speech. */
   firstVoicedMs: number | null;
   lastVoicedMs: number | null;
+  /**
+   * Where the first voiced frame starts on the caller's audio clock (ms of audio sent since the
+   * stream's first frame, its media timestamp): the server's VAD times are on that clock, free of
+   * either side's scheduling.
+   */
+  firstVoicedAudioMs: number | null;
+  /** Where the clip's first frame starts on that clock (its leading quiet may already be heard as speech). */
+  startAudioMs: number | null;
   /** The caller spoke while bot audio was playing. */
   bargeIn: boolean;
   /**
@@ -96,6 +104,11 @@ export interface UtteranceMetrics {
 
 export interface ClearMetrics {
   atMs: number;
+  /**
+   * Audio of the bot's speech in progress (since its segment began) that had played when the
+   * clear came: what the caller heard of it, counted in frames, whatever the clocks did meanwhile.
+   */
+  playedAudioMs: number;
   /** Audio that was queued or playing and was dropped. */
   droppedAudioMs: number;
   /** Bot audio that arrived within the clear window after the clear (stale audio of a cancelled reply, usually). */
@@ -174,6 +187,8 @@ export interface UtteranceRecord {
   endMs: number | null;
   firstVoicedMs: number | null;
   lastVoicedMs: number | null;
+  firstVoicedAudioMs?: number | null;
+  startAudioMs?: number;
 }
 
 export interface SegmentRecord {
@@ -184,6 +199,8 @@ export interface SegmentRecord {
 
 export interface ClearRecord {
   atMs: number;
+  /** Bytes of the segment in progress the phone had played when the clear came. */
+  playedBytes: number;
   droppedBytes: number;
   lateBytes: number;
   lastLateAfterMs: number | null;
@@ -231,6 +248,8 @@ export function utteranceMetrics(
       endMs: u.endMs === null ? null : round(u.endMs),
       firstVoicedMs: u.firstVoicedMs === null ? null : round(u.firstVoicedMs),
       lastVoicedMs: u.lastVoicedMs === null ? null : round(u.lastVoicedMs),
+      firstVoicedAudioMs: u.firstVoicedAudioMs ?? null,
+      startAudioMs: u.startAudioMs ?? null,
       bargeIn,
       bargeInLatencyMs: bargeInLatencyMs === null ? null : round(bargeInLatencyMs),
       replyLatencyMs: replyLatencyMs === null ? null : round(replyLatencyMs),
@@ -241,6 +260,7 @@ export function utteranceMetrics(
 export function clearMetrics(clears: readonly ClearRecord[]): ClearMetrics[] {
   return clears.map((c) => ({
     atMs: round(c.atMs),
+    playedAudioMs: round(c.playedBytes / MULAW_BYTES_PER_MS),
     droppedAudioMs: round(c.droppedBytes / MULAW_BYTES_PER_MS),
     lateAudioMs: round(c.lateBytes / MULAW_BYTES_PER_MS),
     lastLateAudioAfterMs: c.lastLateAfterMs === null ? null : round(c.lastLateAfterMs),

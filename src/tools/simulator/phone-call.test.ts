@@ -324,6 +324,8 @@ describe('PhoneCall against a fake bot', () => {
     expect(report.metrics.bot.playedAudioMs + clear!.droppedAudioMs).toBe(2200 + 20);
     expect(report.metrics.bot.playedAudioMs).toBeGreaterThan(400);
     expect(report.metrics.bot.segments).toBe(2);
+    // What had played of the first segment when the clear came: all that played but the 200 ms after it.
+    expect(clear!.playedAudioMs).toBe(report.metrics.bot.playedAudioMs - 200);
     expect(report.timeline.some((e) => e.kind === 'clear-received')).toBe(true);
     // Audio again soon after a clear shows on the timeline as the bot resuming.
     expect(clear!.resumedAfterMs).toBeGreaterThanOrEqual(90);

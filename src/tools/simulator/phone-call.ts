@@ -382,6 +382,7 @@ export class PhoneCall {
       if (index === 0) this.event(nowMs, 'caller-audio-start', playing.name);
       if (index === clip.firstVoicedFrame) {
         playing.utterance.firstVoicedMs = nowMs;
+        playing.utterance.firstVoicedAudioMs = this.tickIndex * FRAME_MS;
         this.event(nowMs, 'caller-voice-start', playing.name);
       }
       if (index === clip.lastVoicedFrame) {
@@ -408,6 +409,8 @@ export class PhoneCall {
       endMs: null,
       firstVoicedMs: null,
       lastVoicedMs: null,
+      // The clip's first frame goes out on this tick.
+      startAudioMs: this.tickIndex * FRAME_MS,
     };
     this.utterances.push(utterance);
     if (clip.frameCount === 0) utterance.endMs = nowMs;

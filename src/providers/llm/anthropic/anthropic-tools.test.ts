@@ -1,51 +1,30 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { EMULATOR_ENV, textOf } from '../../../../test/helpers/provider-kit.js';
-import { collectDeltas, describeResults, runToolRound } from '../../../../test/helpers/tool-round.js';
+import { describe, expect, it } from 'vitest';
+import { EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import {
+  collectDeltas,
+  expectRound,
+  roundScript,
+  runToolRound,
+  toolRoundVendor,
+} from '../../../../test/helpers/tool-round.js';
 import { AnthropicEmulator } from '../../../tools/emulators/anthropic-emulator.js';
-import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
 import { CALL_START_TURN } from '../llm-http.js';
 import { MISSING_RESULT_JSON } from '../tool-history.js';
 import { createAnthropicLlm } from './index.js';
 
 const KEY = 'sk-ant-test-0123456789';
-let server: RunningEmulators | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
-
-function emulator() {
-  return new AnthropicEmulator({
-    latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 2000 },
-    apiKey: KEY,
-    replies: [
-      {
-        text: 'One moment.',
-        toolCalls: [
-          { name: 'check_table', argumentsJson: '{"people":2}' },
-          { name: 'get_hours', argumentsJson: '{}' },
-        ],
-      },
-    ],
-    afterToolResults: (results) => `Results: ${describeResults(results)}`,
-  });
-}
-
-async function start(vendor: AnthropicEmulator) {
-  server = await startEmulatorServer([vendor]);
-  return createAnthropicLlm({ options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV });
-}
-
+const start = toolRoundVendor(
+  () => new AnthropicEmulator(roundScript(KEY)),
+  (baseUrl) =>
+    createAnthropicLlm({ options: {}, apiKey: KEY, serviceOptions: { base_url: baseUrl }, env: EMULATOR_ENV }),
+);
 type Sent = { messages: Array<{ role: string; content: unknown }>; tools: unknown[] };
 
 describe('Anthropic function calling against the emulator', () => {
   it('a round: tool_use blocks as separate calls, their tool_result blocks opening the next user turn', async () => {
-    const vendor = emulator();
-    const llm = await start(vendor);
-    const { calls, second } = await runToolRound(llm);
-    expect(calls.map((c) => c.name)).toEqual(['check_table', 'get_hours']);
+    const { vendor, llm } = await start();
+    const { calls } = await expectRound(llm);
     expect(calls.every((c) => c.id.startsWith('toolu_'))).toBe(true);
-    expect(textOf(second)).toBe('Results: check_table={"free":true} get_hours={"hours":"12-23"}');
     const sent = vendor.requests[1]!.body as Sent;
     expect(sent.tools).toEqual([
       {
@@ -75,8 +54,7 @@ describe('Anthropic function calling against the emulator', () => {
   });
 
   it('a late result joins the others ahead of what the caller said after the calls', async () => {
-    const vendor = emulator();
-    const llm = await start(vendor);
+    const { vendor, llm } = await start();
     const { calls } = await runToolRound(llm, { callerSpokeBetween: true });
     expect(vendor.requests[1]!.status).toBe(200);
     const sent = vendor.requests[1]!.body as Sent;
@@ -91,8 +69,7 @@ describe('Anthropic function calling against the emulator', () => {
   });
 
   it('a call the bot made first, with no result, still gets one; the call opens after the call-start turn', async () => {
-    const vendor = emulator();
-    const llm = await start(vendor);
+    const { vendor, llm } = await start();
     await collectDeltas(llm, {
       messages: [
         {
@@ -125,10 +102,9 @@ describe('Anthropic function calling against the emulator', () => {
   });
 
   it('the emulator refuses tool blocks out of place, as Anthropic does', async () => {
-    const vendor = emulator();
-    await start(vendor);
+    const { url } = await start();
     const post = async (body: Record<string, unknown>) => {
-      const res = await fetch(`${server!.url}/v1/messages`, {
+      const res = await fetch(`${url}/v1/messages`, {
         method: 'POST',
         headers: { 'x-api-key': KEY, 'anthropic-version': '2023-06-01', 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'claude-haiku-4-5', max_tokens: 100, ...body }),

@@ -1,49 +1,26 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { EMULATOR_ENV, textOf } from '../../../../test/helpers/provider-kit.js';
-import { collectDeltas, describeResults, runToolRound } from '../../../../test/helpers/tool-round.js';
-import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
+import { describe, expect, it } from 'vitest';
+import { EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import {
+  collectDeltas,
+  expectRound,
+  roundScript,
+  runToolRound,
+  toolRoundVendor,
+} from '../../../../test/helpers/tool-round.js';
 import { GeminiEmulator } from '../../../tools/emulators/gemini-emulator.js';
 import { createGeminiLlm } from './index.js';
 
 const KEY = 'AIza-test-0123456789';
-let server: RunningEmulators | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
-
-function emulator() {
-  return new GeminiEmulator({
-    latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 2000 },
-    apiKey: KEY,
-    replies: [
-      {
-        text: 'One moment.',
-        toolCalls: [
-          { name: 'check_table', argumentsJson: '{"people":2}' },
-          { name: 'get_hours', argumentsJson: '{}' },
-        ],
-      },
-    ],
-    afterToolResults: (results) => `Results: ${describeResults(results)}`,
-  });
-}
-
-async function start(vendor: GeminiEmulator) {
-  server = await startEmulatorServer([vendor]);
-  return createGeminiLlm({ options: {}, apiKey: KEY, serviceOptions: { base_url: server.url }, env: EMULATOR_ENV });
-}
-
+const start = toolRoundVendor(
+  () => new GeminiEmulator(roundScript(KEY)),
+  (baseUrl) => createGeminiLlm({ options: {}, apiKey: KEY, serviceOptions: { base_url: baseUrl }, env: EMULATOR_ENV }),
+);
 type Sent = { contents: Array<{ role: string; parts: unknown[] }>; tools: unknown[] };
 
 describe('Gemini function calling against the emulator', () => {
   it('a round: functionCall parts as separate calls, answered by functionResponse parts matched by name', async () => {
-    const vendor = emulator();
-    const llm = await start(vendor);
-    const { calls, second } = await runToolRound(llm);
-    expect(calls.map((c) => c.name)).toEqual(['check_table', 'get_hours']);
-    expect(new Set(calls.map((c) => c.id)).size).toBe(2);
-    expect(textOf(second)).toBe('Results: check_table={"free":true} get_hours={"hours":"12-23"}');
+    const { vendor, llm } = await start();
+    await expectRound(llm);
     const sent = vendor.requests[1]!.body as Sent;
     expect(sent.tools).toEqual([
       {
@@ -78,8 +55,7 @@ describe('Gemini function calling against the emulator', () => {
   });
 
   it('a late result joins the others ahead of what the caller said; a result that is not an object is wrapped', async () => {
-    const vendor = emulator();
-    const llm = await start(vendor);
+    const { vendor, llm } = await start();
     await runToolRound(llm, { callerSpokeBetween: true });
     expect(vendor.requests[1]!.status).toBe(200);
     expect((vendor.requests[1]!.body as Sent).contents.at(-1)!.parts.at(-1)).toEqual({ text: 'Monday, please.' });
@@ -103,10 +79,9 @@ describe('Gemini function calling against the emulator', () => {
   });
 
   it('the emulator refuses function turns out of place, as Gemini does', async () => {
-    const vendor = emulator();
-    await start(vendor);
+    const { url } = await start();
     const post = async (contents: unknown[]) => {
-      const res = await fetch(`${server!.url}/v1beta/models/gemini-2.5-flash:generateContent`, {
+      const res = await fetch(`${url}/v1beta/models/gemini-2.5-flash:generateContent`, {
         method: 'POST',
         headers: { 'x-goog-api-key': KEY, 'content-type': 'application/json' },
         body: JSON.stringify({ contents }),

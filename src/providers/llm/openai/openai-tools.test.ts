@@ -1,54 +1,33 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { EMULATOR_ENV, context, textOf } from '../../../../test/helpers/provider-kit.js';
-import { ROUND_TOOLS, collectDeltas, describeResults, runToolRound } from '../../../../test/helpers/tool-round.js';
-import { type RunningEmulators, startEmulatorServer } from '../../../tools/emulators/emulator-server.js';
+import { describe, expect, it } from 'vitest';
+import { context, EMULATOR_ENV } from '../../../../test/helpers/provider-kit.js';
+import {
+  ROUND_TOOLS,
+  collectDeltas,
+  expectRound,
+  roundScript,
+  runToolRound,
+  toolRoundVendor,
+} from '../../../../test/helpers/tool-round.js';
 import { OpenAiEmulator } from '../../../tools/emulators/openai-emulator.js';
 import { MISSING_RESULT_JSON } from '../tool-history.js';
 import { createOpenAiCompatibleLlm } from './index.js';
 import { toChatMessages } from './openai-llm.js';
 
 const KEY = 'sk-test-0123456789';
-let server: RunningEmulators | undefined;
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-});
-
-async function start(emulator: OpenAiEmulator) {
-  server = await startEmulatorServer([emulator]);
-  return createOpenAiCompatibleLlm('openai', {
-    options: {},
-    apiKey: KEY,
-    serviceOptions: { base_url: server.url },
-    env: EMULATOR_ENV,
-  });
-}
-
-function emulator() {
-  return new OpenAiEmulator({
-    latencies: { llmFirstTokenMs: 1, llmTokensPerSec: 2000 },
-    apiKey: KEY,
-    replies: [
-      {
-        text: 'One moment.',
-        toolCalls: [
-          { name: 'check_table', argumentsJson: '{"people":2}' },
-          { name: 'get_hours', argumentsJson: '{}' },
-        ],
-      },
-    ],
-    afterToolResults: (results) => `Results: ${describeResults(results)}`,
-  });
-}
-
+const start = toolRoundVendor(
+  () => new OpenAiEmulator(roundScript(KEY)),
+  (baseUrl) =>
+    createOpenAiCompatibleLlm('openai', {
+      options: {},
+      apiKey: KEY,
+      serviceOptions: { base_url: baseUrl },
+      env: EMULATOR_ENV,
+    }),
+);
 describe('OpenAI-compatible function calling against the emulator', () => {
   it('a round: parallel calls as separate deltas, each result as a tool message right after the calls', async () => {
-    const vendor = emulator();
-    const llm = await start(vendor);
-    const { calls, second } = await runToolRound(llm);
-    expect(calls.map((c) => c.name)).toEqual(['check_table', 'get_hours']);
-    expect(new Set(calls.map((c) => c.id)).size).toBe(2);
-    expect(textOf(second)).toBe('Results: check_table={"free":true} get_hours={"hours":"12-23"}');
+    const { vendor, llm } = await start();
+    const { calls } = await expectRound(llm);
     const sent = (vendor.requests[1]!.body as { messages: unknown[] }).messages;
     expect(sent).toEqual([
       { role: 'system', content: 'You take bookings.' },
@@ -69,8 +48,7 @@ describe('OpenAI-compatible function calling against the emulator', () => {
   });
 
   it('a result that reaches the conversation after the caller spoke moves up to answer its call', async () => {
-    const vendor = emulator();
-    const llm = await start(vendor);
+    const { vendor, llm } = await start();
     const { calls } = await runToolRound(llm, { callerSpokeBetween: true });
     expect(vendor.requests[1]!.status).toBe(200);
     const sent = (vendor.requests[1]!.body as { messages: Array<{ role: string; tool_call_id?: string }> }).messages;
@@ -83,8 +61,7 @@ describe('OpenAI-compatible function calling against the emulator', () => {
   });
 
   it('a call without a result gets an explicit error result; a result without its call is dropped', async () => {
-    const vendor = emulator();
-    const llm = await start(vendor);
+    const { vendor, llm } = await start();
     await collectDeltas(llm, {
       messages: [
         { role: 'user', content: 'Hi' },
@@ -108,10 +85,9 @@ describe('OpenAI-compatible function calling against the emulator', () => {
   });
 
   it('the emulator refuses tool messages out of place, as OpenAI does', async () => {
-    const vendor = emulator();
-    await start(vendor);
+    const { url } = await start();
     const post = (messages: unknown[]) =>
-      fetch(`${server!.url}/v1/chat/completions`, {
+      fetch(`${url}/v1/chat/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
         body: JSON.stringify({ model: 'gpt-4o', messages }),
