@@ -159,6 +159,11 @@ export class Room implements DialoutRoom {
    * Takes a participant of another transport (a WebRTC peer), built by `create` with the room's
    * events once the room has a place for it; the refusal otherwise.
    */
+  /** The bot's profile sees: a participant's camera pictures are wanted (the latest goes with each user turn). */
+  get seesCamera(): boolean {
+    return this.options.vision;
+  }
+
   admitParticipant<P extends RoomParticipant>(create: (events: ParticipantEvents) => P): P | JoinRefusal {
     const refusal = this.refusal();
     if (refusal) return refusal;

@@ -74,10 +74,33 @@ const record =
     });
   };
 
+/** A vision profile's page (`/#camera`) sends the camera too. */
+const withCamera = location.hash === '#camera';
+
+/**
+ * WavMediaManager with the camera: the transport puts `tracks().local.video` on its video
+ * transceiver. (The SDK's media manager with a camera, DailyMediaManager, loads Daily's code from
+ * its CDN, which a test cannot reach.)
+ */
+class CameraMediaManager extends WavMediaManager {
+  private camera: MediaStreamTrack | undefined;
+
+  async connect(): Promise<void> {
+    await super.connect();
+    if (withCamera && !this.camera)
+      this.camera = (await navigator.mediaDevices.getUserMedia({ video: true })).getVideoTracks()[0];
+  }
+
+  tracks() {
+    const tracks = super.tracks();
+    return this.camera ? { local: { ...tracks.local, video: this.camera } } : tracks;
+  }
+}
+
 const client = new PipecatClient({
-  transport: new SmallWebRTCTransport({ mediaManager: new WavMediaManager() }),
+  transport: new SmallWebRTCTransport({ mediaManager: new CameraMediaManager() }),
   enableMic: true,
-  enableCam: false,
+  enableCam: withCamera,
   callbacks: {
     onBotReady: record('botReady'),
     onUserStartedSpeaking: record('userStartedSpeaking'),

@@ -1,5 +1,7 @@
+import jpeg from 'jpeg-js';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { keyframeToJpeg } from '../../src/rooms/webrtc/camera-worker-client.js';
 import type { CallServer } from '../helpers/call-server.js';
 import { TEST_KEY } from '../helpers/test-app.js';
 import { type ImpairedLink, startImpairedLink } from '../helpers/udp-impairment.js';
@@ -79,7 +81,10 @@ describe.skipIf(!CHROMIUM)(`the Pipecat client SDK over SmallWebRTC in headless 
   });
 
   /** A server, a front-end, and a page that has called startBotAndConnect; `impair` puts media through a lossy relay. */
-  async function call(impair?: { lossRate: number; jitterMs: number }) {
+  async function call(
+    impair?: { lossRate: number; jitterMs: number },
+    options: { camera?: boolean; body?: Record<string, unknown> } = {},
+  ) {
     const front = await serveFrontEnd(bundle, 'Pipecat WebRTC');
     closeFront = front.close;
     const started = await startScriptedServer(front.origin);
@@ -112,13 +117,13 @@ describe.skipIf(!CHROMIUM)(`the Pipecat client SDK over SmallWebRTC in headless 
     const answer = page
       .waitForResponse((response) => response.url().endsWith('/v1/bots/start'))
       .then(async (response) => (await response.json()) as Record<string, any>);
-    await page.goto(`${front.origin}/`);
+    await page.goto(`${front.origin}/${options.camera ? '#camera' : ''}`);
     const outcome = await page.evaluate(
       ([endpoint, key, body]) =>
         (
           globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
         ).sdkTest.start(endpoint, key, body),
-      [`${origin}/v1/bots/start`, TEST_KEY, START_BODY] as const,
+      [`${origin}/v1/bots/start`, TEST_KEY, options.body ?? START_BODY] as const,
     );
     return { page, stt, llm, outcome, answer: await answer, consoleErrors, elsewhere };
   }
@@ -222,6 +227,38 @@ describe.skipIf(!CHROMIUM)(`the Pipecat client SDK over SmallWebRTC in headless 
     expect(late.status).toBe(404);
     expect(await late.json()).toEqual({ error: 'not-found', info: 'room not found or has closed' });
     expect(elsewhere).toEqual([]);
+    await page.close();
+  }, 120_000);
+
+  it('a vision profile sees the camera: VP8 from the fake camera reaches the LLM as a JPEG picture with the user turn', async () => {
+    // The picture worker runs here from TypeScript, which takes a loaded machine seconds to
+    // compile: started before the call, as a server's built worker is ready at once.
+    await keyframeToJpeg(new Uint8Array(16));
+    const { page, llm, outcome } = await call(undefined, {
+      camera: true,
+      body: { ...START_BODY, bot_profile: 'vision_2024_10' },
+    });
+    expect(outcome).toBe('connected');
+    await untilEvent(
+      page,
+      'the user transcript',
+      (e) => e.some((x) => x.type === 'userTranscript' && x.data!.final === true),
+      30_000,
+    );
+    await expect.poll(() => llm.requests.length, { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+    const lastUser = llm.requests[1]!.messages.at(-1)!;
+    expect(lastUser).toMatchObject({ role: 'user', content: HEARD });
+    // A JPEG (base64 of FF D8 FF) of the camera's picture: its size, and a picture rather than a flat plane.
+    expect(lastUser.imageBase64).toMatch(/^\/9j\//);
+    const picture = jpeg.decode(Buffer.from(lastUser.imageBase64!, 'base64'), { useTArray: true });
+    expect([picture.width, picture.height]).toEqual([640, 480]);
+    const luma = Array.from({ length: picture.width * picture.height }, (_, i) => picture.data[i * 4 + 1]!);
+    const mean = luma.reduce((a, b) => a + b, 0) / luma.length;
+    const spread = Math.sqrt(luma.reduce((a, b) => a + (b - mean) ** 2, 0) / luma.length);
+    if (process.env.SDK_DEBUG) console.log('camera picture: mean', mean, 'spread', spread);
+    expect(spread).toBeGreaterThan(10);
+    await sdk(page, 't.disconnectBot()');
+    await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
     await page.close();
   }, 120_000);
 

@@ -11,6 +11,7 @@ import type { TimelineEvent } from '../../src/tools/simulator/call-report.js';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { RoomClient, fixturePcm } from '../helpers/room-client.js';
 import { sampleConfig } from '../helpers/test-app.js';
+import { encodeMicrophone, WebRtcRoomPeer } from '../helpers/webrtc-room-peer.js';
 import { type Cluster, clusterView, redisLookup, startCluster, until } from './cluster-harness.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
@@ -234,6 +235,73 @@ describe.skipIf(!redisLookup.ok)('two nodes behind one address', { timeout: 120_
     expect((await wrong.untilClosed()).code).toBe(4403);
     client.sendJson({ label: 'rtvi-ai', type: 'disconnect-bot' });
     await client.untilClosed(10_000);
+  });
+
+  it('a WebRTC participant whose offer, candidates and restart reach the node that does not hold the room connects to the one that does, and talks to the bot', async () => {
+    const [a, b] = cluster.nodes as [Cluster['nodes'][0], Cluster['nodes'][0]];
+    const started = await cluster.api('POST', '/v1/bots/start', { ...START_BODY, transport: 'webrtc' }, a.baseUrl);
+    expect(started.status).toBe(200);
+    // The offer URL is on the cluster's public address; this client's requests all land on the other node.
+    const offerUrl = new URL(started.body.webrtcRequestParams.endpoint);
+    const name = offerUrl.pathname.split('/')[2]!;
+    const viaB = `${b.baseUrl}${offerUrl.pathname}${offerUrl.search}`;
+    const roomsOn = async (node: { baseUrl: string }) => {
+      const view = await clusterView(node.baseUrl);
+      return view.nodes.find((n) => n.url === node.baseUrl)?.rooms ?? 0;
+    };
+    // The room is node a's (the cluster view counts rooms as each node's heartbeat reports them).
+    await until(async () => (await roomsOn(a)) > 0);
+
+    // Candidates trickled by PATCH, as Pipecat's client sends them: taken by the node holding the peer.
+    const peer = await WebRtcRoomPeer.connect({ endpoint: viaB, candidates: 'patch', decode: true });
+    try {
+      expect(peer.pcId).toMatch(/^[\w-]{16}$/);
+      expect(peer.patchedCandidates).toBeGreaterThan(0);
+      await peer.until('bot-ready', () => peer.of('bot-ready').length > 0);
+      const silence = encodeMicrophone(new Int16Array(960))[0]!;
+      const mic = peer.startMicrophone(silence);
+      await peer.until('the greeting, heard', () => peer.of('bot-stopped-speaking').length > 0, 30_000);
+      expect(peer.heard.filter((p) => p.rms > 0.01).length).toBeGreaterThan(10);
+
+      await mic.say(encodeMicrophone(fixturePcm('A06_birch_canoe.8k.wav', 48000)));
+      await peer.until(
+        'the answer',
+        () => peer.of('bot-transcription').length >= 2 || peer.of('bot-llm-text').length >= 2,
+        30_000,
+      );
+      expect(peer.of('user-transcription').length).toBeGreaterThan(0);
+
+      // A network change: a new connection under the same pc_id, again through the other node.
+      const heardBefore = peer.audioIn.packets;
+      await peer.restart(viaB);
+      await mic.say(encodeMicrophone(fixturePcm('A06_birch_canoe.8k.wav', 48000)));
+      await peer.until(
+        'the next answer, heard over the new connection',
+        () => peer.of('user-transcription').length >= 2 && peer.audioIn.packets > heardBefore + 10,
+        30_000,
+      );
+      // A room the token is not for is refused where the offer lands, before any relay.
+      const wrong = await fetch(viaB.replace(`/rooms/${name}/`, '/rooms/another-room/'), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ sdp: 'v=0\r\n', type: 'offer', pc_id: null, restart_pc: false }),
+      });
+      expect(wrong.status).toBe(403);
+      peer.sendJson({ label: 'rtvi-ai', type: 'disconnect-bot' });
+      await peer.until('the room ending', () => peer.ended, 15_000);
+      mic.stop();
+      // The room has ended on its node: an offer through the other node is told so.
+      await until(async () => {
+        const late = await fetch(viaB, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ sdp: 'v=0\r\n', type: 'offer', pc_id: null, restart_pc: false }),
+        });
+        return late.status === 404;
+      });
+    } finally {
+      await peer.close();
+    }
   });
 
   it('a recording made on one node is downloaded and deleted through the other', async () => {

@@ -159,12 +159,16 @@ describe('the WebRTC offer endpoint', () => {
     const s = await start({ SWITCHBOARD_ROOM_MAX_PARTICIPANTS: '1' });
     const endpoint = await startRoom(s);
     const client = await join(endpoint);
-    const statuses: number[] = [];
-    for (let i = 0; i < 30; i++) {
-      const response = await fetch(endpoint, json({ pc_id: client.pcId, candidates: [] }, 'PATCH'));
-      statuses.push(response.status);
-    }
-    expect(statuses.slice(0, 10).every((code) => code === 200)).toBe(true);
+    // 30 at once: a flood whatever each request's round trip (sent one after another on a loaded
+    // machine, they came slower than the bucket refills).
+    const statuses = await Promise.all(
+      Array.from({ length: 30 }, async () => {
+        const response = await fetch(endpoint, json({ pc_id: client.pcId, candidates: [] }, 'PATCH'));
+        return response.status;
+      }),
+    );
+    expect(statuses.filter((code) => code === 200).length).toBeGreaterThanOrEqual(20);
+    expect(statuses.filter((code) => code !== 200 && code !== 429)).toEqual([]);
     expect(statuses).toContain(429);
     const full = await fetch(endpoint, json({ sdp: (await offerSdp()).sdp, type: 'offer', pc_id: null }));
     expect(full.status).toBe(409);

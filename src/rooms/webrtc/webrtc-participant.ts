@@ -16,6 +16,7 @@ import type { ParticipantEvents, RoomParticipant } from '../room-participant.js'
 import { CLOSE } from '../../shared/close-codes.js';
 import { serverMessage } from '../room-messages.js';
 import type { RoomInput } from '../room-transport.js';
+import { CameraSnapshots } from './camera-snapshots.js';
 import { OpusReceiver } from './opus-receiver.js';
 import { OpusSender } from './opus-sender.js';
 import { announcePublicIp } from './sdp-candidates.js';
@@ -64,8 +65,9 @@ const VP8 = new RTCRtpCodecParameters({
   rtcpFeedback: [{ type: 'nack' }, { type: 'nack', parameter: 'pli' }],
 });
 
-/** The client's transceivers, in the order it creates them. */
+/** The client's transceivers, in the order it creates them (then the screen, never decoded). */
 const AUDIO_INDEX = 0;
+const CAMERA_INDEX = 1;
 
 type PeerState = 'new' | 'connected' | 'gone';
 
@@ -79,7 +81,7 @@ type PeerState = 'new' | 'connected' | 'gone';
  * (flood, oversized message, malformed RTVI, silence) ends this participant only.
  */
 export class WebRtcParticipant implements RoomParticipant {
-  readonly stats = { audioIn: 0, audioOut: 0, messagesIn: 0, restarts: 0, bytesIn: 0, videoPackets: 0 };
+  readonly stats = { audioIn: 0, audioOut: 0, messagesIn: 0, restarts: 0, bytesIn: 0, videoPackets: 0, snapshots: 0 };
   /** Set on client-ready, or when the data channel of a peer back under its pc_id opens. */
   private isReady = false;
   /** A peer back under its pc_id said client-ready before and will not say it again. */
@@ -95,6 +97,8 @@ export class WebRtcParticipant implements RoomParticipant {
   private lastHeardMs = performance.now();
   private readonly watchdog: NodeJS.Timeout;
   private micEnabled = true;
+  /** The camera's pictures for a vision profile; one per peer connection. */
+  private camera: CameraSnapshots | undefined;
 
   constructor(
     readonly pcId: string,
@@ -104,6 +108,8 @@ export class WebRtcParticipant implements RoomParticipant {
     private readonly limits: WebRtcParticipantLimits = DEFAULT_WEBRTC_LIMITS,
     /** A client that said client-ready before (a peer back under its pc_id): it will not say it again. */
     resumed = false,
+    /** The room's profile sees: the camera is decoded into pictures for it. */
+    private readonly wantsCamera = false,
   ) {
     this.resumeReady = resumed;
     this.budget = new PeerBudget({ maxMessagesPerSec: limits.maxMessagesPerSec, audio: DEFAULT_AUDIO_RATE_LIMITS });
@@ -257,14 +263,53 @@ export class WebRtcParticipant implements RoomParticipant {
         this.stats.bytesIn += rtp.payload.byteLength;
         if (this.isReady && this.micEnabled) this.receiver.push(rtp.header.sequenceNumber, rtp.payload);
       });
-    } else {
-      // The camera: kept alive and counted. Decoding VP8 needs a video codec no npm package ships
-      // without a native build, so vision profiles get their frames from `user-image` messages.
-      track.onReceiveRtp.subscribe(() => {
-        this.heard();
-        this.stats.videoPackets += 1;
-      });
+      return;
     }
+    const pc = this.pc;
+    // Which transceiver a track belongs to is known once its packets flow.
+    let camera: CameraSnapshots | null | undefined;
+    track.onReceiveRtp.subscribe((rtp) => {
+      this.heard();
+      this.stats.videoPackets += 1;
+      if (camera === undefined) {
+        const cameraReceiver = pc?.getTransceivers()[CAMERA_INDEX]?.receiver;
+        camera =
+          pc && this.wantsCamera && pc === this.pc && cameraReceiver?.tracks.includes(track)
+            ? this.cameraFor(pc, cameraReceiver, track)
+            : null;
+      }
+      // The screen (and the camera of a profile that does not see): kept alive and counted.
+      if (camera && this.isReady)
+        camera.push({
+          sequenceNumber: rtp.header.sequenceNumber,
+          timestamp: rtp.header.timestamp,
+          marker: rtp.header.marker,
+          payload: rtp.payload,
+        });
+    });
+  }
+
+  /** Pictures of the camera for the vision path, every few seconds, from VP8 keyframes asked for by PLI. */
+  private cameraFor(
+    pc: RTCPeerConnection,
+    receiver: { sendRtcpPLI(ssrc: number): Promise<void> },
+    track: MediaStreamTrack,
+  ): CameraSnapshots {
+    this.camera?.close();
+    this.log.info({ pcId: this.pcId, ssrc: track.ssrc }, 'camera pictures go to the vision path');
+    const camera = new CameraSnapshots(
+      (jpegBase64) => {
+        if (pc !== this.pc || this.state === 'gone') return;
+        this.stats.snapshots += 1;
+        this.events.onImage(jpegBase64);
+      },
+      () => {
+        if (track.ssrc !== undefined) receiver.sendRtcpPLI(track.ssrc).catch(() => undefined);
+      },
+      (err) => this.log.warn({ err, pcId: this.pcId }, 'camera picture could not be decoded'),
+    );
+    this.camera = camera;
+    return camera;
   }
 
   private onDataChannel(pc: RTCPeerConnection, dc: RTCDataChannel): void {
@@ -395,6 +440,8 @@ export class WebRtcParticipant implements RoomParticipant {
     this.dc = undefined;
     this.audioTransceiver = undefined;
     this.sender.clear();
+    this.camera?.close();
+    this.camera = undefined;
     // The new connection's packets start a new sequence: a fresh receiver, not a gap.
     this.receiver.free();
     this.receiver = new OpusReceiver((pcm) => this.onMicrophone(pcm));
@@ -406,6 +453,7 @@ export class WebRtcParticipant implements RoomParticipant {
     this.state = 'gone';
     clearInterval(this.watchdog);
     this.sender.close();
+    this.camera?.close();
     this.receiver.free();
     this.events.onGone(this, reason);
   }

@@ -133,6 +133,7 @@ export class WebRtcPeers {
           this.options.network,
           this.options.limits ?? DEFAULT_WEBRTC_LIMITS,
           resumed,
+          room.seesCamera,
         ),
     );
     if (!(admitted instanceof WebRtcParticipant)) {
