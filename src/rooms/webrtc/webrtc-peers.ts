@@ -5,13 +5,20 @@ import { ApiError } from '../../shared/api-error.js';
 import type { RoomManager } from '../room-manager.js';
 import { CLOSE } from '../../shared/close-codes.js';
 import type { OfferBody, PatchBody } from './webrtc-messages.js';
-import {
-  DEFAULT_WEBRTC_LIMITS,
-  SdpError,
-  type WebRtcNetwork,
-  WebRtcParticipant,
-  type WebRtcParticipantLimits,
-} from './webrtc-participant.js';
+import type { WebRtcNetwork, WebRtcParticipant, WebRtcParticipantLimits } from './webrtc-participant.js';
+
+type WebRtcStack = typeof import('./webrtc-participant.js');
+let stack: Promise<WebRtcStack> | undefined;
+
+/**
+ * The WebRTC stack (werift, its certificates and DTLS, the Opus codec) loads on the first offer:
+ * about 35 MB of memory and a second or two of loading that a server carrying only phone calls
+ * never needs. The first offer of the process waits for it, once.
+ */
+function loadWebRtcStack(): Promise<WebRtcStack> {
+  stack ??= import('./webrtc-participant.js');
+  return stack;
+}
 
 export interface WebRtcPeersOptions {
   rooms: RoomManager;
@@ -70,6 +77,7 @@ export class WebRtcPeers {
 
   /** Answers an offer for `roomName`, whose token the caller has checked. Throws ApiError. */
   async offer(roomName: string, body: OfferBody, log: Logger): Promise<WebRtcAnswer> {
+    const webrtc = await loadWebRtcStack();
     const room = this.options.rooms.get(roomName);
     if (!room || room.isClosed) throw new ApiError('not-found', 'room not found or has closed');
     let peer: Peer | undefined;
@@ -78,9 +86,9 @@ export class WebRtcPeers {
       if (!peer || peer.roomName !== roomName)
         throw new ApiError('not-found', 'unknown pc_id: send the first offer without one');
       if (peer.answering) throw new ApiError('conflict-error', 'an offer for this pc_id is being answered');
-      if (peer.participant.isGone) peer = this.admit(roomName, body.pc_id, log, true, peer);
+      if (peer.participant.isGone) peer = this.admit(webrtc, roomName, body.pc_id, log, true, peer);
     } else {
-      peer = this.admit(roomName, randomBytes(12).toString('base64url'), log, false);
+      peer = this.admit(webrtc, roomName, randomBytes(12).toString('base64url'), log, false);
     }
     const participant = peer.participant;
     peer.answering = true;
@@ -88,7 +96,7 @@ export class WebRtcPeers {
       const sdp = await participant.answer(body.sdp, body.restart_pc === true);
       return { sdp, type: 'answer', pc_id: participant.pcId };
     } catch (err) {
-      if (err instanceof SdpError) {
+      if (err instanceof webrtc.SdpError) {
         // A first offer that cannot be applied leaves nothing behind; a bad renegotiation ends the peer.
         participant.close(CLOSE.policyViolation, err.message);
         if (!body.pc_id) this.peers.delete(participant.pcId);
@@ -115,7 +123,14 @@ export class WebRtcPeers {
     return peer.participant.addCandidates(body.candidates);
   }
 
-  private admit(roomName: string, pcId: string, log: Logger, resumed: boolean, previous?: Peer): Peer {
+  private admit(
+    webrtc: WebRtcStack,
+    roomName: string,
+    pcId: string,
+    log: Logger,
+    resumed: boolean,
+    previous?: Peer,
+  ): Peer {
     if (this.liveCount >= this.options.maxPeers) {
       throw new ApiError(
         'service-unavailable',
@@ -126,17 +141,17 @@ export class WebRtcPeers {
     if (!room || room.isClosed) throw new ApiError('not-found', 'room not found or has closed');
     const admitted = room.admitParticipant(
       (events) =>
-        new WebRtcParticipant(
+        new webrtc.WebRtcParticipant(
           pcId,
           log.child({ pcId }),
           events,
           this.options.network,
-          this.options.limits ?? DEFAULT_WEBRTC_LIMITS,
+          this.options.limits ?? webrtc.DEFAULT_WEBRTC_LIMITS,
           resumed,
           room.seesCamera,
         ),
     );
-    if (!(admitted instanceof WebRtcParticipant)) {
+    if (!(admitted instanceof webrtc.WebRtcParticipant)) {
       if (admitted.why === 'closed') throw new ApiError('not-found', 'room not found or has closed');
       throw new ApiError('conflict-error', admitted.message);
     }

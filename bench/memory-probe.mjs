@@ -1,0 +1,29 @@
+// Preloaded into the server by bench/memory.ts (`node --import`): on SIGUSR2 it writes what the
+// process's memory holds, as V8 and Node see it, to $MEMORY_PROBE_OUT. Not part of the product.
+import { writeFileSync, readFileSync, readdirSync } from 'node:fs';
+import { getHeapSpaceStatistics, getHeapStatistics, writeHeapSnapshot } from 'node:v8';
+
+const out = process.env.MEMORY_PROBE_OUT;
+let n = 0;
+process.on('SIGUSR2', () => {
+  n += 1;
+  if (process.env.MEMORY_PROBE_GC === '1' && globalThis.gc) globalThis.gc();
+  const threads = readdirSync('/proc/self/task').map((t) => {
+    try {
+      return readFileSync(`/proc/self/task/${t}/comm`, 'utf8').trim();
+    } catch {
+      return '?';
+    }
+  });
+  const report = {
+    n,
+    memoryUsage: process.memoryUsage(),
+    heap: getHeapStatistics(),
+    spaces: getHeapSpaceStatistics(),
+    threads,
+    builtins: process.moduleLoadList.length,
+    handles: process.getActiveResourcesInfo?.().reduce((m, k) => ((m[k] = (m[k] ?? 0) + 1), m), {}),
+  };
+  if (process.env.MEMORY_PROBE_SNAPSHOT === String(n)) report.snapshot = writeHeapSnapshot(`${out}.${n}.heapsnapshot`);
+  writeFileSync(`${out}.${n}.json`, JSON.stringify(report));
+});
