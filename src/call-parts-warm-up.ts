@@ -1,3 +1,4 @@
+import { QuietMemory } from './lifecycle/quiet-memory.js';
 import type { Logger } from './observability/logger.js';
 import { loadTwimlBuilder } from './telephony/twiml.js';
 import { warmSileroNetwork } from './vad/silero-network.js';
@@ -21,7 +22,10 @@ export function warmCallParts(log: Logger): void {
   warming = true;
   releaseYoungGeneration();
   warmSileroNetwork().then(
-    (loadMs) => log.info({ loadMs: Math.round(loadMs) }, 'voice activity model ready'),
+    (loadMs) => {
+      log.info({ loadMs: Math.round(loadMs) }, 'voice activity model ready');
+      QuietMemory.afterStartUp();
+    },
     (err: unknown) => log.error({ err }, 'voice activity model failed to load'),
   );
   // The answer to a call's webhook is TwiML: its builder loads now rather than on that webhook.

@@ -4,6 +4,7 @@ import type { Coordinator } from './cluster/coordinator.js';
 import { createCoordinator } from './cluster/create-coordinator.js';
 import type { AppConfig } from './config/env.js';
 import { LiveCalls } from './lifecycle/live-calls.js';
+import { QuietMemory } from './lifecycle/quiet-memory.js';
 import type { SandboxCallee } from './telephony/carrier/sandbox-call.js';
 import { createLogger, type Logger } from './observability/logger.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from './store/accounts-repo.js';
@@ -50,6 +51,7 @@ export async function startServer(
   try {
     await bootstrapApiKey(config, new AccountsRepo(database.db), options.out ?? process.stdout);
     const liveCalls = new LiveCalls();
+    const quietMemory = QuietMemory.start(liveCalls, logger);
     // Made here rather than by buildApp so that a failed start lets go of its Redis connection.
     cluster = await createCoordinator(config, dataDirId(config.dataDir), logger);
     const app = await buildApp({ config, database, logger, liveCalls, cluster, sandboxCallee: options.sandboxCallee });
@@ -73,6 +75,7 @@ export async function startServer(
       drain: () => liveCalls.drain(config.drainTimeoutSecs * 1000, logger),
       close: () =>
         (closing ??= (async () => {
+          quietMemory?.stop();
           await app.close();
           await database.close();
         })()),

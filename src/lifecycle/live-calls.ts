@@ -27,7 +27,9 @@ export interface LiveCall {
 export class LiveCalls {
   private readonly calls = new Set<LiveCall>();
   private idleWaiters: Array<() => void> = [];
+  private idleListeners: Array<() => void> = [];
   private draining = false;
+  private added = 0;
 
   get isDraining(): boolean {
     return this.draining;
@@ -37,8 +39,19 @@ export class LiveCalls {
     return this.calls.size;
   }
 
+  /** Calls registered since the process started: whether any began between two looks. */
+  get addedCount(): number {
+    return this.added;
+  }
+
+  /** `listener` runs each time the last live call ends. */
+  onIdle(listener: () => void): void {
+    this.idleListeners.push(listener);
+  }
+
   /** Registers a live call; call the returned function when it has ended (more than once is harmless). */
   add(call: LiveCall): () => void {
+    this.added += 1;
     this.calls.add(call);
     return () => {
       if (this.calls.delete(call)) this.wakeIfIdle();
@@ -89,6 +102,7 @@ export class LiveCalls {
     const waiters = this.idleWaiters;
     this.idleWaiters = [];
     for (const wake of waiters) wake();
+    for (const listener of this.idleListeners) listener();
   }
 }
 
