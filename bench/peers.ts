@@ -36,7 +36,8 @@ import { createBotConfig, startServerProcess } from './server-process.js';
  * on the shared machine falls on both sides), each from a fresh start:
  *   1. idle before calls: started (Switchboard: configured, VAD model loaded), 3 s without calls;
  *   2. warm-up: `calls` simultaneous calls, each once through the script (greeting, a question,
- *      talking over the answer 700 ms in), then 3 s without calls: RSS after warm-up;
+ *      talking over the answer 700 ms in), then 3 s without calls: RSS after warm-up; and 10 s
+ *      after the calls: RSS settled, what a server holds between bursts of calls;
  *   3. the load: `calls` simultaneous calls saying the script in a loop for `duration-s`; CPU per
  *      talking call is the process's CPU time (every thread, /proc) over the steady window divided
  *      by the calls connected over it (/proc/net: a call the server closed does not count), memory
@@ -63,6 +64,8 @@ const FIXTURES = fileURLToPath(new URL('../fixtures/audio', import.meta.url));
 const CALLER = fileURLToPath(new URL('./peers-caller.ts', import.meta.url));
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const WARM_UP_SETTLE_MS = 3000;
+/** RSS "settled": this long after the warm-up's calls end, the memory a server keeps between bursts of calls. */
+const SETTLED_MS = 10_000;
 const LOAD_WARM_UP_MS = 8000;
 const MB = 2 ** 20;
 
@@ -91,6 +94,8 @@ interface Measurement {
   loadAverage: number[];
   idleRssMb: number;
   warmRssMb: number;
+  /** RSS 10 s after the warm-up's calls ended (still no call). */
+  settledRssMb: number;
   memoryPerCallMb: number;
   /** Calls connected over the load's window (mean of its start and end). */
   talkingCalls: number;
@@ -233,6 +238,8 @@ async function measure(
     const warmUp = await runCaller(running.wsUrl, calls, 60_000, 'once', loadCpus);
     await sleep(WARM_UP_SETTLE_MS);
     const warmRss = rssBytes(running.pid);
+    await sleep(SETTLED_MS - WARM_UP_SETTLE_MS);
+    const settledRss = rssBytes(running.pid);
     // Connections that are not calls (a keep-alive left from configuring the server) are not counted.
     const notCalls = establishedConnections(running.port);
     const load = runCaller(running.wsUrl, calls, durationMs, 'loop', loadCpus);
@@ -259,6 +266,7 @@ async function measure(
       loadAverage: loadavg().map((v) => round1(v)),
       idleRssMb: round1(idleRss / MB),
       warmRssMb: round1(warmRss / MB),
+      settledRssMb: round1(settledRss / MB),
       memoryPerCallMb: talking > 0 ? Math.round(((loadRss - warmRss) / talking / MB) * 100) / 100 : 0,
       talkingCalls: talking,
       cpuPerCallPct: talking > 0 ? Math.round((cpuUsed / windowSecs / talking) * 10_000) / 100 : 0,
@@ -282,7 +290,7 @@ function describe(m: Measurement): string {
   const ms = (v: number | null) => (v === null ? '-' : `${Math.round(v)}`);
   return [
     `CPU ${m.cpuPerCallPct.toFixed(2)} % of a core per talking call (${m.talkingCalls} talking)`,
-    `RSS idle ${m.idleRssMb} MB, after warm-up ${m.warmRssMb} MB, ${m.memoryPerCallMb} MB per call`,
+    `RSS idle ${m.idleRssMb} MB, after warm-up ${m.warmRssMb} MB (10 s after: ${m.settledRssMb} MB), ${m.memoryPerCallMb} MB per call`,
     `reply p50/p95 ${ms(m.replyP50Ms)}/${ms(m.replyP95Ms)} ms (${m.replies})`,
     `barge-in p50/p95 ${ms(m.bargeInP50Ms)}/${ms(m.bargeInP95Ms)} ms (${m.bargeIns}, ${m.bargeInsUnanswered} never cleared)`,
     `calls ${JSON.stringify(m.outcomes)}, callers' clocks up to ${m.callerClockMaxLagMs} ms late`,
@@ -298,18 +306,18 @@ function ratioTable(results: Measurement[], rounds: number): string {
   const ratio = (a: number | null, b: number | null) =>
     a === null || b === null || b === 0 ? '-' : `${(a / b).toFixed(2)}x`;
   const header =
-    '| round | subject | CPU per talking call | RSS idle before calls | RSS after warm-up | memory per call | reply p50 | barge-in p50 |';
-  lines.push(header, '|---|---|---|---|---|---|---|---|');
+    '| round | subject | CPU per talking call | RSS idle before calls | RSS after warm-up | RSS 10 s after | memory per call | reply p50 | barge-in p50 |';
+  lines.push(header, '|---|---|---|---|---|---|---|---|---|');
   for (let round = 1; round <= rounds; round++) {
     for (const m of results.filter((r) => r.round === round)) {
       lines.push(
-        `| ${round} | ${LABELS[m.subject]} | ${m.cpuPerCallPct.toFixed(2)} % | ${m.idleRssMb} MB | ${m.warmRssMb} MB | ${m.memoryPerCallMb} MB | ${m.replyP50Ms ?? '-'} ms | ${m.bargeInP50Ms ?? '-'} ms |`,
+        `| ${round} | ${LABELS[m.subject]} | ${m.cpuPerCallPct.toFixed(2)} % | ${m.idleRssMb} MB | ${m.warmRssMb} MB | ${m.settledRssMb} MB | ${m.memoryPerCallMb} MB | ${m.replyP50Ms ?? '-'} ms | ${m.bargeInP50Ms ?? '-'} ms |`,
       );
       const peerName = PEER_OF[m.subject];
       const peer = peerName && results.find((r) => r.round === round && r.subject === peerName);
       if (peer) {
         lines.push(
-          `| ${round} | ratio to ${peer.subject} | ${ratio(m.cpuPerCallPct, peer.cpuPerCallPct)} | ${ratio(m.idleRssMb, peer.idleRssMb)} | ${ratio(m.warmRssMb, peer.warmRssMb)} | ${ratio(m.memoryPerCallMb, peer.memoryPerCallMb)} | ${ratio(m.replyP50Ms, peer.replyP50Ms)} | ${ratio(m.bargeInP50Ms, peer.bargeInP50Ms)} |`,
+          `| ${round} | ratio to ${peer.subject} | ${ratio(m.cpuPerCallPct, peer.cpuPerCallPct)} | ${ratio(m.idleRssMb, peer.idleRssMb)} | ${ratio(m.warmRssMb, peer.warmRssMb)} | ${ratio(m.settledRssMb, peer.settledRssMb)} | ${ratio(m.memoryPerCallMb, peer.memoryPerCallMb)} | ${ratio(m.replyP50Ms, peer.replyP50Ms)} | ${ratio(m.bargeInP50Ms, peer.bargeInP50Ms)} |`,
         );
       }
     }
@@ -403,7 +411,7 @@ function spread(results: Measurement[]): string {
       return values.length === 0 ? '-' : `${Math.min(...values).toFixed(2)}-${Math.max(...values).toFixed(2)}x`;
     };
     lines.push(
-      `  ${LABELS[ours]} / ${peer}: CPU per call ${range((m) => m.cpuPerCallPct)}, RSS after warm-up ${range((m) => m.warmRssMb)}, reply p50 ${range((m) => m.replyP50Ms)}, barge-in p50 ${range((m) => m.bargeInP50Ms)}`,
+      `  ${LABELS[ours]} / ${peer}: CPU per call ${range((m) => m.cpuPerCallPct)}, RSS after warm-up ${range((m) => m.warmRssMb)} (10 s after: ${range((m) => m.settledRssMb)}), reply p50 ${range((m) => m.replyP50Ms)}, barge-in p50 ${range((m) => m.bargeInP50Ms)}`,
     );
   }
   return `${lines.join('\n')}\n`;

@@ -3,26 +3,31 @@ import { runInNewContext } from 'node:vm';
 import type { Logger } from 'pino';
 import type { LiveCalls } from './live-calls.js';
 
-/** After the last call ends, this long without a call before the garbage calls left is collected. */
+/** After the last call ends, this long without a call before memory is given back. */
 export const QUIET_COLLECT_MS = 1000;
 /**
- * Then this long, still without a call, before a second collection. V8 gives back the young
- * generation only at a collection that follows some seconds of little allocation (it measures
- * the rate over the last 5 s), so the first one, right after the calls, keeps it.
+ * Young-generation collections, this far apart, after the full ones. V8 shrinks its young
+ * generation at a collection only when the allocation rate over its last ten collections (or
+ * 5 s) is low; ten near-empty collections of a quiet server make it so at once, where it would
+ * otherwise wait for the next collection some seconds on, which an idle server may never reach.
  */
-export const QUIET_SHRINK_MS = 6000;
+const SHRINK_STEPS = 10;
+const SHRINK_STEP_MS = 100;
+
+/** Without options a full collection; `{ type: 'minor' }` the young generation only (V8 11 ignores `type: 'major'`). */
+type Gc = (options?: { type: 'minor' }) => void;
 
 /**
  * V8's `gc()`, which node only gives a script started with `--expose-gc`: turned on for the one
  * context made here, then off again, so no other code sees a `gc` it was not started with.
  */
-function exposedGc(): (() => void) | undefined {
-  const own = (globalThis as { gc?: () => void }).gc;
+function exposedGc(): Gc | undefined {
+  const own = (globalThis as { gc?: Gc }).gc;
   if (typeof own === 'function') return own;
   try {
     setFlagsFromString('--expose-gc');
     const gc: unknown = runInNewContext('gc');
-    return typeof gc === 'function' ? (gc as () => void) : undefined;
+    return typeof gc === 'function' ? (gc as Gc) : undefined;
   } catch {
     return undefined;
   } finally {
@@ -32,12 +37,13 @@ function exposedGc(): (() => void) | undefined {
 
 /**
  * Gives memory back once the server has no call. During calls V8 grows its young generation to
- * 32 MB and lets the calls' garbage (old-space objects, the Buffers of their audio, held outside
- * the heap until a full collection) pile up until the next full collection, which an idle heap
- * never reaches: 50 calls left about 60 MB resident in a server that then sat idle for good. A
- * full collection of an idle server's heap takes 20 to 50 ms of the event loop; here it runs
- * only when no call is live (a call that starts meanwhile cancels it), twice: a second after the
- * last call (the garbage), and again some seconds later (the young generation).
+ * 32 MB and lets the calls' garbage (old-space objects, and the Buffers of their audio, whose
+ * memory is freed only when a full collection finds them dead) pile up until the next full
+ * collection, which an idle heap does not reach: 50 calls left 60–80 MB resident in a server that
+ * then sat idle. So a second after the last call (and once start-up is over) it runs two full
+ * collections (the second releases what the first's sweep freed) and then young-generation
+ * collections until V8 shrinks that generation: about 20–50 ms of the event loop in all, then
+ * 1 ms steps, and only while no call is live (a call that starts meanwhile stops it).
  */
 export class QuietMemory {
   private static active: QuietMemory | undefined;
@@ -45,10 +51,10 @@ export class QuietMemory {
 
   constructor(
     private readonly liveCalls: LiveCalls,
-    private readonly gc: () => void,
+    private readonly gc: Gc,
     private readonly log: Logger,
   ) {
-    liveCalls.onIdle(() => this.schedule(QUIET_COLLECT_MS, true));
+    liveCalls.onIdle(() => this.schedule());
   }
 
   /** Whether this process can collect on demand; then it does so when quiet, else nothing happens. */
@@ -68,7 +74,7 @@ export class QuietMemory {
    */
   static afterStartUp(): void {
     const quiet = QuietMemory.active;
-    if (quiet && quiet.liveCalls.count === 0) quiet.schedule(QUIET_COLLECT_MS, true);
+    if (quiet && quiet.liveCalls.count === 0) quiet.schedule();
   }
 
   stop(): void {
@@ -76,24 +82,38 @@ export class QuietMemory {
     if (QuietMemory.active === this) QuietMemory.active = undefined;
   }
 
-  private schedule(delayMs: number, first: boolean): void {
+  private schedule(): void {
     clearTimeout(this.timer);
     const added = this.liveCalls.addedCount;
-    this.timer = setTimeout(() => {
-      if (this.liveCalls.count > 0 || this.liveCalls.addedCount !== added) return;
-      const before = process.memoryUsage.rss();
+    const quiet = () => this.liveCalls.count === 0 && this.liveCalls.addedCount === added;
+    const later = (ms: number, run: () => void) => {
+      this.timer = setTimeout(() => {
+        if (quiet()) run();
+      }, ms);
+      this.timer.unref();
+    };
+    later(QUIET_COLLECT_MS, () => {
+      const rssBefore = process.memoryUsage.rss();
       const startedAt = performance.now();
       this.gc();
-      this.log.debug(
-        {
-          gcMs: Math.round(performance.now() - startedAt),
-          rssBeforeMb: Math.round(before / 2 ** 20),
-          rssAfterMb: Math.round(process.memoryUsage.rss() / 2 ** 20),
-        },
-        'no call: garbage collected',
-      );
-      if (first) this.schedule(QUIET_SHRINK_MS, false);
-    }, delayMs);
-    this.timer.unref();
+      this.gc();
+      const fullMs = performance.now() - startedAt;
+      let steps = 0;
+      const shrink = () => {
+        this.gc({ type: 'minor' });
+        steps += 1;
+        if (steps < SHRINK_STEPS) later(SHRINK_STEP_MS, shrink);
+        else
+          this.log.debug(
+            {
+              fullGcMs: Math.round(fullMs),
+              rssBeforeMb: Math.round(rssBefore / 2 ** 20),
+              rssAfterMb: Math.round(process.memoryUsage.rss() / 2 ** 20),
+            },
+            'no call: memory given back',
+          );
+      };
+      later(SHRINK_STEP_MS, shrink);
+    });
   }
 }
