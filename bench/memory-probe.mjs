@@ -4,6 +4,12 @@ import { writeFileSync, readFileSync, readdirSync } from 'node:fs';
 import { getHeapSpaceStatistics, getHeapStatistics, writeHeapSnapshot } from 'node:v8';
 
 const out = process.env.MEMORY_PROBE_OUT;
+
+function countBy(names) {
+  const counts = {};
+  for (const name of names) counts[name] = (counts[name] ?? 0) + 1;
+  return counts;
+}
 let n = 0;
 process.on('SIGUSR2', () => {
   n += 1;
@@ -22,7 +28,7 @@ process.on('SIGUSR2', () => {
     spaces: getHeapSpaceStatistics(),
     threads,
     builtins: process.moduleLoadList.length,
-    handles: process.getActiveResourcesInfo?.().reduce((m, k) => ((m[k] = (m[k] ?? 0) + 1), m), {}),
+    handles: countBy(process.getActiveResourcesInfo()),
   };
   if (process.env.MEMORY_PROBE_SNAPSHOT === String(n)) report.snapshot = writeHeapSnapshot(`${out}.${n}.heapsnapshot`);
   writeFileSync(`${out}.${n}.json`, JSON.stringify(report));

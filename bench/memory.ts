@@ -82,7 +82,10 @@ function smaps(pid: number): Smaps {
     const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line);
     if (head) {
       name = head[1] ?? '';
-      const [a, b] = line.split(' ')[0]!.split('-').map((h) => Number.parseInt(h, 16));
+      const [a, b] = line
+        .split(' ')[0]!
+        .split('-')
+        .map((h) => Number.parseInt(h, 16));
       size = b! - a!;
       continue;
     }
@@ -131,7 +134,8 @@ function print(label: string, pid: number, s: Smaps, p: ProbeReport): void {
     .filter((x) => x.physical_space_size > 0)
     .map((x) => `${x.space_name.replace('_space', '')} ${mb(x.physical_space_size)}/${mb(x.space_used_size)}`)
     .join(', ');
-  const threads = p.threads.reduce<Record<string, number>>((m, t) => ((m[t] = (m[t] ?? 0) + 1), m), {});
+  const threads: Record<string, number> = {};
+  for (const name of p.threads) threads[name] = (threads[name] ?? 0) + 1;
   process.stdout.write(
     [
       `${label}: RSS ${mb(rssBytes(pid))} MB (smaps ${mb(s.rss)}: file ${mb(s.file)}, brk heap ${mb(s.heap)}, anon ${mb(s.anon)} of which 64 MB-arena-like ${mb(s.arenaLike)})`,
@@ -160,9 +164,18 @@ async function main(): Promise<void> {
       .filter(Boolean)
       .map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
   );
-  process.stdout.write(`${pinning.describe}; load average ${loadavg().map((v) => v.toFixed(2)).join(' ')}\n`);
+  process.stdout.write(
+    `${pinning.describe}; load average ${loadavg()
+      .map((v) => v.toFixed(2))
+      .join(' ')}\n`,
+  );
   const emulators = await startEmulateProcess(benchEmulatorArgs(), pinning.load);
-  const nodeArgs = ['--import', PROBE, ...(args.gc ? ['--expose-gc'] : []), ...args['node-args'].split(' ').filter(Boolean)];
+  const nodeArgs = [
+    '--import',
+    PROBE,
+    ...(args.gc ? ['--expose-gc'] : []),
+    ...args['node-args'].split(' ').filter(Boolean),
+  ];
   const server = await startServerProcess(
     {
       SWITCHBOARD_DEEPGRAM_URL: emulators.url,
@@ -222,7 +235,11 @@ async function main(): Promise<void> {
     await server.stop();
     await emulators.stop();
   }
-  process.stdout.write(`load average ${loadavg().map((v) => v.toFixed(2)).join(' ')}\n`);
+  process.stdout.write(
+    `load average ${loadavg()
+      .map((v) => v.toFixed(2))
+      .join(' ')}\n`,
+  );
 }
 
 main().catch((err: unknown) => {

