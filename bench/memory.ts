@@ -111,6 +111,7 @@ interface ProbeReport {
   spaces: Array<{ space_name: string; space_size: number; space_used_size: number; physical_space_size: number }>;
   threads: string[];
   handles: Record<string, number>;
+  fullGcMs: number[];
   snapshot?: string;
 }
 
@@ -142,6 +143,7 @@ function print(label: string, pid: number, s: Smaps, p: ProbeReport): void {
       `  V8 heap committed ${mb(p.memoryUsage.heapTotal)} used ${mb(p.memoryUsage.heapUsed)}, external ${mb(p.memoryUsage.external)} (ArrayBuffers ${mb(p.memoryUsage.arrayBuffers)}), V8 malloced ${mb(p.heap.malloced_memory)}, contexts ${p.heap.number_of_native_contexts}`,
       `  spaces (physical/used MB): ${spaces}`,
       `  threads ${JSON.stringify(threads)}; handles ${JSON.stringify(p.handles)}`,
+      `  full collections since the last reading (ms each): ${p.fullGcMs.join(', ') || 'none'}`,
       `  largest anonymous mappings (size/rss MB): ${s.biggestAnon.map(([z, r]) => `${mb(z)}/${mb(r)}`).join(', ')}`,
       ...(p.snapshot ? [`  heap snapshot ${p.snapshot}`] : []),
     ].join('\n') + '\n',
@@ -190,6 +192,11 @@ async function main(): Promise<void> {
     pinning.server,
   );
   const pid = server.child.pid!;
+  // With --env LOG_LEVEL=debug: the server's own account of each quiet-time collection.
+  const quietLines: string[] = [];
+  server.child.stdout!.on('data', (chunk: Buffer) => {
+    for (const line of chunk.toString().split('\n')) if (line.includes('memory given back')) quietLines.push(line);
+  });
   try {
     const llm = {
       service: 'llm',
