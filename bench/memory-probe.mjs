@@ -14,9 +14,11 @@ function countBy(names) {
 let n = 0;
 // Full collections (and how long each held the event loop) since the last report.
 let fullGcMs = [];
+let scavenges = 0;
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries())
     if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) fullGcMs.push(Math.round(entry.duration * 10) / 10);
+    else if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MINOR) scavenges += 1;
 }).observe({ entryTypes: ['gc'] });
 process.on('SIGUSR2', () => {
   n += 1;
@@ -37,8 +39,10 @@ process.on('SIGUSR2', () => {
     builtins: process.moduleLoadList.length,
     handles: countBy(process.getActiveResourcesInfo()),
     fullGcMs,
+    scavenges,
   };
   fullGcMs = [];
+  scavenges = 0;
   if (process.env.MEMORY_PROBE_SNAPSHOT === String(n)) report.snapshot = writeHeapSnapshot(`${out}.${n}.heapsnapshot`);
   writeFileSync(`${out}.${n}.json`, JSON.stringify(report));
 });

@@ -31,6 +31,8 @@ const { values: args } = parseArgs({
     snapshot: { type: 'boolean', default: false },
     'loop-s': { type: 'string', default: '0' },
     gc: { type: 'boolean', default: false },
+    /** A checkout whose build (dist/) runs instead of this one's. */
+    root: { type: 'string' },
   },
 });
 
@@ -112,6 +114,7 @@ interface ProbeReport {
   threads: string[];
   handles: Record<string, number>;
   fullGcMs: number[];
+  scavenges: number;
   snapshot?: string;
 }
 
@@ -143,7 +146,7 @@ function print(label: string, pid: number, s: Smaps, p: ProbeReport): void {
       `  V8 heap committed ${mb(p.memoryUsage.heapTotal)} used ${mb(p.memoryUsage.heapUsed)}, external ${mb(p.memoryUsage.external)} (ArrayBuffers ${mb(p.memoryUsage.arrayBuffers)}), V8 malloced ${mb(p.heap.malloced_memory)}, contexts ${p.heap.number_of_native_contexts}`,
       `  spaces (physical/used MB): ${spaces}`,
       `  threads ${JSON.stringify(threads)}; handles ${JSON.stringify(p.handles)}`,
-      `  full collections since the last reading (ms each): ${p.fullGcMs.join(', ') || 'none'}`,
+      `  since the last reading: ${p.scavenges} scavenges, full collections (ms each) ${p.fullGcMs.join(', ') || 'none'}`,
       `  largest anonymous mappings (size/rss MB): ${s.biggestAnon.map(([z, r]) => `${mb(z)}/${mb(r)}`).join(', ')}`,
       ...(p.snapshot ? [`  heap snapshot ${p.snapshot}`] : []),
     ].join('\n') + '\n',
@@ -190,6 +193,7 @@ async function main(): Promise<void> {
     },
     nodeArgs,
     pinning.server,
+    args.root,
   );
   const pid = server.child.pid!;
   // With --env LOG_LEVEL=debug: the server's own account of each quiet-time collection.
