@@ -51,7 +51,7 @@ export async function startServer(
   try {
     await bootstrapApiKey(config, new AccountsRepo(database.db), options.out ?? process.stdout);
     const liveCalls = new LiveCalls();
-    const quietMemory = QuietMemory.start(liveCalls, logger);
+    const quietMemory = config.giveBackMemory ? QuietMemory.start(liveCalls, logger) : undefined;
     // Made here rather than by buildApp so that a failed start lets go of its Redis connection.
     cluster = await createCoordinator(config, dataDirId(config.dataDir), logger);
     const app = await buildApp({ config, database, logger, liveCalls, cluster, sandboxCallee: options.sandboxCallee });

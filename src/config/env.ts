@@ -76,6 +76,7 @@ const envSchema = z.object({
   SWITCHBOARD_METRICS_TOKEN: z.string().optional(),
   SWITCHBOARD_CARRIER: z.enum(['sandbox', 'twilio']).default('sandbox'),
   SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL: z.enum(['true', 'false']).default('false'),
+  SWITCHBOARD_GIVE_BACK_MEMORY: z.enum(['true', 'false']).default('false'),
   // Read by the provider adapters from the raw environment (see providers/endpoint.ts); checked here.
   SWITCHBOARD_PROVIDER_ALLOW_PRIVATE: z.enum(['true', 'false']).default('false'),
   SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: z.coerce.number().int().min(5).max(600).default(60),
@@ -168,6 +169,8 @@ export interface AppConfig {
   carrier: 'sandbox' | 'twilio';
   /** Customer webhooks may point at link-local and metadata addresses (off: a safety default). */
   webhookAllowLinkLocal: boolean;
+  /** Collect V8's heap when no call is live, giving back what calls left (lifecycle/quiet-memory.ts). */
+  giveBackMemory: boolean;
   /** How long a dial-in caller waits on hold for a bot before a polite message and hang-up. */
   dialinHoldTimeoutSecs: number;
   /** How long a dial-out call rings before it counts as unanswered. */
@@ -248,6 +251,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     corsOrigins: e.SWITCHBOARD_CORS_ORIGINS ?? [],
     carrier: e.SWITCHBOARD_CARRIER,
     webhookAllowLinkLocal: e.SWITCHBOARD_WEBHOOK_ALLOW_LINK_LOCAL === 'true',
+    giveBackMemory: e.SWITCHBOARD_GIVE_BACK_MEMORY === 'true',
     dialinHoldTimeoutSecs: e.SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS,
     dialoutRingTimeoutSecs: e.SWITCHBOARD_DIALOUT_RING_TIMEOUT_SECS,
     turnDeadlineSecs: e.SWITCHBOARD_TURN_DEADLINE_SECS,
