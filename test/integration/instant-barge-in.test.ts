@@ -85,7 +85,8 @@ async function call(options: CallOptions) {
     clips: {
       question: { mulaw: await question() },
       over: options.over,
-      forward: { mulaw: await readMulawFile(fixture('A07_go_forward.ulaw')) },
+      // "go forward", up to the clip's first pause: the next question's length is not the subject either.
+      forward: { mulaw: (await readMulawFile(fixture('A07_go_forward.ulaw'))).slice(400 * 8, 1200 * 8) },
     },
     scenario: {
       steps: [
