@@ -18,8 +18,11 @@ const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${
 const SYSTEM = 'You are the front desk of a small hotel.';
 const QUESTION = 'the birch canoe';
 const FOLLOW_UP = 'go forward ten meters';
-const REPLY =
-  'We have rooms with a view of the harbour and rooms with a garden terrace. Every stay includes breakfast and parking.';
+/**
+ * Two sentences, the first 3 s long: the caller speaks over it 1 to 1.5 s in, while it is still
+ * being made. What follows is heard whole after a resume, so it is short.
+ */
+const REPLY = 'We have rooms with a view of the harbour and rooms with a garden terrace. Breakfast is included.';
 const MS_PER_CHAR = 40;
 
 let server: CallServer | undefined;
