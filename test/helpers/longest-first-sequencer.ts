@@ -26,7 +26,6 @@ const MEASURED_SECONDS: Record<string, number> = {
   'cluster:test/cluster/two-nodes.test.ts': 65,
   'postgres:test/postgres/key-fingerprints.test.ts': 63,
   'processes:test/integration/loadtest.test.ts': 51,
-  'processes:test/integration/offline-demo.test.ts': 46,
   'default:test/integration/vendor-call.test.ts': 44,
   'processes:test/integration/shutdown-drain.test.ts': 43,
   'default:test/integration/interruption-context.test.ts': 42,
