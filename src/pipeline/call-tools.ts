@@ -170,6 +170,7 @@ export class CallTools {
     replySignal: AbortSignal,
     onAction: (action: ToolAction) => void,
   ): Promise<ToolCallResult> {
+    // Wall time: a function's wait is the network's and the webhook's, which run on real time.
     const startedAtMs = performance.now();
     this.deps.signal?.(`tool:${call.name}:started`);
     const handler = spec ? this.handlerFor(spec) : undefined;
@@ -216,6 +217,7 @@ export class CallTools {
         if (result.outcome !== 'ok') own.abort();
         resolve(result);
       };
+      // Wall time, as the latency above: the timeout bounds a remote server's answer.
       const timer = setTimeout(
         () => settle(errorResult('timeout', `${spec.name} did not answer within ${spec.timeoutMs / 1000} s.`)),
         spec.timeoutMs,

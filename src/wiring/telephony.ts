@@ -23,7 +23,7 @@ export interface TelephonyDeps {
   database: OpenedDatabase;
   secrets: SecretBox;
   /** The playout clock and the offline voice: held callers hear hold music and messages through them. */
-  runtime: Pick<CallSessionDeps, 'clock' | 'fallbackTts'>;
+  runtime: Pick<CallSessionDeps, 'clock' | 'playoutClock' | 'fallbackTts'>;
   cluster: Coordinator;
   liveCalls: LiveCalls;
   metrics: ServiceMetrics;
@@ -59,7 +59,7 @@ export async function buildTelephony(deps: TelephonyDeps): Promise<Telephony> {
       log,
     ),
     dialinCalls: new DialinCalls({
-      clock: deps.runtime.clock,
+      playoutClock: deps.runtime.playoutClock,
       fallbackTts: deps.runtime.fallbackTts,
       policy: deps.webhookPolicy,
       holdTimeoutMs: config.dialinHoldTimeoutSecs * 1000,
