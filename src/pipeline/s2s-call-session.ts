@@ -127,15 +127,19 @@ export class S2sCallSession extends CallEngine {
     );
     const history = new Conversation(settings.initialMessages).messages;
     const tools = this.createCallTools(settings.llm, (name) => this.builtInTool(name));
-    this.toolBatch = new S2sToolBatch(tools, {
-      send: (results) => this.session?.sendToolResults(results),
-      say: (text) => this.sayBetweenItems(text),
-      append: (messages) => this.session?.appendMessages(messages),
-      endCall: () => {
-        if (!this.endAfterAnswer('end_call')) this.log.info('streamed end-call action: the call is already ending');
+    this.toolBatch = new S2sToolBatch(
+      tools,
+      {
+        send: (results) => this.session?.sendToolResults(results),
+        say: (text) => this.sayBetweenItems(text),
+        append: (messages) => this.session?.appendMessages(messages),
+        endCall: () => {
+          if (!this.endAfterAnswer('end_call')) this.log.info('streamed end-call action: the call is already ending');
+        },
+        log: () => this.log,
       },
-      log: () => this.log,
-    }, this.deps.clock);
+      this.deps.clock,
+    );
     const options = {
       history,
       tools: tools.any ? tools.offered : undefined,

@@ -86,7 +86,7 @@ export class RoomManager {
   /** Opens a room with its bot under a reserved name and returns a token to join it. */
   start(name: string, request: StartRoomRequest): { name: string; token: string; room: Room } {
     // Not refused while draining: a telephony call accepted just before the signal still gets its room.
-    const maxDurationAtMs = Date.now() + request.config.body.max_duration * 1000;
+    const maxDurationAtMs = this.options.session.clock.now() + request.config.body.max_duration * 1000;
     let release = (): void => undefined;
     const room = new Room({
       name,

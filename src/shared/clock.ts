@@ -35,7 +35,8 @@ class ScaledClock implements Clock {
   private readonly originMs = performance.now();
 
   constructor(readonly speed: number) {
-    if (!(speed > 0) || !Number.isFinite(speed)) throw new Error(`a clock's speed must be a positive number, not ${speed}`);
+    if (!(speed > 0) || !Number.isFinite(speed))
+      throw new Error(`a clock's speed must be a positive number, not ${speed}`);
   }
 
   now(): number {

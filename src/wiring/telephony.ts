@@ -46,7 +46,7 @@ export interface Telephony {
 export async function buildTelephony(deps: TelephonyDeps): Promise<Telephony> {
   const { config, database, log } = deps;
   const phoneNumbersRepo = new PhoneNumbersRepo(database.db);
-  const carrier = await createCarrier(config, phoneNumbersRepo, log, deps.sandboxCallee);
+  const carrier = await createCarrier(config, phoneNumbersRepo, log, deps.sandboxCallee, deps.runtime.clock);
   return {
     carrier,
     phoneNumbers: new PhoneNumberService(phoneNumbersRepo, carrier, `${config.publicUrl}/twilio/voice`),
