@@ -283,8 +283,7 @@ async function measure(
     await sleep(durationMs - LOAD_WARM_UP_MS - 2000);
     const cpuUsed = cpuSeconds(running.pid) - cpuBefore;
     const threadsAfter = threadCpuSeconds(running.pid);
-    const mainUsed =
-      (threadsAfter?.get(String(running.pid)) ?? 0) - (threadsBefore?.get(String(running.pid)) ?? 0);
+    const mainUsed = (threadsAfter?.get(String(running.pid)) ?? 0) - (threadsBefore?.get(String(running.pid)) ?? 0);
     const otherUsed = new Map<string, number>();
     for (const [tid, secs] of threadsAfter ?? []) {
       if (tid === String(running.pid)) continue;
@@ -417,9 +416,7 @@ async function main(): Promise<void> {
   const only = args.only?.split(',').map((s) => s.trim());
   const order = (
     ['sb-pipeline', 'sb-pipeline-base', 'call-gpt', 'sb-s2s', 'sb-s2s-base', 'realtime-sample'] as const
-  ).filter(
-    (s) => starters[s] && (!only || only.includes(s)),
-  );
+  ).filter((s) => starters[s] && (!only || only.includes(s)));
 
   const results: Measurement[] = [];
   try {
