@@ -105,6 +105,8 @@ interface Measurement {
   cpuPerCallPct: number;
   /** Of cpuPerCallPct, the process's main thread (the event loop); the rest is every other thread. */
   mainThreadPerCallPct: number;
+  /** Read and write system calls per talking call per second over the window (`/proc/<pid>/io`): the sockets' share of the work, whatever the machine's load. */
+  syscallsPerCallPerSec: { read: number; write: number };
   /** The other threads' share of cpuPerCallPct, by thread name (V8's GC helpers, libuv's pool, workers). */
   otherThreadsPerCallPct: Record<string, number>;
   replyP50Ms: number | null;
@@ -201,6 +203,19 @@ function threadName(pid: number, tid: string): string {
   }
 }
 
+/** Read and write system calls a process has made (`/proc/<pid>/io`: syscr, syscw; writev counts as one). */
+function syscallCounts(pid: number): { read: number; write: number } {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    return {
+      read: Number(/syscr:\s+(\d+)/.exec(io)?.[1] ?? 0),
+      write: Number(/syscw:\s+(\d+)/.exec(io)?.[1] ?? 0),
+    };
+  } catch {
+    return { read: 0, write: 0 };
+  }
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function startSwitchboard(
@@ -278,11 +293,13 @@ async function measure(
     await sleep(LOAD_WARM_UP_MS);
     const cpuBefore = cpuSeconds(running.pid);
     const threadsBefore = threadCpuSeconds(running.pid);
+    const ioBefore = syscallCounts(running.pid);
     const startedAt = performance.now();
     const talkingBefore = establishedConnections(running.port) - notCalls;
     await sleep(durationMs - LOAD_WARM_UP_MS - 2000);
     const cpuUsed = cpuSeconds(running.pid) - cpuBefore;
     const threadsAfter = threadCpuSeconds(running.pid);
+    const ioAfter = syscallCounts(running.pid);
     const mainUsed = (threadsAfter?.get(String(running.pid)) ?? 0) - (threadsBefore?.get(String(running.pid)) ?? 0);
     const otherUsed = new Map<string, number>();
     for (const [tid, secs] of threadsAfter ?? []) {
@@ -311,6 +328,10 @@ async function measure(
       talkingCalls: talking,
       cpuPerCallPct: talking > 0 ? Math.round((cpuUsed / windowSecs / talking) * 10_000) / 100 : 0,
       mainThreadPerCallPct: talking > 0 ? Math.round((mainUsed / windowSecs / talking) * 10_000) / 100 : 0,
+      syscallsPerCallPerSec: {
+        read: talking > 0 ? round1((ioAfter.read - ioBefore.read) / windowSecs / talking) : 0,
+        write: talking > 0 ? round1((ioAfter.write - ioBefore.write) / windowSecs / talking) : 0,
+      },
       otherThreadsPerCallPct: Object.fromEntries(
         [...otherUsed]
           .filter(([, secs]) => secs > 0)
@@ -336,6 +357,7 @@ function describe(m: Measurement): string {
   const ms = (v: number | null) => (v === null ? '-' : `${Math.round(v)}`);
   return [
     `CPU ${m.cpuPerCallPct.toFixed(2)} % of a core per talking call (main thread ${m.mainThreadPerCallPct.toFixed(2)}, others ${JSON.stringify(m.otherThreadsPerCallPct)}; ${m.talkingCalls} talking)`,
+    `system calls per call a second: ${m.syscallsPerCallPerSec.read} reads, ${m.syscallsPerCallPerSec.write} writes`,
     `RSS idle ${m.idleRssMb} MB, after warm-up ${m.warmRssMb} MB, ${m.memoryPerCallMb} MB per call`,
     `reply p50/p95 ${ms(m.replyP50Ms)}/${ms(m.replyP95Ms)} ms (${m.replies})`,
     `barge-in p50/p95 ${ms(m.bargeInP50Ms)}/${ms(m.bargeInP95Ms)} ms (${m.bargeIns}, ${m.bargeInsUnanswered} never cleared)`,
