@@ -44,7 +44,6 @@ const PROCESS_TESTS = [
   'test/integration/file-modes.test.ts',
   'test/integration/loadtest.test.ts',
   'test/integration/node-lts.test.ts',
-  'test/integration/offline-demo.test.ts',
   'test/integration/persistence.test.ts',
   'test/integration/readme-walkthroughs.test.ts',
   'test/integration/recordings-api.test.ts',

@@ -2,7 +2,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { type CapacityPoint, measureCapacity, startEmulateProcess } from './capacity.js';
 import { benchEmulatorArgs } from './latency.js';
-import { createBotConfig, scrapeMetrics, type ServerProcess, startServerProcess } from './server-process.js';
+import { type ServerProcess, startServerProcess } from './server-process.js';
+import { configureTalkingBot, settledRssBytes, talkingBotVendors } from './talking-bot.js';
 
 /**
  * CPU per talking call of two servers side by side, in the same window: the machine this runs on is
@@ -42,46 +43,11 @@ async function start(
   side: Side,
   vendors: string,
 ): Promise<{ server: ServerProcess; wssUrl: string; idleRssBytes: number; unconfiguredRssBytes: number }> {
-  const server = await startServerProcess(
-    { SWITCHBOARD_DEEPGRAM_URL: vendors, SWITCHBOARD_OPENAI_URL: vendors, SWITCHBOARD_CARTESIA_URL: vendors },
-    side.nodeArgs,
-    undefined,
-    side.root,
-  );
+  const server = await startServerProcess(talkingBotVendors(vendors), side.nodeArgs, undefined, side.root);
   // Idle with nothing configured, as bench/run.ts reads it: the heavy parts are not loaded yet.
-  await new Promise((resolve) => setTimeout(resolve, 3000));
-  const unconfiguredRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
-  const llm = {
-    service: 'llm',
-    options: [
-      { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
-      { name: 'run_on_config', value: true },
-    ],
-  };
-  const id = await createBotConfig(
-    server.baseUrl,
-    args.s2s
-      ? {
-          bot_profile: 'openai_realtime_beta_2024_10',
-          services: { llm: 'openai_realtime' },
-          config: [llm],
-          api_keys: { openai: 'bench' },
-        }
-      : {
-          bot_profile: 'telephony_ws_voice_2024_09',
-          services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-          config: [llm],
-          api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
-        },
-  );
-  await server.logged('voice activity model ready');
-  const idleRssBytes = (await scrapeMetrics(server.baseUrl)).get('process_resident_memory_bytes') ?? 0;
-  return {
-    server,
-    wssUrl: `${server.baseUrl.replace(/^http/, 'ws')}/ws/twilio/${id}`,
-    idleRssBytes,
-    unconfiguredRssBytes,
-  };
+  const unconfiguredRssBytes = await settledRssBytes(server.baseUrl, 3000);
+  const wssUrl = await configureTalkingBot(server, args.s2s);
+  return { server, wssUrl, idleRssBytes: await settledRssBytes(server.baseUrl, 0), unconfiguredRssBytes };
 }
 
 async function main(): Promise<void> {

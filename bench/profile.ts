@@ -5,7 +5,8 @@ import { parseArgs } from 'node:util';
 import { measureCapacity, startEmulateProcess } from './capacity.js';
 import { cpuPinning } from './cpu-pinning.js';
 import { benchEmulatorArgs } from './latency.js';
-import { createBotConfig, scrapeMetrics, startServerProcess } from './server-process.js';
+import { startServerProcess } from './server-process.js';
+import { configureTalkingBot, settledRssBytes, talkingBotVendors } from './talking-bot.js';
 
 /**
  * Where a talking call's CPU goes: the built server in its own process under `--cpu-prof`
@@ -41,44 +42,14 @@ async function main(): Promise<void> {
   process.stdout.write(`${pinning.describe}\n`);
   const emulators = await startEmulateProcess(benchEmulatorArgs(), pinning.load);
   const server = await startServerProcess(
-    {
-      SWITCHBOARD_DEEPGRAM_URL: emulators.url,
-      SWITCHBOARD_OPENAI_URL: emulators.url,
-      SWITCHBOARD_CARTESIA_URL: emulators.url,
-    },
+    talkingBotVendors(emulators.url),
     ['--cpu-prof', `--cpu-prof-dir=${dir}`],
     pinning.server,
   );
   try {
-    const llm = {
-      service: 'llm',
-      options: [
-        { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
-        { name: 'run_on_config', value: true },
-      ],
-    };
-    const id = await createBotConfig(
-      server.baseUrl,
-      args.s2s
-        ? {
-            bot_profile: 'openai_realtime_beta_2024_10',
-            services: { llm: 'openai_realtime' },
-            config: [llm],
-            api_keys: { openai: 'bench' },
-          }
-        : {
-            bot_profile: 'telephony_ws_voice_2024_09',
-            services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-            config: [llm],
-            api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
-          },
-    );
+    const wssUrl = await configureTalkingBot(server, args.s2s);
     // Idle: listening, the VAD's network loaded (the configuration readies it), no call yet.
-    await server.logged('voice activity model ready');
-    await new Promise((r) => setTimeout(r, 3000));
-    const idle = await scrapeMetrics(server.baseUrl);
-    const idleRssBytes = idle.get('process_resident_memory_bytes') ?? 0;
-    const wssUrl = `${server.baseUrl.replace(/^http/, 'ws')}/ws/twilio/${id}`;
+    const idleRssBytes = await settledRssBytes(server.baseUrl, 3000);
     const calls = Number(args.calls);
     const durationMs = Number(args['duration-s']) * 1000;
     const point = await measureCapacity({

@@ -2,7 +2,8 @@
  * What the browser tests of Pipecat's client SDK share, whichever transport they drive: Chromium
  * with a fake microphone playing a script, the page bundled from the installed packages and
  * served from its own localhost origin, a server with scripted STT, LLM and TTS that lets that
- * origin call bots/start, and the page's `globalThis.sdkTest` (its callbacks' events) read back.
+ * origin call bots/start (`scriptedSuite` sets them up per test), the page calling bots/start
+ * (`startBot`), and the page's `globalThis.sdkTest` (its callbacks' events) read back.
  */
 import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -12,10 +13,12 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { type Browser, chromium, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { encodePcm16Wav } from '../../src/audio/wav.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { fixturePcm } from '../helpers/room-client.js';
+import { TEST_KEY } from '../helpers/test-app.js';
 
 /** Debian's chromium (or CHROMIUM_PATH); undefined where none is installed, and the tests skip. */
 export const CHROMIUM = [
@@ -136,6 +139,76 @@ export async function startScriptedServer(
   return { server, origin: server.baseUrl.replace('127.0.0.1', 'localhost'), stt, llm };
 }
 
+/**
+ * bots/start's body for the scripted server over `transport`: its STT, LLM and TTS, a VAD that
+ * ends the turn after 0.5 s of quiet, and the greeting at once; `llmOptions` adds to the LLM's.
+ */
+export function scriptedStartBody(
+  transport: 'websocket' | 'webrtc',
+  llmOptions: Array<{ name: string; value: unknown }> = [],
+): Record<string, unknown> {
+  return {
+    bot_profile: 'voice_2024_10',
+    services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
+    config: [
+      { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.5 } }] },
+      { service: 'llm', options: [{ name: 'run_on_config', value: true }, ...llmOptions] },
+    ],
+    max_duration: 120,
+    transport,
+  };
+}
+
+export interface ScriptedSuite {
+  /** Chromium, launched once for the suite. */
+  browser(): Browser;
+  /** The front-end on its own origin and a scripted server open to it, both closed after the test. */
+  start(replies?: Parameters<typeof startScriptedServer>[1]): Promise<ScriptedCall & { frontOrigin: string }>;
+}
+
+/**
+ * Registers the hooks of a suite of scripted calls from the page `page` (beside this file): the
+ * page bundled and Chromium launched once (its microphone as `launchWithMicrophone`'s `quiet`),
+ * and each test's front-end and server closed after it. Call it inside the suite's `describe`.
+ */
+export function scriptedSuite(options: {
+  page: string;
+  title: string;
+  quiet: Parameters<typeof launchWithMicrophone>[0];
+}): ScriptedSuite {
+  let browser: Browser | undefined;
+  let bundle: string;
+  let server: CallServer | undefined;
+  let closeFront: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    bundle = await bundlePage(options.page);
+    browser = await launchWithMicrophone(options.quiet);
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  afterEach(async () => {
+    await server?.close();
+    server = undefined;
+    await closeFront?.();
+    closeFront = undefined;
+  });
+
+  return {
+    browser: () => browser!,
+    async start(replies) {
+      const front = await serveFrontEnd(bundle, options.title);
+      closeFront = front.close;
+      const started = await startScriptedServer(front.origin, replies);
+      server = started.server;
+      return { ...started, frontOrigin: front.origin };
+    },
+  };
+}
+
 /** A new page whose console errors are kept (and printed with SDK_DEBUG set). */
 export async function watchedPage(browser: Browser): Promise<{ page: Page; consoleErrors: string[] }> {
   const page = await browser.newPage();
@@ -161,6 +234,47 @@ export async function keepToLocalhost(page: Page): Promise<string[]> {
     return route.abort();
   });
   return elsewhere;
+}
+
+/** An event the page's SDK callbacks recorded, as the tests read it. */
+export interface SdkEvent {
+  type: string;
+  data: Record<string, any> | null;
+}
+
+/** The SmallWebRTC page's events (pipecat-webrtc-page.ts): how much of the bot had been heard, and when, ms. */
+export interface WebRtcSdkEvent extends SdkEvent {
+  heardMs: number;
+  atMs: number;
+}
+
+/** Runs the expression `body` in the page, with `t` its `globalThis.sdkTest` (e.g. `t.heardMs()`). */
+export function sdk<T>(page: Page, body: string): Promise<T> {
+  return page.evaluate(`(async (t) => (${body}))(globalThis.sdkTest)`) as Promise<T>;
+}
+
+/**
+ * Has the front-end open in `page` call startBotAndConnect with `body` at `endpoint` (a bots/start
+ * URL): the SDK's outcome ('connected' or 'failed: …') and the answer bots/start gave it, as it
+ * went by.
+ */
+export async function startBot(
+  page: Page,
+  endpoint: string,
+  body: Record<string, unknown>,
+): Promise<{ outcome: string; answer: Record<string, any> }> {
+  const answer = page
+    // Not the CORS preflight's 204: the answer itself.
+    .waitForResponse((response) => response.url().endsWith('/v1/bots/start') && response.status() !== 204)
+    .then(async (response) => (await response.json()) as Record<string, any>);
+  const outcome = await page.evaluate(
+    ([endpoint, key, body]) =>
+      (
+        globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
+      ).sdkTest.start(endpoint, key, body),
+    [endpoint, TEST_KEY, body] as const,
+  );
+  return { outcome, answer: await answer };
 }
 
 /** The events the page's SDK callbacks recorded (`globalThis.sdkTest.events`), once `predicate` holds. */

@@ -1,20 +1,17 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { CallServer } from '../helpers/call-server.js';
+import { describe, expect, it } from 'vitest';
 import { PipecatWsClient } from '../helpers/pipecat-ws-client.js';
-import { TEST_KEY } from '../helpers/test-app.js';
 import {
   ANSWER,
-  bundlePage,
   CHROMIUM,
   GREETING,
   HEARD,
   keepToLocalhost,
   LONG_REPLY,
-  launchWithMicrophone,
   SKIP_NOTE,
-  serveFrontEnd,
-  startScriptedServer,
+  type SdkEvent,
+  scriptedStartBody,
+  scriptedSuite,
+  startBot,
   TONE_MS_PER_CHAR,
   untilEvent as untilSdkEvent,
   watchedPage,
@@ -33,75 +30,30 @@ import {
 /** The transport's player runs at 24 kHz. */
 const PLAYER_RATE_HZ = 24000;
 
-interface SdkEvent {
-  type: string;
-  data: Record<string, any> | null;
+/** The websocket page's events (pipecat-sdk-page.ts): the bot audio received so far, samples. */
+interface WsSdkEvent extends SdkEvent {
   botSamples: number;
 }
 
-const untilEvent = (page: Page, what: string, predicate: (events: SdkEvent[]) => boolean, timeoutMs?: number) =>
-  untilSdkEvent<SdkEvent>(page, what, predicate, timeoutMs);
+const untilEvent = untilSdkEvent<WsSdkEvent>;
 
 describe.skipIf(!CHROMIUM)(`the Pipecat client SDK in headless Chromium${SKIP_NOTE}`, () => {
-  let browser: Browser;
-  let bundle: string;
-  let server: CallServer | undefined;
-  let closeFront: (() => Promise<void>) | undefined;
-
-  beforeAll(async () => {
-    bundle = await bundlePage('./pipecat-sdk-page.ts');
-    browser = await launchWithMicrophone({ leadSecs: 4, gapSecs: 3, tailSecs: 8 });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
-    await closeFront?.();
-    closeFront = undefined;
+  const suite = scriptedSuite({
+    page: './pipecat-sdk-page.ts',
+    title: 'Pipecat SDK',
+    quiet: { leadSecs: 4, gapSecs: 3, tailSecs: 8 },
   });
 
   it('startBotAndConnect joins; the greeting plays; transcripts, answers, metrics and an interruption reach the callbacks; disconnectBot ends the room', async () => {
     // The front-end lives on its own origin, as a team's would; the server lets it call bots/start.
-    const front = await serveFrontEnd(bundle, 'Pipecat SDK');
-    closeFront = front.close;
-    const started = await startScriptedServer(front.origin);
-    server = started.server;
-    const { origin, stt, llm } = started;
-    const { page, consoleErrors } = await watchedPage(browser);
+    const { frontOrigin, origin, stt, llm } = await suite.start();
+    const { page, consoleErrors } = await watchedPage(suite.browser());
     // Nothing may be fetched from anywhere but localhost.
     const elsewhere = await keepToLocalhost(page);
-    // What bots/start answered the SDK, as it went by.
-    const answer = page
-      .waitForResponse((response) => response.url().endsWith('/v1/bots/start'))
-      .then(async (response) => (await response.json()) as { ws_url: string });
-    await page.goto(`${front.origin}/`);
-
-    const outcome = await page.evaluate(
-      ([endpoint, key, requestData]) =>
-        (
-          globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
-        ).sdkTest.start(endpoint, key, requestData),
-      [
-        `${origin}/v1/bots/start`,
-        TEST_KEY,
-        {
-          bot_profile: 'voice_2024_10',
-          services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
-          config: [
-            { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.5 } }] },
-            { service: 'llm', options: [{ name: 'run_on_config', value: true }] },
-          ],
-          max_duration: 120,
-          transport: 'websocket',
-        },
-      ] as const,
-    );
+    await page.goto(`${frontOrigin}/`);
+    const { outcome, answer } = await startBot(page, `${origin}/v1/bots/start`, scriptedStartBody('websocket'));
     expect(outcome).toBe('connected');
-    expect(Object.keys(await answer)).toEqual(['ws_url']);
+    expect(Object.keys(answer)).toEqual(['ws_url']);
 
     // The greeting: spoken, handed to the SDK's player in full, and played.
     let events = await untilEvent(page, 'the greeting', (e) => e.some((x) => x.type === 'botStoppedSpeaking'));
@@ -174,7 +126,7 @@ describe.skipIf(!CHROMIUM)(`the Pipecat client SDK in headless Chromium${SKIP_NO
     // The SDK sees the server close the socket, as when a Pipecat bot leaves, and disconnects.
     events = await untilEvent(page, 'the SDK disconnecting', (e) => e.some((x) => x.type === 'disconnected'));
     expect(JSON.stringify(events.filter((e) => e.type === 'error').map((e) => e.data))).toContain('Code: 1000');
-    const late = await PipecatWsClient.connect((await answer).ws_url);
+    const late = await PipecatWsClient.connect(answer.ws_url);
     expect(await late.untilClosed()).toEqual({ code: 4404, reason: 'room not found or has closed' });
 
     expect(elsewhere).toEqual([]);
@@ -183,17 +135,13 @@ describe.skipIf(!CHROMIUM)(`the Pipecat client SDK in headless Chromium${SKIP_NO
   });
 
   it('a function neither webhook nor built in is asked of the client: registerFunctionCallHandler answers, and the bot runs again with its result', async () => {
-    const front = await serveFrontEnd(bundle, 'Pipecat SDK');
-    closeFront = front.close;
-    const started = await startScriptedServer(front.origin, [
+    const { frontOrigin, origin, llm } = await suite.start([
       GREETING,
       { calls: [{ name: 'check_table', arguments: { party: 4 }, id: 'call_room_1' }] },
       ANSWER,
     ]);
-    server = started.server;
-    const { origin, llm } = started;
-    const page = await browser.newPage();
-    await page.goto(`${front.origin}/`);
+    const page = await suite.browser().newPage();
+    await page.goto(`${frontOrigin}/`);
     await page.evaluate(() =>
       (
         globalThis as unknown as { sdkTest: { registerFunction(n: string, r: unknown): void } }
@@ -207,31 +155,10 @@ describe.skipIf(!CHROMIUM)(`the Pipecat client SDK in headless Chromium${SKIP_NO
         parameters: { type: 'object', properties: { party: { type: 'number' } } },
       },
     };
-    const outcome = await page.evaluate(
-      ([endpoint, key, requestData]) =>
-        (
-          globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
-        ).sdkTest.start(endpoint, key, requestData),
-      [
-        `${origin}/v1/bots/start`,
-        TEST_KEY,
-        {
-          bot_profile: 'voice_2024_10',
-          services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
-          config: [
-            { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.5 } }] },
-            {
-              service: 'llm',
-              options: [
-                { name: 'run_on_config', value: true },
-                { name: 'tools', value: [tool] },
-              ],
-            },
-          ],
-          max_duration: 120,
-          transport: 'websocket',
-        },
-      ] as const,
+    const { outcome } = await startBot(
+      page,
+      `${origin}/v1/bots/start`,
+      scriptedStartBody('websocket', [{ name: 'tools', value: [tool] }]),
     );
     expect(outcome).toBe('connected');
 

@@ -1,24 +1,22 @@
 import jpeg from 'jpeg-js';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { keyframeToJpeg } from '../../src/rooms/webrtc/camera-worker-client.js';
-import type { CallServer } from '../helpers/call-server.js';
-import { TEST_KEY } from '../helpers/test-app.js';
 import { type ImpairedLink, startImpairedLink } from '../helpers/udp-impairment.js';
 import {
   ANSWER,
-  bundlePage,
   CHROMIUM,
   GREETING,
   HEARD,
   keepToLocalhost,
   LONG_REPLY,
-  launchWithMicrophone,
   SKIP_NOTE,
-  serveFrontEnd,
-  startScriptedServer,
+  scriptedStartBody,
+  scriptedSuite,
+  sdk,
+  startBot,
   TONE_MS_PER_CHAR,
   untilEvent as untilSdkEvent,
+  type WebRtcSdkEvent,
   watchedPage,
 } from './pipecat-harness.js';
 
@@ -31,51 +29,19 @@ import {
  * track as it arrives, so the checks are on the audio as heard. Skipped where no Chromium is installed.
  */
 
-interface SdkEvent {
-  type: string;
-  data: Record<string, any> | null;
-  heardMs: number;
-  atMs: number;
-}
+const untilEvent = untilSdkEvent<WebRtcSdkEvent>;
 
-const sdk = <T>(page: Page, body: string): Promise<T> =>
-  page.evaluate(`(async (t) => (${body}))(globalThis.sdkTest)`) as Promise<T>;
-
-const untilEvent = (page: Page, what: string, predicate: (events: SdkEvent[]) => boolean, timeoutMs?: number) =>
-  untilSdkEvent<SdkEvent>(page, what, predicate, timeoutMs);
-
-const START_BODY = {
-  bot_profile: 'voice_2024_10',
-  services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
-  config: [
-    { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.5 } }] },
-    { service: 'llm', options: [{ name: 'run_on_config', value: true }] },
-  ],
-  max_duration: 120,
-  transport: 'webrtc',
-};
+const START_BODY = scriptedStartBody('webrtc');
 
 describe.skipIf(!CHROMIUM)(`the Pipecat client SDK over SmallWebRTC in headless Chromium${SKIP_NOTE}`, () => {
-  let browser: Browser;
-  let bundle: string;
-  let server: CallServer | undefined;
-  let closeFront: (() => Promise<void>) | undefined;
+  const suite = scriptedSuite({
+    page: './pipecat-webrtc-page.ts',
+    title: 'Pipecat WebRTC',
+    quiet: { leadSecs: 6, gapSecs: 3, tailSecs: 10 },
+  });
   let link: ImpairedLink | undefined;
 
-  beforeAll(async () => {
-    bundle = await bundlePage('./pipecat-webrtc-page.ts');
-    browser = await launchWithMicrophone({ leadSecs: 6, gapSecs: 3, tailSecs: 10 });
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
   afterEach(async () => {
-    await server?.close();
-    server = undefined;
-    await closeFront?.();
-    closeFront = undefined;
     await link?.close();
     link = undefined;
   });
@@ -85,12 +51,8 @@ describe.skipIf(!CHROMIUM)(`the Pipecat client SDK over SmallWebRTC in headless 
     impair?: { lossRate: number; jitterMs: number },
     options: { camera?: boolean; body?: Record<string, unknown> } = {},
   ) {
-    const front = await serveFrontEnd(bundle, 'Pipecat WebRTC');
-    closeFront = front.close;
-    const started = await startScriptedServer(front.origin);
-    server = started.server;
-    const { origin, stt, llm } = started;
-    const { page, consoleErrors } = await watchedPage(browser);
+    const { frontOrigin, origin, stt, llm } = await suite.start();
+    const { page, consoleErrors } = await watchedPage(suite.browser());
     if (impair) {
       link = await startImpairedLink(impair);
       const relay = link;
@@ -114,18 +76,9 @@ describe.skipIf(!CHROMIUM)(`the Pipecat client SDK over SmallWebRTC in headless 
       });
     }
     const elsewhere = await keepToLocalhost(page);
-    const answer = page
-      .waitForResponse((response) => response.url().endsWith('/v1/bots/start'))
-      .then(async (response) => (await response.json()) as Record<string, any>);
-    await page.goto(`${front.origin}/${options.camera ? '#camera' : ''}`);
-    const outcome = await page.evaluate(
-      ([endpoint, key, body]) =>
-        (
-          globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
-        ).sdkTest.start(endpoint, key, body),
-      [`${origin}/v1/bots/start`, TEST_KEY, options.body ?? START_BODY] as const,
-    );
-    return { page, stt, llm, outcome, answer: await answer, consoleErrors, elsewhere };
+    await page.goto(`${frontOrigin}/${options.camera ? '#camera' : ''}`);
+    const { outcome, answer } = await startBot(page, `${origin}/v1/bots/start`, options.body ?? START_BODY);
+    return { page, stt, llm, outcome, answer, consoleErrors, elsewhere };
   }
 
   it('startBotAndConnect joins over WebRTC; the greeting is heard; the question is answered; a barge-in stops the bot; disconnectBot ends the room', async () => {

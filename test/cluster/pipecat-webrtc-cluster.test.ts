@@ -7,7 +7,7 @@
  * and A directly. Vendors are the emulators (tone TTS, scripted transcripts). Skipped where no
  * Chromium, PostgreSQL or Redis is installed.
  */
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SPEECH_MS_PER_CHAR } from '../../src/tools/emulators/emulator-kit.js';
 import {
@@ -16,25 +16,17 @@ import {
   keepToLocalhost,
   launchWithMicrophone,
   SKIP_NOTE,
+  sdk,
   serveFrontEnd,
+  startBot,
   untilEvent as untilSdkEvent,
+  type WebRtcSdkEvent,
   watchedPage,
 } from '../browser/pipecat-harness.js';
-import { sampleConfig, TEST_KEY } from '../helpers/test-app.js';
+import { sampleConfig } from '../helpers/test-app.js';
 import { ANSWER, type Cluster, clusterView, GREETING, redisLookup, startCluster, until } from './cluster-harness.js';
 
-interface SdkEvent {
-  type: string;
-  data: Record<string, any> | null;
-  heardMs: number;
-  atMs: number;
-}
-
-const sdk = <T>(page: Page, body: string): Promise<T> =>
-  page.evaluate(`(async (t) => (${body}))(globalThis.sdkTest)`) as Promise<T>;
-
-const untilEvent = (page: Page, what: string, predicate: (events: SdkEvent[]) => boolean, timeoutMs?: number) =>
-  untilSdkEvent<SdkEvent>(page, what, predicate, timeoutMs);
+const untilEvent = untilSdkEvent<WebRtcSdkEvent>;
 
 const START_BODY = {
   bot_profile: 'voice_2024_10',
@@ -93,19 +85,9 @@ describe.skipIf(!CHROMIUM || !redisLookup.ok)(
 
       const { page } = await watchedPage(browser!);
       const elsewhere = await keepToLocalhost(page);
-      const answer = page
-        .waitForResponse((response) => response.url().endsWith('/v1/bots/start') && response.status() !== 204)
-        .then(async (response) => (await response.json()) as Record<string, any>);
       await page.goto(`${frontOrigin}/`);
-      const outcome = await page.evaluate(
-        ([endpoint, key, body]) =>
-          (
-            globalThis as unknown as { sdkTest: { start(e: string, k: string, d: unknown): Promise<string> } }
-          ).sdkTest.start(endpoint, key, body),
-        [`${c.proxy.url}/v1/bots/start`, TEST_KEY, START_BODY] as const,
-      );
+      const { outcome, answer: started } = await startBot(page, `${c.proxy.url}/v1/bots/start`, START_BODY);
       expect(outcome).toBe('connected');
-      const started = await answer;
       // The offer URL names the cluster's one public address, not a node's own.
       const offerUrl = new URL(started.webrtcRequestParams.endpoint);
       expect(offerUrl.origin).toBe(c.proxy.url);

@@ -9,7 +9,8 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * known to be long carry their measured seconds below; any other file keeps vitest's order after
  * them in vitest's own order.
  *
- * The figures are vitest's per-file times from a whole run on the 2-core CI machine. Refresh them
+ * The figures are vitest's per-file times from a whole run on the 2-core CI machine (a file
+ * changed since, by its old figure scaled by its own before/after times run alone). Refresh them
  * when a file's time changes much (a new long file belongs here too): `npx vitest run
  * --reporter=json --outputFile=run.json` prints them per file (endTime - startTime of each
  * testResults entry).
@@ -21,24 +22,23 @@ const MEASURED_SECONDS: Record<string, number> = {
   'default:test/integration/s2s-call.test.ts': 89,
   'default:test/integration/room.test.ts': 88,
   'default:test/integration/function-calls.test.ts': 83,
-  'processes:test/integration/dist-build.test.ts': 76,
   'default:test/integration/instant-barge-in.test.ts': 73,
-  'cluster:test/cluster/two-nodes.test.ts': 65,
   'postgres:test/postgres/key-fingerprints.test.ts': 63,
+  'cluster:test/cluster/two-nodes.test.ts': 55,
+  'processes:test/integration/dist-build.test.ts': 52,
   'processes:test/integration/loadtest.test.ts': 51,
-  'processes:test/integration/offline-demo.test.ts': 46,
   'default:test/integration/vendor-call.test.ts': 44,
-  'processes:test/integration/shutdown-drain.test.ts': 43,
   'default:test/integration/interruption-context.test.ts': 42,
-  'cluster:test/cluster/node-failure.test.ts': 38,
   'processes:test/integration/cli-usage.test.ts': 37,
   'processes:test/browser/pipecat-webrtc.test.ts': 35,
   'default:test/integration/turn-deadline.test.ts': 33,
   'processes:test/browser/pipecat-sdk.test.ts': 31,
   'default:test/integration/turn-finalize.test.ts': 31,
   'default:test/integration/llm-stream-faults.test.ts': 29,
-  'cluster:test/cluster/loadtest.test.ts': 28,
+  'processes:test/integration/shutdown-drain.test.ts': 27,
+  'cluster:test/cluster/node-failure.test.ts': 27,
   'default:test/integration/dialin.test.ts': 27,
+  'cluster:test/cluster/loadtest.test.ts': 24,
   'default:test/integration/call-records.test.ts': 23,
   'postgres:test/integration/persistence.test.ts': 23,
 };

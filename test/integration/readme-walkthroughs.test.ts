@@ -2,6 +2,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseWav } from '../../src/audio/wav.js';
 import { requireBuilt } from '../helpers/built-cli.js';
 import { freePort } from '../helpers/call-server.js';
 import { type ShellBlock, checkoutLookalike, runScript, shellBlocks, substitute } from '../helpers/readme-blocks.js';
@@ -105,6 +106,14 @@ function isWav(path: string): boolean {
   );
 }
 
+/** Seconds of loud samples in a WAV file: what a listener hears of the voice, not the silence. */
+function loudSeconds(path: string): number {
+  const wav = parseWav(new Uint8Array(readFileSync(path)));
+  let loud = 0;
+  for (const sample of wav.samples) if (Math.abs(sample) > 1000) loud += 1;
+  return loud / wav.sampleRateHz;
+}
+
 function explain(run: { code: number | null; output: string; script: string }): string {
   return `script:\n${run.script}\n\nexit ${run.code}, output:\n${run.output}`;
 }
@@ -162,6 +171,8 @@ describe('the README, executed', () => {
     // The offline call: greeting, the fixture, and an answer to it, written to bot.wav.
     expect(run.output, context).toMatch(/utterance 1 "A06_birch_canoe.8k": .*reply latency \d+ ms/);
     expect(isWav(join(run.cwd, 'bot.wav')), context).toBe(true);
+    // Greeting and answer: well over a second of the bot's voice on the call's timeline.
+    expect(loudSeconds(join(run.cwd, 'bot.wav')), context).toBeGreaterThan(1);
     expect(run.output, context).toMatch(/"room_url":"http:\/\/localhost:\d+\/rooms\/[\w-]+","token":"v1\./);
     // The recording of that call, downloaded through its access link.
     expect(isWav(join(run.cwd, 'call.wav')), context).toBe(true);
@@ -184,6 +195,8 @@ describe('the README, executed', () => {
     const context = explain(run);
     expect(run.code, context).toBe(0);
     expect(errorLogLines(run.output), context).toEqual([]);
+    // The example receiver checked the webhook's signature and started the bot for this call.
+    expect(run.output, context).toMatch(/call from \+15555550100 to \+14155550123: bots\/start answered 200/);
     // The dial-in caller was put through to a bot that greeted and answered.
     expect(run.output, context).toMatch(/utterance 1 "A06_birch_canoe.8k": .*reply latency \d+ ms/);
     // The dialled callee heard the bot and got answers to both of its replies.
