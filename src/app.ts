@@ -54,7 +54,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const runtime = deps.runtime ?? defaultRuntime();
   const metrics = deps.metrics ?? new ServiceMetrics();
   const liveCalls = deps.liveCalls ?? new LiveCalls();
-  runtime.clock.onTickLag = (lagMs) => metrics.observePlayoutTickLag(lagMs);
+  runtime.playoutClock.onTickLag = (lagMs) => metrics.observePlayoutTickLag(lagMs);
   const nodeId = dataDirId(config.dataDir);
   metrics.setNodeId(nodeId);
   const cluster = deps.cluster ?? (await createCoordinator(config, nodeId, log));
@@ -78,9 +78,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     log,
   });
   const { pinless, dialinCalls, dialout } = telephony;
-  const recorded = await buildRecordings({ config, database, nodeId, keys, cluster, log });
+  const recorded = await buildRecordings({ config, database, nodeId, keys, cluster, log, clock: runtime.clock });
   const { recordings } = recorded;
-  const recordedCalls = await buildRecords({ config, database, nodeId, cluster, metrics, webhookPolicy, log });
+  const recordedCalls = await buildRecords({
+    config,
+    database,
+    nodeId,
+    cluster,
+    metrics,
+    webhookPolicy,
+    log,
+    clock: runtime.clock,
+  });
   const { records } = recordedCalls;
   app.addHook('onClose', async () => {
     keys.secretRing.stop();
@@ -162,7 +171,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       forwarding,
       liveCalls,
     },
-    mediaStreams: { phoneCalls, dialinCalls, dialout, publicUrl, authToken, forwarding },
+    mediaStreams: { phoneCalls, dialinCalls, dialout, publicUrl, authToken, forwarding, clock: runtime.clock },
     rooms: { rooms, liveCalls, cluster, forwarding },
     webrtc: { peers: webrtcPeers, tokens: rooms.tokens, liveCalls, forwarding, corsOrigins: config.corsOrigins },
   });

@@ -2,6 +2,7 @@ import { warmCallParts } from './call-parts-warm-up.js';
 import type { Logger } from './observability/logger.js';
 import type { CallVadFactory } from './vad/call-vad.js';
 import { PlayoutClock } from './pipeline/playout.js';
+import { type Clock, REAL_CLOCK } from './shared/clock.js';
 import { createAnthropicLlm } from './providers/llm/anthropic/index.js';
 import { createEchoLlm } from './providers/llm/echo/index.js';
 import { createGeminiLlm } from './providers/llm/gemini/index.js';
@@ -17,12 +18,15 @@ import { createOpenAiTts } from './providers/tts/openai-tts/index.js';
 import type { TtsProvider } from './providers/types.js';
 import { createSileroCallVad } from './vad/silero-call-vad.js';
 
-/** What calls run on: providers by name, the VAD, the offline fallback voice, the playout clock. */
+/** What calls run on: providers by name, the VAD, the offline fallback voice, the call clock and the playout clock on it. */
 export interface CallRuntime {
   registry: ProviderRegistry;
   createVad: CallVadFactory;
   fallbackTts: () => TtsProvider;
-  clock: PlayoutClock;
+  /** The time calls run on (shared/clock.ts): wall time, or a scaled clock shared with the far end. */
+  clock: Clock;
+  /** The one timer every call's Playout is pumped by, on `clock`. */
+  playoutClock: PlayoutClock;
   /** Readies what the calls need ahead of the first one, in the background (call-parts-warm-up.ts). */
   warm?: (log: Logger) => void;
 }
@@ -48,12 +52,14 @@ export function builtinRegistry(): ProviderRegistry {
   return registry;
 }
 
-export function defaultRuntime(registry: ProviderRegistry = builtinRegistry()): CallRuntime {
+/** `clock`: the time calls run on; wall time unless the far end (a simulator, emulators) runs on the same scaled clock. */
+export function defaultRuntime(registry: ProviderRegistry = builtinRegistry(), clock: Clock = REAL_CLOCK): CallRuntime {
   return {
     registry,
     createVad: createSileroCallVad,
     fallbackTts: () => new FliteTts(),
-    clock: new PlayoutClock(),
+    clock,
+    playoutClock: new PlayoutClock(clock),
     warm: warmCallParts,
   };
 }

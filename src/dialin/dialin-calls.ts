@@ -45,7 +45,7 @@ interface WaitingCall {
 export type JoinLeg = (transport: CallTransport) => CallTransportHandler;
 
 export interface DialinCallsOptions {
-  clock: PlayoutClock;
+  playoutClock: PlayoutClock;
   fallbackTts: () => TtsProvider;
   policy: AddressPolicy;
   holdTimeoutMs: number;
@@ -107,6 +107,7 @@ export class DialinCalls {
       to,
       entry,
       state: 'waiting',
+      // Wall time: the caller waits for a customer's server to start a bot, which runs on real time.
       timer: setTimeout(() => this.giveUp(call), this.options.holdTimeoutMs),
       release: () => undefined,
     };
@@ -149,7 +150,7 @@ export class DialinCalls {
     }
     const musicUrl = call.entry.hold_music_url;
     const music = musicUrl ? () => this.options.holdMusic.get(musicUrl) : () => undefined;
-    call.holder = new HoldingLeg(transport, this.options.clock, () => this.end(call), music);
+    call.holder = new HoldingLeg(transport, this.options.playoutClock, () => this.end(call), music);
     transport.attach(call.holder);
     return true;
   }
@@ -278,7 +279,7 @@ class HoldingLeg implements CallTransportHandler {
     private readonly music: () => Uint8Array | undefined,
   ) {
     // The chime is one long reply: when it has played, it starts again.
-    this.playout = new Playout(transport, { onReplyPlayed: () => this.loop() });
+    this.playout = new Playout(transport, { onReplyPlayed: () => this.loop() }, { now: () => clock.clock.now() });
   }
 
   onStart(start: CallStart): void {

@@ -1,4 +1,5 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Clock } from '../shared/clock.js';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { PhoneCalls } from '../calls/phone-calls.js';
@@ -23,6 +24,8 @@ export interface MediaStreamOptions {
   dialout: DialoutService;
   /** A dial-in caller's or dial-out leg's stream that lands on another node than its own is relayed there. */
   forwarding: Forwarding;
+  /** The calls' clock (shared/clock.ts): the carrier's audio rate is checked against it. */
+  clock: Clock;
 }
 
 /** How /openapi.json describes a media stream socket (the upgrade, or a 404 for a plain GET). */
@@ -70,7 +73,7 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
       { websocket: true, schema, preHandler },
       forwarding.relaying((socket, request: LegRequest) => {
         const log = request.log.child({ [logKey]: request.params.id }) as Logger;
-        const transport = new TwilioTransport(socket, log, undefined, request.raw.socket);
+        const transport = new TwilioTransport(socket, log, undefined, request.raw.socket, opts.clock);
         if (!signatureValid(request)) {
           log.warn(`${what} media stream signature rejected`);
           transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');
@@ -94,7 +97,7 @@ export async function mediaStreamRoutes(app: FastifyInstance, opts: MediaStreamO
       // Fastify's logger is the process's pino instance (buildApp passes it in), typed more narrowly.
       const log = request.log.child({ botConfigId: request.params.id }) as Logger;
       // Listeners first: the carrier sends `connected` and `start` right after the upgrade.
-      const transport = new TwilioTransport(socket, log, undefined, request.raw.socket);
+      const transport = new TwilioTransport(socket, log, undefined, request.raw.socket, opts.clock);
       if (!signatureValid(request)) {
         log.warn('media stream signature rejected');
         transport.close(CLOSE.policyViolation, 'invalid X-Twilio-Signature');

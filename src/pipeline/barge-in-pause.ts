@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { ClockTimer } from '../shared/clock.js';
 import type { CallMetrics } from './call-metrics.js';
 import type { Playout } from './playout.js';
 
@@ -25,7 +26,7 @@ export interface BargeInPauseDeps {
  * heard point). A pause nothing settles resumes after MAX_PAUSE_MS.
  */
 export class BargeInPause {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   /** The current pause silenced audio the caller could hear (rather than holding a reply between sentences). */
   private silenced = false;
 
@@ -68,13 +69,14 @@ export class BargeInPause {
 
   /** The pause is settled otherwise (the reply ended): stop the safety timer. */
   cancel(): void {
-    clearTimeout(this.timer);
+    this.deps.metrics.clock.clearTimeout(this.timer);
     this.timer = undefined;
   }
 
   private arm(): void {
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.onTimeout(), MAX_PAUSE_MS);
+    const { clock } = this.deps.metrics;
+    clock.clearTimeout(this.timer);
+    this.timer = clock.setTimeout(() => this.onTimeout(), MAX_PAUSE_MS);
   }
 
   private onTimeout(): void {

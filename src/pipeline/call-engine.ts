@@ -38,6 +38,7 @@ export abstract class CallEngine implements CallTransportHandler {
     this.playout = new Playout(transport, playoutEvents, {
       leadMs: deps.leadMs,
       framesPerWrite: CALL_FRAMES_PER_WRITE,
+      now: () => deps.clock.now(),
     });
     this.call = new CallLifecycle(transport, config, this.playout, deps);
     this.metrics = this.call.metrics;

@@ -4,10 +4,13 @@ import type { CallObserver } from './call-observer.js';
 import { CallMetrics, type CallSummary } from './call-metrics.js';
 import type { CallStart, CallTransport } from './call-transport.js';
 import type { Playout, PlayoutClock } from './playout.js';
+import type { Clock, ClockTimer } from '../shared/clock.js';
 
-/** What the lifecycle needs from the process: the shared clock, the carrier's hang-up, the /metrics observer. */
+/** What the lifecycle needs from the process: the call clock, the shared playout clock, the carrier's hang-up, the /metrics observer. */
 export interface CallLifecycleDeps {
-  clock: PlayoutClock;
+  /** The time the call runs on: every timer compared with the call's audio reads it (shared/clock.ts). */
+  clock: Clock;
+  playoutClock: PlayoutClock;
   log: Logger;
   /**
    * Ends the call at the carrier too (its `Carrier.hangUp`), after our side closed the stream:
@@ -54,8 +57,8 @@ export class CallLifecycle {
   private endReason = 'error';
   /** The websocket close code the call ends with (1001 when the server shuts down). */
   private closeCode = 1000;
-  private maxDurationTimer: NodeJS.Timeout | undefined;
-  private capTimer: NodeJS.Timeout | undefined;
+  private maxDurationTimer: ClockTimer | undefined;
+  private capTimer: ClockTimer | undefined;
 
   constructor(
     private readonly transport: CallTransport,
@@ -64,7 +67,7 @@ export class CallLifecycle {
     private readonly deps: CallLifecycleDeps,
   ) {
     this.log = deps.log;
-    this.metrics = new CallMetrics(deps.record);
+    this.metrics = new CallMetrics(deps.clock, deps.record);
   }
 
   /** A closing phrase is playing, or the call has ended. */
@@ -119,7 +122,7 @@ export class CallLifecycle {
   /** The transport's start: Playout joins the clock, the call is counted and logged. */
   start(start: CallStart): void {
     this.log = this.log.child({ callSid: start.callSid, streamSid: start.streamSid });
-    this.deps.clock.add(this.playout);
+    this.deps.playoutClock.add(this.playout);
     this.started = true;
     this.deps.observer?.callStarted();
     this.deps.record?.callStarted(start);
@@ -128,7 +131,7 @@ export class CallLifecycle {
 
   /** Calls `onReached` (which says goodbye) once the call has lasted max_duration. */
   armMaxDuration(maxDurationSecs: number, onReached: () => void): void {
-    this.maxDurationTimer = setTimeout(() => {
+    this.maxDurationTimer = this.deps.clock.setTimeout(() => {
       if (this.ending) return;
       this.log.info({ maxDurationSecs }, 'max duration reached');
       onReached();
@@ -149,7 +152,7 @@ export class CallLifecycle {
     if (this.ending) return false;
     this.endingValue = true;
     this.endReason = reason;
-    this.capTimer = setTimeout(() => this.endCall(), CLOSING_PHRASE_CAP_MS);
+    this.capTimer = this.deps.clock.setTimeout(() => this.endCall(), CLOSING_PHRASE_CAP_MS);
     speak();
     return true;
   }
@@ -174,9 +177,9 @@ export class CallLifecycle {
     if (this.endedValue) return false;
     this.endedValue = true;
     this.abort.abort();
-    clearTimeout(this.maxDurationTimer);
-    clearTimeout(this.capTimer);
-    this.deps.clock.delete(this.playout);
+    this.deps.clock.clearTimeout(this.maxDurationTimer);
+    this.deps.clock.clearTimeout(this.capTimer);
+    this.deps.playoutClock.delete(this.playout);
     const summary = this.metrics.summary();
     this.log.info({ reason, ...summary, transport: this.transport.stats }, 'call ended');
     if (this.started) this.deps.observer?.callEnded(reason, summary);

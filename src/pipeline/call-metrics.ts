@@ -1,4 +1,5 @@
 import type { CallObserver } from './call-observer.js';
+import { type Clock, REAL_CLOCK } from '../shared/clock.js';
 import { type SuspicionRecord, SuspicionTrace } from './suspicion-trace.js';
 
 /** Per-turn timings, ms from the moment VAD declared the caller's turn over (or the reply began). */
@@ -45,10 +46,15 @@ export interface ToolFigures {
 }
 
 export class CallMetrics {
-  readonly startedAtMs = performance.now();
+  readonly startedAtMs: number;
 
-  /** `observer` hears of pauses and resumes as they happen (the call record times them). */
-  constructor(private readonly observer?: Pick<CallObserver, 'replyPaused' | 'replyResumed'>) {}
+  /** `clock`: the call's; `observer` hears of pauses and resumes as they happen (the call record times them). */
+  constructor(
+    readonly clock: Clock = REAL_CLOCK,
+    private readonly observer?: Pick<CallObserver, 'replyPaused' | 'replyResumed'>,
+  ) {
+    this.startedAtMs = clock.now();
+  }
 
   turns: TurnTimings[] = [];
   bargeIns = 0;
@@ -63,14 +69,14 @@ export class CallMetrics {
   /** The bot paused on suspected speech. */
   paused(): void {
     this.pauses += 1;
-    this.pausedAtMs = performance.now();
+    this.pausedAtMs = this.clock.now();
     this.observer?.replyPaused();
   }
 
   /** The paused reply plays on. */
   resumed(): void {
     this.resumes += 1;
-    if (this.pausedAtMs !== undefined) this.pausedMs.push(elapsedSince(this.pausedAtMs));
+    if (this.pausedAtMs !== undefined) this.pausedMs.push(elapsedSince(this.clock, this.pausedAtMs));
     this.pausedAtMs = undefined;
     this.observer?.replyResumed();
   }
@@ -90,7 +96,7 @@ export class CallMetrics {
 
   summary(): CallSummary {
     return {
-      durationMs: Math.round(performance.now() - this.startedAtMs),
+      durationMs: Math.round(this.clock.now() - this.startedAtMs),
       turns: this.turns.length,
       bargeIns: this.bargeIns,
       falseAlarms: this.falseAlarms,
@@ -115,6 +121,7 @@ export class CallMetrics {
   }
 }
 
-export function elapsedSince(originMs: number): number {
-  return Math.round((performance.now() - originMs) * 10) / 10;
+/** Ms on `clock` since `originMs` (a time on it), to 0.1 ms. */
+export function elapsedSince(clock: Clock, originMs: number): number {
+  return Math.round((clock.now() - originMs) * 10) / 10;
 }

@@ -4,7 +4,7 @@ import type { CallStart } from './call-transport.js';
 /**
  * Who watches one call closely enough to write it down afterwards (the call record). The call
  * reports what only it knows, as it happens; every method is cheap and synchronous, and nothing
- * it does can change the call. Times are `performance.now()` ms.
+ * it does can change the call. Times are ms on the call's clock (shared/clock.ts).
  */
 export interface CallObserver {
   /** The transport's start. */

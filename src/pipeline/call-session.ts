@@ -66,7 +66,7 @@ export class CallSession extends CallEngine {
   private reply: Reply | undefined;
   private turnCount = 0;
   private vadStopAtMs: number | undefined;
-  private readonly dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits));
+  private readonly dtmf: DtmfGatherer;
   /** Providers are created: the call hears the caller and can speak. */
   private ready = false;
   private readonly interruptionMode: 'instant' | 'confirmed';
@@ -85,13 +85,19 @@ export class CallSession extends CallEngine {
         if (this.reply?.generation === generation) this.reply.end('played');
       },
     });
+    this.dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits), deps.clock);
     const interruption = botSettings(config.body).interruption;
     this.interruptionMode = interruption.mode;
     this.turns = new TurnController(
       (decision) => this.onTurnDecision(decision),
       turnPolicyFor(interruption, deps.turnPolicy),
+      deps.clock,
     );
-    this.deadline = new TurnDeadline(deps.turnDeadlineMs ?? DEFAULT_TURN_DEADLINE_MS, () => this.onTurnDeadline());
+    this.deadline = new TurnDeadline(
+      deps.turnDeadlineMs ?? DEFAULT_TURN_DEADLINE_MS,
+      () => this.onTurnDeadline(),
+      deps.clock,
+    );
   }
 
   // ---- transport events ----
@@ -245,7 +251,7 @@ export class CallSession extends CallEngine {
   }
 
   private onCallerSpeechStop(speechEndMs: number | undefined): void {
-    this.vadStopAtMs = performance.now();
+    this.vadStopAtMs = this.deps.clock.now();
     this.deps.events?.onUserSpeaking?.(false);
     this.turns.onVadStop(speechEndMs);
   }
@@ -419,19 +425,20 @@ export class CallSession extends CallEngine {
   private untilReplyQuiet(reply: Reply, signal: AbortSignal): Promise<void> {
     return new Promise((resolve, reject) => {
       let audioMs = reply.audioMs;
-      let quietSinceMs = performance.now();
-      const timer = setInterval(() => {
+      const { clock } = this.deps;
+      let quietSinceMs = clock.now();
+      const timer = clock.setInterval(() => {
         if (signal.aborted || !reply.live) {
-          clearInterval(timer);
+          clock.clearInterval(timer);
           reject(new Error('the answer was cut off before the keys were played'));
           return;
         }
-        const now = performance.now();
+        const now = clock.now();
         if (reply.audioMs !== audioMs || this.playout.audible) {
           audioMs = reply.audioMs;
           quietSinceMs = now;
         } else if (now - quietSinceMs >= DIGITS_QUIET_MS) {
-          clearInterval(timer);
+          clock.clearInterval(timer);
           resolve();
         }
       }, FRAME_MS);
@@ -471,7 +478,7 @@ export class CallSession extends CallEngine {
     const history = (this.conversation?.messages ?? []).map((m) => ({ ...m }));
     this.turnCount += 1;
     const afterCallerSpoke = kind === 'answer' && this.vadStopAtMs !== undefined;
-    const originMs = afterCallerSpoke ? this.vadStopAtMs! : performance.now();
+    const originMs = afterCallerSpoke ? this.vadStopAtMs! : this.deps.clock.now();
     this.vadStopAtMs = undefined;
     const reply = new Reply(this.replyParts(), { kind, turn: this.turnCount, originMs, endsCall });
     this.reply = reply;
@@ -551,7 +558,7 @@ export class CallSession extends CallEngine {
       if (out.type === 'audio') {
         const mulaw = converter.convert(out.audio);
         if (mulaw.length === 0) continue;
-        reply.timings.ttsFirstAudioMs ??= elapsedSince(reply.originMs);
+        reply.timings.ttsFirstAudioMs ??= elapsedSince(reply.clock, reply.originMs);
         reply.enqueue(mulaw);
       } else {
         this.conversation?.notePiece(out.text, pieceStartMs, reply.audioMs);

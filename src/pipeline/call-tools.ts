@@ -170,7 +170,9 @@ export class CallTools {
     replySignal: AbortSignal,
     onAction: (action: ToolAction) => void,
   ): Promise<ToolCallResult> {
-    const startedAtMs = performance.now();
+    // On the call's clock, as its timeout: the time the caller waits for the function.
+    const { clock } = this.deps.metrics;
+    const startedAtMs = clock.now();
     this.deps.signal?.(`tool:${call.name}:started`);
     const handler = spec ? this.handlerFor(spec) : undefined;
     let result: ToolCallResult;
@@ -179,7 +181,7 @@ export class CallTools {
     } else {
       result = await this.runHandler(call, spec, handler, replySignal, onAction);
     }
-    const latencyMs = Math.round(performance.now() - startedAtMs);
+    const latencyMs = Math.round(clock.now() - startedAtMs);
     this.deps.metrics.toolCalled(call.name, result.outcome, latencyMs);
     this.deps.signal?.(`tool:${call.name}:${result.outcome}`);
     const log = this.deps.log();
@@ -206,17 +208,19 @@ export class CallTools {
     const own = new AbortController();
     const stops = [this.deps.callSignal, own.signal, ...(spec.cancelOnInterruption ? [replySignal] : [])];
     const signal = AbortSignal.any(stops);
+    // The call's clock: a function's timeout is how long the caller may be kept waiting.
+    const { clock } = this.deps.metrics;
     return new Promise<ToolCallResult>((resolve) => {
       let settled = false;
       const settle = (result: ToolCallResult) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        clock.clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
         if (result.outcome !== 'ok') own.abort();
         resolve(result);
       };
-      const timer = setTimeout(
+      const timer = clock.setTimeout(
         () => settle(errorResult('timeout', `${spec.name} did not answer within ${spec.timeoutMs / 1000} s.`)),
         spec.timeoutMs,
       );

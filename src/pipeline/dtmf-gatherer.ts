@@ -1,3 +1,5 @@
+import type { Clock, ClockTimer } from '../shared/clock.js';
+
 /** How long key presses gather before they go to the model as one input. */
 export const DTMF_GATHER_MS = 1500;
 
@@ -7,24 +9,28 @@ export const DTMF_GATHER_MS = 1500;
  */
 export class DtmfGatherer {
   private digits = '';
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
 
-  constructor(private readonly onInput: (digits: string) => void) {}
+  /** `clock`: the call's: the caller's key presses are timed on it. */
+  constructor(
+    private readonly onInput: (digits: string) => void,
+    private readonly clock: Clock,
+  ) {}
 
   press(digit: string): void {
     this.digits += digit;
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     if (digit === '#') this.flush();
-    else this.timer = setTimeout(() => this.flush(), DTMF_GATHER_MS);
+    else this.timer = this.clock.setTimeout(() => this.flush(), DTMF_GATHER_MS);
   }
 
   dispose(): void {
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.digits = '';
   }
 
   private flush(): void {
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     const digits = this.digits;
     this.digits = '';
     if (digits.length > 0) this.onInput(digits);

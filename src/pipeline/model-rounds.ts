@@ -108,7 +108,7 @@ async function* modelPass(
           calls.push(call);
           continue;
         }
-        reply.timings.llmFirstTokenMs ??= elapsedSince(reply.originMs);
+        reply.timings.llmFirstTokenMs ??= elapsedSince(reply.clock, reply.originMs);
         parts.conversation.appendReplyText(delta.text);
         for (const piece of splitter.push(delta.text)) {
           parts.events?.onBotText?.(piece);
@@ -156,7 +156,7 @@ async function* runRound(
     else parts.onEndCallAction(reply);
     poke();
   };
-  reply.timings.toolsStartedMs ??= elapsedSince(reply.originMs);
+  reply.timings.toolsStartedMs ??= elapsedSince(reply.clock, reply.originMs);
   const running: RunningTool[] = calls.map((call) => parts.tools.run(call, reply.abort.signal, onAction));
   for (const run of running) {
     void run.result.then((result) => parts.conversation.setToolResult(run.call.id, result.resultJson));
@@ -164,10 +164,11 @@ async function* runRound(
   let settled = false;
   void Promise.all(running.map((run) => run.result)).then(() => {
     settled = true;
-    reply.timings.toolsDoneMs = elapsedSince(reply.originMs);
+    reply.timings.toolsDoneMs = elapsedSince(reply.clock, reply.originMs);
     poke();
   });
-  const fillerTimer = setTimeout(() => {
+  // The filler is timed on the call's clock: it is about the silence the caller hears.
+  const fillerTimer = reply.clock.setTimeout(() => {
     if (settled || filler.said || running.every((run) => run.spec?.noFiller)) return;
     filler.said = true;
     spoken.push(running.find((run) => run.spec?.say)?.spec?.say ?? DEFAULT_FILLER);
@@ -187,7 +188,7 @@ async function* runRound(
       });
     }
   } finally {
-    clearTimeout(fillerTimer);
+    reply.clock.clearTimeout(fillerTimer);
     ctx.signal.removeEventListener('abort', poke);
   }
   if (ctx.signal.aborted) return;

@@ -5,6 +5,7 @@
  */
 
 import { FRAME_MS, MULAW_FRAME_BYTES as FRAME_BYTES } from '../audio/frames.js';
+import { type Clock, type ClockTimer, REAL_CLOCK } from '../shared/clock.js';
 
 export { FRAME_BYTES, FRAME_MS };
 
@@ -27,6 +28,7 @@ export interface PlayoutOptions {
    * the carrier swings between leadMs - 40 and leadMs instead of leadMs - 20 and leadMs. Default 1.
    */
   framesPerWrite?: number;
+  /** The call's clock (ms), which the carrier's playback is modelled on; `performance.now()` by default. */
   now?: () => number;
 }
 
@@ -347,23 +349,27 @@ const EMPTY = new Uint8Array(0);
 
 /**
  * One timer for every call's Playout in the process, instead of one per call: 300 calls should
- * not mean 300 intervals competing for the event loop.
+ * not mean 300 intervals competing for the event loop. It ticks on the calls' clock, which their
+ * Playouts' `now` must read too.
  */
 export class PlayoutClock {
   private readonly playouts = new Set<Playout>();
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   private lastTickAtMs = 0;
-  /** Told how late each tick woke up (ms), for /metrics: frames go out at most that late. */
+  /** Told how late each tick woke up (ms of the calls' clock), for /metrics: frames go out at most that late. */
   onTickLag: ((lagMs: number) => void) | undefined;
 
-  constructor(private readonly tickMs = 10) {}
+  constructor(
+    readonly clock: Clock = REAL_CLOCK,
+    private readonly tickMs = 10,
+  ) {}
 
   add(playout: Playout): void {
     this.playouts.add(playout);
     if (!this.timer) {
-      this.lastTickAtMs = performance.now();
-      this.timer = setInterval(() => {
-        const nowMs = performance.now();
+      this.lastTickAtMs = this.clock.now();
+      this.timer = this.clock.setInterval(() => {
+        const nowMs = this.clock.now();
         this.onTickLag?.(Math.max(0, nowMs - this.lastTickAtMs - this.tickMs));
         this.lastTickAtMs = nowMs;
         for (const p of this.playouts) p.pump();
@@ -375,7 +381,7 @@ export class PlayoutClock {
   delete(playout: Playout): void {
     this.playouts.delete(playout);
     if (this.playouts.size === 0 && this.timer) {
-      clearInterval(this.timer);
+      this.clock.clearInterval(this.timer);
       this.timer = undefined;
     }
   }

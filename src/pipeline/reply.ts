@@ -1,4 +1,5 @@
 import type { CallEvents } from './call-deps.js';
+import type { Clock } from '../shared/clock.js';
 import { type CallMetrics, type TurnTimings, elapsedSince } from './call-metrics.js';
 import type { Conversation } from './conversation.js';
 import type { Playout } from './playout.js';
@@ -37,7 +38,7 @@ export interface ReplyEnded {
 export interface ReplyInit {
   kind: TurnTimings['kind'];
   turn: number;
-  /** When the wait the reply answers began (the end of the caller's turn, or now), performance.now() ms. */
+  /** When the wait the reply answers began (the end of the caller's turn, or now), on the call's clock, ms. */
   originMs: number;
   /** The goodbye (or the apology after a fatal error): the call ends once it has played. */
   endsCall: boolean;
@@ -86,6 +87,11 @@ export class Reply {
     this.endsCallValue = true;
   }
 
+  /** The call's clock, which `originMs` and the timings are on. */
+  get clock(): Clock {
+    return this.parts.metrics.clock;
+  }
+
   /** The reply has ended (and why), or undefined while it lives. */
   get endedBy(): ReplyEndCause | undefined {
     return this.cause;
@@ -110,7 +116,7 @@ export class Reply {
   onFirstFrame(): void {
     if (!this.live || this.audible) return;
     this.audible = true;
-    this.timings.firstFrameSentMs = elapsedSince(this.originMs);
+    this.timings.firstFrameSentMs = elapsedSince(this.clock, this.originMs);
     this.parts.events?.onBotSpeaking?.(true);
     if (this.timings.kind === 'answer') this.parts.events?.onTurnLatency?.(this.timings.firstFrameSentMs);
   }

@@ -5,7 +5,8 @@ import { ProviderError, isAbortError } from '../providers/types.js';
  * The one retry layer of a call. A provider request is tried again only when its error says that
  * can help (a dropped connection, 408, 429, 5xx) and nothing it produced has been used yet: once
  * the caller heard a word, repeating the request would repeat the words. Waits are short because
- * a caller is waiting on the line.
+ * a caller is waiting on the line. They are wall time: they wait on a vendor's servers, which a
+ * call's scaled clock (shared/clock.ts) does not speed up.
  */
 export const RETRY_DELAYS_MS = [200, 600] as const;
 

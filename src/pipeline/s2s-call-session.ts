@@ -1,4 +1,5 @@
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
+import type { ClockTimer } from '../shared/clock.js';
 import { createS2sProvider, providerSettingsFor } from './provider-settings.js';
 import type { S2sEvents, S2sSession } from '../providers/s2s/types.js';
 import { type ProviderError, isAbortError } from '../providers/types.js';
@@ -47,14 +48,14 @@ export class S2sCallSession extends CallEngine {
   private item: BotItem | undefined;
   /** Items the caller interrupted: late audio of theirs is dropped. */
   private readonly cancelled = new Set<string>();
-  private readonly dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits));
+  private readonly dtmf: DtmfGatherer;
   /** A fixed phrase (goodbye, apology) is playing; the call ends when it has. */
   private closingGeneration: number | undefined;
   /** The local VAD heard the caller speaking (its start, not yet its stop). */
   private callerSpeakingNow = false;
   /** Makes the instant pause's VAD (interruption mode `instant`), afresh after each barge-in. */
   private newVad: (() => CallVad) | undefined;
-  private userSpokeAtMs = performance.now();
+  private userSpokeAtMs: number;
   /** The model's function calls, run and answered in batches. */
   private toolBatch: S2sToolBatch | undefined;
   /**
@@ -65,11 +66,13 @@ export class S2sCallSession extends CallEngine {
   private phraseGeneration: number | undefined;
   /** end_call or transfer_call was called: the call ends after the model's next answer. */
   private lastAnswer:
-    | { reason: string; then?: () => void; afterItemId: string | undefined; capTimer: NodeJS.Timeout }
+    | { reason: string; then?: () => void; afterItemId: string | undefined; capTimer: ClockTimer }
     | undefined;
 
   constructor(transport: CallTransport, config: BotConfigForCall, deps: CallSessionDeps) {
     super(transport, config, deps, { onReplyPlayed: (generation) => this.onPlayed(generation) });
+    this.dtmf = new DtmfGatherer((digits) => this.onDtmfInput(digits), deps.clock);
+    this.userSpokeAtMs = deps.clock.now();
   }
 
   onAudio(mulaw: Uint8Array): void {
@@ -100,7 +103,7 @@ export class S2sCallSession extends CallEngine {
     if (!this.finishCore(reason)) return;
     this.dtmf.dispose();
     this.toolBatch?.dispose();
-    clearTimeout(this.lastAnswer?.capTimer);
+    this.deps.clock.clearTimeout(this.lastAnswer?.capTimer);
     const session = this.session;
     this.session = undefined;
     session?.close().catch((err: unknown) => this.log.debug({ err }, 'speech-to-speech close failed'));
@@ -128,15 +131,19 @@ export class S2sCallSession extends CallEngine {
     );
     const history = new Conversation(settings.initialMessages).messages;
     const tools = this.createCallTools(settings.llm, (name) => this.builtInTool(name));
-    this.toolBatch = new S2sToolBatch(tools, {
-      send: (results) => this.session?.sendToolResults(results),
-      say: (text) => this.sayBetweenItems(text),
-      append: (messages) => this.session?.appendMessages(messages),
-      endCall: () => {
-        if (!this.endAfterAnswer('end_call')) this.log.info('streamed end-call action: the call is already ending');
+    this.toolBatch = new S2sToolBatch(
+      tools,
+      {
+        send: (results) => this.session?.sendToolResults(results),
+        say: (text) => this.sayBetweenItems(text),
+        append: (messages) => this.session?.appendMessages(messages),
+        endCall: () => {
+          if (!this.endAfterAnswer('end_call')) this.log.info('streamed end-call action: the call is already ending');
+        },
+        log: () => this.log,
       },
-      log: () => this.log,
-    });
+      this.deps.clock,
+    );
     const options = {
       history,
       tools: tools.any ? tools.offered : undefined,
@@ -188,7 +195,7 @@ export class S2sCallSession extends CallEngine {
         if (this.item?.id === itemId) this.playout.endReply(this.item.generation);
       },
       onSpeechStarted: () => {
-        this.userSpokeAtMs = performance.now();
+        this.userSpokeAtMs = this.deps.clock.now();
         this.deps.events?.onUserSpeaking?.(true);
         if (this.item && (this.playout.audible || this.playout.paused)) this.interrupt('speech');
         else this.stopPhrases();
@@ -217,7 +224,7 @@ export class S2sCallSession extends CallEngine {
         kind: this.metrics.turns.length === 0 ? 'greeting' : 'answer',
         interrupted: false,
       };
-      timings.ttsFirstAudioMs = elapsedSince(this.userSpokeAtMs);
+      timings.ttsFirstAudioMs = elapsedSince(this.deps.clock, this.userSpokeAtMs);
       this.metrics.turns.push(timings);
       this.deps.record?.replyStarted(timings, this.userSpokeAtMs, timings.kind === 'answer');
       this.item = {
@@ -225,7 +232,7 @@ export class S2sCallSession extends CallEngine {
         generation: this.playout.startReply(),
         receivedMs: 0,
         timings,
-        startedAtMs: performance.now(),
+        startedAtMs: this.deps.clock.now(),
       };
       this.deps.events?.onBotSpeaking?.(true);
       if (timings.kind === 'answer') this.deps.events?.onTurnLatency?.(timings.ttsFirstAudioMs);
@@ -233,7 +240,7 @@ export class S2sCallSession extends CallEngine {
     const item = this.item;
     item.receivedMs += mulaw.length / 8;
     this.playout.enqueue(item.generation, mulaw);
-    item.timings.firstFrameSentMs ??= elapsedSince(this.userSpokeAtMs);
+    item.timings.firstFrameSentMs ??= elapsedSince(this.deps.clock, this.userSpokeAtMs);
   }
 
   private onPlayed(generation: number): void {
@@ -254,7 +261,7 @@ export class S2sCallSession extends CallEngine {
       if (last && item.id !== last.afterItemId) {
         // The model's answer after end_call or transfer_call (its goodbye) has played.
         this.lastAnswer = undefined;
-        clearTimeout(last.capTimer);
+        this.deps.clock.clearTimeout(last.capTimer);
         if (last.then) last.then();
         else this.call.endCall(last.reason);
       }
@@ -319,7 +326,7 @@ export class S2sCallSession extends CallEngine {
    */
   private endAfterAnswer(reason: string, then?: () => void): boolean {
     if (this.ending || this.lastAnswer) return false;
-    const capTimer = setTimeout(() => {
+    const capTimer = this.deps.clock.setTimeout(() => {
       this.lastAnswer = undefined;
       if (then) then();
       else this.call.endCall(reason);
@@ -370,7 +377,7 @@ export class S2sCallSession extends CallEngine {
 
   private onDtmfInput(digits: string): void {
     if (this.ending || this.ended) return;
-    this.userSpokeAtMs = performance.now();
+    this.userSpokeAtMs = this.deps.clock.now();
     this.session?.sendText(`DTMF: ${digits}`);
   }
 

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Clock, ClockTimer } from '../shared/clock.js';
 import type { LlmMessage, LlmToolCall } from '../providers/types.js';
 import type { CallTools, RunningTool } from './call-tools.js';
 import { DEFAULT_FILLER, FILLER_AFTER_MS } from './model-rounds.js';
@@ -32,13 +33,15 @@ export class S2sToolBatch {
   private interruption = new AbortController();
   /** Counts barge-ins: actions of calls made before the latest one are stale. */
   private epoch = 0;
-  private fillerTimer: NodeJS.Timeout | undefined;
+  private fillerTimer: ClockTimer | undefined;
   /** The current batch has said something (its filler or a webhook's phrase). */
   private spoke = false;
 
   constructor(
     private readonly tools: CallTools,
     private readonly host: S2sToolHost,
+    /** The call's: the filler is about the silence the caller hears. */
+    private readonly clock: Clock,
   ) {}
 
   onToolCall(call: LlmToolCall): void {
@@ -47,8 +50,8 @@ export class S2sToolBatch {
     if (run.repeated) return;
     if (this.batch.length === 0) {
       this.spoke = false;
-      clearTimeout(this.fillerTimer);
-      this.fillerTimer = setTimeout(() => this.sayFiller(), FILLER_AFTER_MS);
+      this.clock.clearTimeout(this.fillerTimer);
+      this.fillerTimer = this.clock.setTimeout(() => this.sayFiller(), FILLER_AFTER_MS);
     }
     this.batch.push(run);
     void run.result.then(() => this.flushIfAnswered());
@@ -57,13 +60,13 @@ export class S2sToolBatch {
   /** The caller barged in: calls that cancel on interruption stop now, and no filler follows. */
   interrupt(): void {
     this.epoch += 1;
-    clearTimeout(this.fillerTimer);
+    this.clock.clearTimeout(this.fillerTimer);
     this.interruption.abort();
     this.interruption = new AbortController();
   }
 
   dispose(): void {
-    clearTimeout(this.fillerTimer);
+    this.clock.clearTimeout(this.fillerTimer);
   }
 
   private sayFiller(): void {
@@ -91,7 +94,7 @@ export class S2sToolBatch {
     const settled = await Promise.all(batch.map((run) => Promise.race([run.result, Promise.resolve(undefined)])));
     if (batch !== this.batch || settled.some((result) => result === undefined)) return;
     this.batch = [];
-    clearTimeout(this.fillerTimer);
+    this.clock.clearTimeout(this.fillerTimer);
     this.host.send(batch.map((run, i) => ({ call: run.call, resultJson: settled[i]!.resultJson })));
   }
 }

@@ -44,7 +44,10 @@ export interface SuspicionRecord {
 export class SuspicionTrace {
   private audioMs = 0;
   private vadOriginMs = 0;
-  /** Per frame, ring-buffered: its start and end on the audio clock and when it arrived (performance.now()). */
+  /**
+   * Per frame, ring-buffered: its start and end on the audio clock and when it arrived
+   * (performance.now(): the lag measured from it is this process's work, which is wall time).
+   */
   private readonly frameStartMs = new Float64Array(ARRIVALS_KEPT);
   private readonly frameEndMs = new Float64Array(ARRIVALS_KEPT);
   private readonly arrivedAtMs = new Float64Array(ARRIVALS_KEPT);

@@ -1,7 +1,7 @@
 /**
  * Decides when the caller's turn ends and when the caller has really interrupted the bot.
- * A pure state machine: VAD and STT events in, decisions out, time from an injected scheduler
- * so tests drive it with fake timers.
+ * A pure state machine: VAD and STT events in, decisions out, time from an injected scheduler:
+ * the call's clock (shared/clock.ts), or the process's timers, which unit tests fake.
  */
 
 export interface TurnScheduler {

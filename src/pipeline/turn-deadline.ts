@@ -1,3 +1,5 @@
+import { type TurnScheduler, realScheduler } from './turn-controller.js';
+
 /** Default of SWITCHBOARD_TURN_DEADLINE_SECS: how long a caller may wait in silence, ms. */
 export const DEFAULT_TURN_DEADLINE_MS = 8000;
 
@@ -9,19 +11,27 @@ export const DEFAULT_TURN_DEADLINE_MS = 8000;
  */
 export class TurnDeadline {
   private owedSinceMs: number | undefined;
-  private timer: NodeJS.Timeout | undefined;
+  private timer: unknown;
+  private readonly clock: TurnScheduler;
 
+  /** `clock`: the call's (shared/clock.ts), or only its `now` with the process's timers (unit tests' fake timers). */
   constructor(
     readonly deadlineMs: number,
     private readonly onExpired: () => void,
-    private readonly now: () => number = () => performance.now(),
-  ) {}
+    clock: TurnScheduler | (() => number) = realScheduler,
+  ) {
+    this.clock = typeof clock === 'function' ? { ...realScheduler, now: clock } : clock;
+  }
+
+  private now(): number {
+    return this.clock.now();
+  }
 
   /** An answer to the turn that ended at `turnEndMs` is owed; the clock starts unless it already runs. */
   owe(turnEndMs: number): void {
     if (this.owedSinceMs !== undefined) return;
     this.owedSinceMs = turnEndMs;
-    this.timer = setTimeout(
+    this.timer = this.clock.setTimeout(
       () => {
         this.timer = undefined;
         this.onExpired();
@@ -33,7 +43,7 @@ export class TurnDeadline {
   /** The caller hears the bot: nothing is owed any more. */
   met(): void {
     this.owedSinceMs = undefined;
-    clearTimeout(this.timer);
+    this.clock.clearTimeout(this.timer);
     this.timer = undefined;
   }
 

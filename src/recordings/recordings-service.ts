@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Clock } from '../shared/clock.js';
 import { createReadStream, mkdirSync } from 'node:fs';
 import { rm, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
@@ -116,6 +117,8 @@ export interface RecordingsServiceDeps {
   signer: UrlSigner;
   bucketStorage: BucketStorage;
   log: Logger;
+  /** The calls' clock (shared/clock.ts): a recording places the audio by it. Wall time by default. */
+  clock?: Clock;
 }
 
 /**
@@ -200,7 +203,7 @@ export class RecordingsService {
       recordingId: id,
       paths,
       log,
-      ...(options.now ? { now: options.now } : {}),
+      ...(options.now ? { now: options.now } : this.deps.clock ? { now: () => this.deps.clock!.now() } : {}),
       ...(options.startedAtMs === undefined ? {} : { startedAtMs: options.startedAtMs }),
       onRoomName: (name) => {
         rowWrites = rowWrites.then(async (stored) => {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Clock } from '../shared/clock.js';
 import type { Logger } from 'pino';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import { isSpeechToSpeech } from '../bots/profiles.js';
@@ -39,6 +40,8 @@ export interface CallRecordsServiceDeps {
   retentionDays: number;
   statusCallbacks: StatusCallbacks;
   metrics?: TurnStageSink;
+  /** The calls' clock (shared/clock.ts): a record's times are on it, as the call's own. Wall time by default. */
+  clock?: Clock;
 }
 
 export interface BeginCallOptions {
@@ -156,6 +159,7 @@ export class CallRecordsService {
       callId: id,
       engine: s2s ? 's2s' : 'pipeline',
       vadStopMs: botSettings(config.body).vad.stop_secs * 1000,
+      ...(this.deps.clock ? { now: () => this.deps.clock!.now() } : {}),
       transcript: config.body.call_record_settings?.transcript !== false,
       onStarted: insertAtStart,
       onBuildFailed: (err) => log.error({ err, callId: id }, 'could not build the call record; it stays in progress'),

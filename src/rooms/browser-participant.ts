@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { type Clock, REAL_CLOCK } from '../shared/clock.js';
 import type { RawData, WebSocket } from 'ws';
 import {
   type AudioRateLimits,
@@ -67,8 +68,10 @@ export class BrowserParticipant implements RoomParticipant {
     private readonly log: Logger,
     private readonly events: ParticipantEvents,
     private readonly limits: ParticipantLimits = DEFAULT_PARTICIPANT_LIMITS,
+    /** The room's clock: a microphone's audio is real time on it, and its rate is checked against it. */
+    clock: Clock = REAL_CLOCK,
   ) {
-    this.budget = new PeerBudget(limits);
+    this.budget = new PeerBudget(limits, () => clock.now());
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     socket.on('close', (code, reason) =>
       this.finish(`socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`),

@@ -86,7 +86,8 @@ export class RoomManager {
   /** Opens a room with its bot under a reserved name and returns a token to join it. */
   start(name: string, request: StartRoomRequest): { name: string; token: string; room: Room } {
     // Not refused while draining: a telephony call accepted just before the signal still gets its room.
-    const maxDurationAtMs = Date.now() + request.config.body.max_duration * 1000;
+    const maxDurationMs = request.config.body.max_duration * 1000;
+    const maxDurationAtMs = this.options.session.clock.now() + maxDurationMs;
     let release = (): void => undefined;
     const room = new Room({
       name,
@@ -114,7 +115,8 @@ export class RoomManager {
     });
     this.rooms.set(name, room);
     if (request.phoneCall) room.addPhoneCall(request.phoneCall);
-    const token = this.options.tokens.issue(name, Math.ceil(maxDurationAtMs / 1000));
+    // A token is checked against Unix time; the room itself closes at max_duration on the calls' clock.
+    const token = this.options.tokens.issue(name, Math.ceil((Date.now() + maxDurationMs) / 1000));
     return { name, token, room };
   }
 

@@ -1,4 +1,5 @@
 import { FRAME_MS, SAMPLES_PER_FRAME_8K } from '../audio/frames.js';
+import { type Clock, type ClockTimer, REAL_CLOCK } from '../shared/clock.js';
 import { decodeMulaw, encodeMulaw } from '../audio/mulaw.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 
@@ -72,7 +73,7 @@ export class RoomTransport implements CallTransport {
   private readonly mixPcm = new Int16Array(SAMPLES_PER_FRAME_8K);
   private readonly mixMulaw = new Uint8Array(SAMPLES_PER_FRAME_8K);
   private readonly botPcm = new Int16Array(SAMPLES_PER_FRAME_8K);
-  private timer: NodeJS.Timeout | undefined;
+  private timer: ClockTimer | undefined;
   private mixStartMs = 0;
   private framesDue = 0;
   /** When the bot audio sent so far will have finished playing, on our clock. */
@@ -84,6 +85,8 @@ export class RoomTransport implements CallTransport {
     /** The session ended the call (goodbye, fatal error): the room closes with this reason. */
     private readonly onClose: (code: number, reason: string) => void,
     private readonly now: () => number = () => performance.now(),
+    /** Ticks the mix: the room's clock, which `now` reads (shared/clock.ts). */
+    private readonly clock: Pick<Clock, 'setInterval' | 'clearInterval'> = REAL_CLOCK,
   ) {}
 
   /** Starts mixing into `handler` (the bot's session). */
@@ -91,7 +94,7 @@ export class RoomTransport implements CallTransport {
     this.handler = handler;
     this.mixStartMs = this.now();
     this.framesDue = 0;
-    this.timer = setInterval(() => this.tick(), TICK_MS);
+    this.timer = this.clock.setInterval(() => this.tick(), TICK_MS);
     this.timer.unref();
   }
 
@@ -143,7 +146,7 @@ export class RoomTransport implements CallTransport {
   end(reason: string): void {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.timer);
+    this.clock.clearInterval(this.timer);
     this.timer = undefined;
     this.members.clear();
     this.handler?.onEnd(reason);

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Clock, ClockTimer } from '../shared/clock.js';
 import type { BotConfigForCall } from '../bots/bot-config-service.js';
 import type { ClaimedCall } from '../dialin/dialin-calls.js';
 import type { AttachableTransport, DialoutRoom } from '../dialout/dialout-service.js';
@@ -30,11 +31,11 @@ export interface RoomOptions {
   name: string;
   config: BotConfigForCall;
   /**
-   * Unix ms of max_duration. A room whose bot has started leaves the goodbye to its session; one
+   * When max_duration is reached, on the calls' clock (`session.clock`). A room whose bot has started leaves the goodbye to its session; one
    * nobody ever joined (a dial-out still ringing) has no one to say it to, and closes then.
    */
   maxDurationAtMs: number;
-  /** Unix ms after which the room is closed whatever happens (max_duration plus the goodbye). */
+  /** When the room is closed whatever happens (max_duration plus the goodbye), on the same clock. */
   hardStopAtMs: number;
   limits: RoomLimits;
   session: Omit<CallSessionDeps, 'log' | 'events' | 'latestImage' | 'turnPolicy'>;
@@ -76,9 +77,11 @@ export class Room implements DialoutRoom {
   private userSpeaking = false;
   private joinTimer: NodeJS.Timeout | undefined;
   private emptyTimer: NodeJS.Timeout | undefined;
-  private idleTimer: NodeJS.Timeout | undefined;
-  private readonly maxDurationTimer: NodeJS.Timeout;
-  private readonly hardStopTimer: NodeJS.Timeout;
+  private idleTimer: ClockTimer | undefined;
+  private readonly maxDurationTimer: ClockTimer;
+  private readonly hardStopTimer: ClockTimer;
+  /** The calls' clock (shared/clock.ts): the room's audio, max_duration and idle time run on it. */
+  private readonly clock: Clock;
   /** Dial-out legs still ringing: while any is, the room waits for them rather than for a browser. */
   private ringingDialouts = 0;
   private readonly closeListeners: Array<() => void> = [];
@@ -89,7 +92,13 @@ export class Room implements DialoutRoom {
     this.name = options.name;
     this.accountId = options.config.accountId;
     this.log = options.log.child({ room: options.name });
-    this.transport = new RoomTransport((code, reason) => this.close(reason, code));
+    this.clock = options.session.clock;
+    const clock = this.clock;
+    this.transport = new RoomTransport(
+      (code, reason) => this.close(reason, code),
+      () => clock.now(),
+      clock,
+    );
     this.clientTools = new RoomClientTools(() => this.functionCallClient(), this.log);
     // A recorded room: the mix of participants is the caller track, the bot's frames the bot track.
     const settings = options.config.body.recording_settings;
@@ -125,14 +134,19 @@ export class Room implements DialoutRoom {
         log: this.log,
       }),
     );
+    // Joining and leaving are wall time (a browser loading, a network reconnecting); the call's
+    // own limits (max_duration, idle) are the call's clock, as the session's are.
     this.joinTimer = setTimeout(() => this.close('nobody joined'), options.limits.joinTimeoutMs);
-    this.maxDurationTimer = setTimeout(
+    this.maxDurationTimer = clock.setTimeout(
       () => {
         if (!this.started) this.close('max_duration');
       },
-      Math.max(0, options.maxDurationAtMs - Date.now()),
+      Math.max(0, options.maxDurationAtMs - clock.now()),
     );
-    this.hardStopTimer = setTimeout(() => this.close('max_duration'), Math.max(0, options.hardStopAtMs - Date.now()));
+    this.hardStopTimer = clock.setTimeout(
+      () => this.close('max_duration'),
+      Math.max(0, options.hardStopAtMs - clock.now()),
+    );
     this.log.info({ profile: options.config.body.bot_profile }, 'room opened');
   }
 
@@ -151,7 +165,7 @@ export class Room implements DialoutRoom {
       socket.close(refusal.why === 'closed' ? CLOSE.notFound : CLOSE.roomFull, refusal.message);
       return false;
     }
-    this.addParticipant(new BrowserParticipant(socket, log, this.participantEvents()));
+    this.addParticipant(new BrowserParticipant(socket, log, this.participantEvents(), undefined, this.clock));
     return true;
   }
 
@@ -304,9 +318,9 @@ export class Room implements DialoutRoom {
     this.closed = true;
     clearTimeout(this.joinTimer);
     clearTimeout(this.emptyTimer);
-    clearTimeout(this.idleTimer);
-    clearTimeout(this.maxDurationTimer);
-    clearTimeout(this.hardStopTimer);
+    this.clock.clearTimeout(this.idleTimer);
+    this.clock.clearTimeout(this.maxDurationTimer);
+    this.clock.clearTimeout(this.hardStopTimer);
     this.transport.end(reason);
     for (const member of [...this.members.keys()]) {
       if (member instanceof PhoneLeg) member.transport.close(code, `room closed: ${reason}`);
@@ -373,8 +387,8 @@ export class Room implements DialoutRoom {
 
   /** Something was said: the idle clock starts again. */
   private touch(): void {
-    clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => this.close('idle'), this.options.limits.idleTimeoutMs);
+    this.clock.clearTimeout(this.idleTimer);
+    this.idleTimer = this.clock.setTimeout(() => this.close('idle'), this.options.limits.idleTimeoutMs);
   }
 
   /** The participant asked for function results: the earliest to join of the ready browsers. */

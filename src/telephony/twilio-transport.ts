@@ -1,4 +1,5 @@
 import type { Duplex } from 'node:stream';
+import { type Clock, REAL_CLOCK } from '../shared/clock.js';
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
 import {
@@ -52,10 +53,10 @@ export class TwilioTransport implements CallTransport {
   streamSid: string | undefined;
   callSid: string | undefined;
   /**
-   * When the carrier opened the stream (`performance.now()`): the call's audio starts here, though
+   * When the carrier opened the stream, on the call's clock: the call's audio starts here, though
    * the messages that came while the call was set up are only delivered on `attach`.
    */
-  readonly openedAtMs = performance.now();
+  readonly openedAtMs: number;
   /** Counted for the call's summary. */
   readonly stats = { messagesIn: 0, mediaIn: 0, malformed: 0, ignored: 0, mediaOut: 0, marksOut: 0, clearsOut: 0 };
 
@@ -82,8 +83,11 @@ export class TwilioTransport implements CallTransport {
     private readonly log: Logger,
     private readonly limits: TransportLimits = DEFAULT_TRANSPORT_LIMITS,
     private readonly tcp?: Pick<Duplex, 'cork' | 'uncork'>,
+    /** The calls' clock: the carrier's audio is real time on it, and its rate is checked against it. */
+    clock: Clock = REAL_CLOCK,
   ) {
-    this.budget = new PeerBudget(limits);
+    this.openedAtMs = clock.now();
+    this.budget = new PeerBudget(limits, () => clock.now());
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     socket.on('close', (code, reason) =>
       this.finish(`socket closed (${code}${reason.length ? ` ${reason.toString()}` : ''})`),

@@ -17,7 +17,7 @@ import type { Carrier } from '../telephony/carrier/carrier.js';
 import { webhookAddressPolicy } from '../security/address-policy.js';
 
 /** The parts of the call runtime (`runtime.ts`) every session runs on. */
-export type SessionRuntime = Pick<CallSessionDeps, 'registry' | 'createVad' | 'fallbackTts' | 'clock'>;
+export type SessionRuntime = Pick<CallSessionDeps, 'registry' | 'createVad' | 'fallbackTts' | 'clock' | 'playoutClock'>;
 
 /** What every call's session runs on, but its log: the runtime's parts and the deployment's settings. */
 export function sessionDeps(

@@ -1,4 +1,5 @@
 import type { Coordinator } from '../cluster/coordinator.js';
+import type { Clock } from '../shared/clock.js';
 import type { AppConfig } from '../config/env.js';
 import type { Logger } from '../observability/logger.js';
 import { BucketStorage } from '../recordings/bucket-storage.js';
@@ -13,6 +14,8 @@ export interface RecordingsDeps {
   config: AppConfig;
   database: OpenedDatabase;
   nodeId: string;
+  /** The calls' clock. */
+  clock?: Clock;
   keys: ServiceKeys;
   cluster: Coordinator;
   log: Logger;
@@ -29,6 +32,7 @@ export async function buildRecordings(
   const { config, log } = deps;
   const bucketStorage = new BucketStorage(config.env);
   const recordings = new RecordingsService({
+    clock: deps.clock,
     repo: new RecordingsRepo(deps.database.db),
     callRecords: new CallRecordsRepo(deps.database.db),
     dataDir: config.dataDir,

@@ -1,4 +1,5 @@
 import type { Coordinator } from '../cluster/coordinator.js';
+import type { Clock } from '../shared/clock.js';
 import type { AppConfig } from '../config/env.js';
 import type { Logger } from '../observability/logger.js';
 import type { ServiceMetrics } from '../observability/metrics.js';
@@ -12,6 +13,8 @@ export interface RecordsDeps {
   config: AppConfig;
   database: OpenedDatabase;
   nodeId: string;
+  /** The calls' clock. */
+  clock?: Clock;
   cluster: Coordinator;
   metrics: ServiceMetrics;
   webhookPolicy: AddressPolicy;
@@ -29,6 +32,7 @@ export async function buildRecords(
 ): Promise<{ records: CallRecordsService; close(): Promise<void> }> {
   const { config, log } = deps;
   const records = new CallRecordsService({
+    clock: deps.clock,
     repo: new CallRecordsRepo(deps.database.db),
     nodeId: deps.nodeId,
     log,

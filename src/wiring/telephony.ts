@@ -23,7 +23,7 @@ export interface TelephonyDeps {
   database: OpenedDatabase;
   secrets: SecretBox;
   /** The playout clock and the offline voice: held callers hear hold music and messages through them. */
-  runtime: Pick<CallSessionDeps, 'clock' | 'fallbackTts'>;
+  runtime: Pick<CallSessionDeps, 'clock' | 'playoutClock' | 'fallbackTts'>;
   cluster: Coordinator;
   liveCalls: LiveCalls;
   metrics: ServiceMetrics;
@@ -46,7 +46,7 @@ export interface Telephony {
 export async function buildTelephony(deps: TelephonyDeps): Promise<Telephony> {
   const { config, database, log } = deps;
   const phoneNumbersRepo = new PhoneNumbersRepo(database.db);
-  const carrier = await createCarrier(config, phoneNumbersRepo, log, deps.sandboxCallee);
+  const carrier = await createCarrier(config, phoneNumbersRepo, log, deps.sandboxCallee, deps.runtime.clock);
   return {
     carrier,
     phoneNumbers: new PhoneNumberService(phoneNumbersRepo, carrier, `${config.publicUrl}/twilio/voice`),
@@ -59,7 +59,7 @@ export async function buildTelephony(deps: TelephonyDeps): Promise<Telephony> {
       log,
     ),
     dialinCalls: new DialinCalls({
-      clock: deps.runtime.clock,
+      playoutClock: deps.runtime.playoutClock,
       fallbackTts: deps.runtime.fallbackTts,
       policy: deps.webhookPolicy,
       holdTimeoutMs: config.dialinHoldTimeoutSecs * 1000,

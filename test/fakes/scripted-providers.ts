@@ -12,6 +12,7 @@ import {
   type TtsProvider,
 } from '../../src/providers/types.js';
 import { type AudioFormat, MULAW_8K } from '../../src/audio/audio-format.js';
+import { type Clock, REAL_CLOCK } from '../../src/shared/clock.js';
 
 /** Resolves after `ms`, or at once when the signal aborts; leaves no listener behind. */
 function sleep(ms: number, signal?: AbortSignal): Promise<void> {
@@ -129,6 +130,8 @@ export interface ToneTtsPacing {
    * of as fast as possible: the sentence being spoken is then still being synthesised.
    */
   realTime?: boolean;
+  /** Whose real time: the call's clock when the call runs on a scaled one (wall time by default). */
+  clock?: Clock;
   /** Take the text and never answer: no audio, no error, until the reply is aborted (a hung vendor). */
   hangs?: boolean;
 }
@@ -166,6 +169,7 @@ export class ToneTts implements TtsProvider {
   async *synthesize(text: AsyncIterable<string>, ctx: ProviderContext): AsyncIterable<TtsOutput> {
     this.syntheses += 1;
     const drop = this.syntheses <= this.dropFirstSyntheses;
+    const clock = this.pacing.clock ?? REAL_CLOCK;
     let clockStartMs: number | undefined;
     let producedMs = 0;
     for await (const piece of text) {
@@ -187,11 +191,11 @@ export class ToneTts implements TtsProvider {
           return;
         }
         const chunkMs = Math.min(100, totalMs - doneMs);
-        clockStartMs ??= performance.now();
+        clockStartMs ??= clock.now();
         yield { type: 'audio', audio: tone(chunkMs) };
         producedMs += chunkMs;
-        // Real time: the audio produced stays one chunk ahead of the wall clock.
-        const waitMs = this.pacing.realTime ? clockStartMs + producedMs - 100 - performance.now() : 5;
+        // Real time: the audio produced stays one chunk ahead of the call's clock.
+        const waitMs = this.pacing.realTime ? (clockStartMs + producedMs - 100 - clock.now()) / clock.speed : 5;
         await sleep(Math.max(0, waitMs), ctx.signal);
       }
       yield { type: 'spoken', text: piece };

@@ -1,5 +1,6 @@
 import { type IncomingHttpHeaders, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { type Clock, REAL_CLOCK } from '../../src/shared/clock.js';
 
 export interface ToolRequest {
   path: string;
@@ -26,8 +27,9 @@ export interface ToolBehaviour {
 /**
  * A customer's function webhooks: one path per function (`/tools/<name>`), each answering as its
  * behaviour says, every request recorded. Reached by host name (`localhost`), as customers configure it.
+ * `clock`: what its delays and times are on; the calls' clock when they run on a scaled one.
  */
-export async function startToolReceiver(behaviours: Record<string, ToolBehaviour>) {
+export async function startToolReceiver(behaviours: Record<string, ToolBehaviour>, clock: Clock = REAL_CLOCK) {
   const requests: ToolRequest[] = [];
   const open = new Set<ServerResponse>();
   const server: Server = createServer((req, res) => {
@@ -46,7 +48,7 @@ export async function startToolReceiver(behaviours: Record<string, ToolBehaviour
         headers: req.headers,
         raw,
         body,
-        receivedAtMs: performance.now(),
+        receivedAtMs: clock.now(),
       };
       requests.push(record);
       const behaviour = behaviours[path.replace(/^\/tools\//, '')] ?? {
@@ -57,16 +59,16 @@ export async function startToolReceiver(behaviours: Record<string, ToolBehaviour
         open.add(res);
         return;
       }
-      setTimeout(() => {
-        record.answeredAtMs = performance.now();
+      clock.setTimeout(() => {
+        record.answeredAtMs = clock.now();
         if (behaviour.sse) {
           res.writeHead(200, { 'content-type': 'text/event-stream' });
           let at = 0;
           for (const event of behaviour.sse) {
-            setTimeout(() => res.write(`event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`), at);
+            clock.setTimeout(() => res.write(`event: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`), at);
             at += behaviour.gapMs ?? 0;
           }
-          setTimeout(() => res.end(), at);
+          clock.setTimeout(() => res.end(), at);
           return;
         }
         res.writeHead(behaviour.status ?? 200, { 'content-type': 'application/json' });

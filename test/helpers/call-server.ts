@@ -8,6 +8,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import type { ProviderRegistry } from '../../src/providers/registry.js';
 import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
+import type { Clock } from '../../src/shared/clock.js';
 import { simulatedCallee } from '../../src/tools/simulator/sandbox-callee.js';
 import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from './test-app.js';
 import { testStoreEnv } from './test-store.js';
@@ -38,8 +39,11 @@ export interface CallServer {
 export async function startCallServer(
   register: (registry: ProviderRegistry) => void,
   env: Record<string, string> = {},
-  /** `publicHost`: the host name of the public URL (the answers' room and socket URLs); 127.0.0.1 by default. */
-  options: { captureLogs?: boolean; liveCalls?: LiveCalls; publicHost?: string } = {},
+  /**
+   * `publicHost`: the host name of the public URL (the answers' room and socket URLs); 127.0.0.1 by default.
+   * `clock`: the time calls run on (shared/clock.ts); a scaled one needs the far end (simulator, room client) on it too.
+   */
+  options: { captureLogs?: boolean; liveCalls?: LiveCalls; publicHost?: string; clock?: Clock } = {},
 ): Promise<CallServer> {
   const dataDir = tempDataDir();
   const database: OpenedDatabase = await openDatabase(dataDir, (await testStoreEnv(dataDir)).DATABASE_URL);
@@ -64,7 +68,7 @@ export async function startCallServer(
       config,
       database,
       logger,
-      runtime: defaultRuntime(registry),
+      runtime: defaultRuntime(registry, options.clock),
       liveCalls: options.liveCalls,
       sandboxCallee: simulatedCallee,
     });

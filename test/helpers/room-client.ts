@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { type Clock, REAL_CLOCK } from '../../src/shared/clock.js';
 import { fileURLToPath } from 'node:url';
 import WebSocket from 'ws';
 import { resample } from '../../src/audio/resample.js';
@@ -32,6 +33,8 @@ export class RoomClient {
     url: string,
     protocols: string[],
     readonly rateHz: number,
+    /** The microphone's clock: the room's, when the server runs on a scaled one (shared/clock.ts). */
+    private readonly clock: Clock,
   ) {
     this.socket = new WebSocket(url, protocols);
     this.socket.on('message', (data, isBinary) => {
@@ -50,11 +53,11 @@ export class RoomClient {
   static async connect(
     wsUrl: string,
     token: string | undefined,
-    options: { rateHz?: number; viaQuery?: boolean; ready?: boolean } = {},
+    options: { rateHz?: number; viaQuery?: boolean; ready?: boolean; clock?: Clock } = {},
   ): Promise<RoomClient> {
     const url = options.viaQuery && token ? `${wsUrl}?token=${encodeURIComponent(token)}` : wsUrl;
     const protocols = !options.viaQuery && token ? ['rtvi-ai', token] : ['rtvi-ai'];
-    const client = new RoomClient(url, protocols, options.rateHz ?? 16000);
+    const client = new RoomClient(url, protocols, options.rateHz ?? 16000, options.clock ?? REAL_CLOCK);
     await new Promise<void>((resolve) => {
       client.socket.once('open', () => resolve());
       client.socket.once('close', () => resolve());
@@ -72,13 +75,13 @@ export class RoomClient {
     this.socket.send(data);
   }
 
-  /** Sends `pcm` as 20 ms frames paced by the wall clock, as a microphone would. */
+  /** Sends `pcm` as 20 ms frames paced by the client's clock, as a microphone would. */
   async stream(pcm: Int16Array): Promise<void> {
     const frame = this.rateHz / 50;
-    const startMs = performance.now();
+    const startMs = this.clock.now();
     for (let i = 0, n = 0; i < pcm.length; i += frame, n++) {
-      const waitMs = startMs + n * 20 - performance.now();
-      if (waitMs > 0) await new Promise((r) => setTimeout(r, waitMs));
+      const waitMs = startMs + n * 20 - this.clock.now();
+      if (waitMs > 0) await this.clock.sleep(waitMs);
       if (this.socket.readyState !== WebSocket.OPEN) return;
       const chunk = pcm.subarray(i, Math.min(i + frame, pcm.length));
       this.socket.send(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.byteLength));

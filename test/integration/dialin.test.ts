@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { type TestContext, describe, it } from 'vitest';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { rmsLevel } from '../../src/audio/energy.js';
@@ -14,17 +14,23 @@ import { waitFor } from '../helpers/wait.js';
 const SECRET = Buffer.alloc(32, 9).toString('base64');
 const NUMBER = '+14155550177';
 
-let server: CallServer | undefined;
-const closers: Array<() => Promise<void>> = [];
+/** A call server for one test, closed when the test finishes. */
+async function serve(
+  onTestFinished: TestContext['onTestFinished'],
+  ...args: Parameters<typeof startCallServer>
+): Promise<CallServer> {
+  const server = await startCallServer(...args);
+  onTestFinished(() => server.close());
+  return server;
+}
 
-afterEach(async () => {
-  for (const close of closers.splice(0)) await close();
-  await server?.close();
-  server = undefined;
-});
-
-async function api(method: string, path: string, payload?: unknown): Promise<{ status: number; body: any }> {
-  const res = await server!.app.inject({
+async function api(
+  server: CallServer,
+  method: string,
+  path: string,
+  payload?: unknown,
+): Promise<{ status: number; body: any }> {
+  const res = await server.app.inject({
     method: method as 'POST',
     url: path,
     headers: { authorization: `Bearer ${TEST_KEY}` },
@@ -33,24 +39,30 @@ async function api(method: string, path: string, payload?: unknown): Promise<{ s
   return { status: res.statusCode, body: res.json() };
 }
 
-describe('pinless dial-in calls', () => {
-  it('holds the caller with a chime, tells the customer’s server (signed), and without a bot says so and hangs up', async () => {
-    server = await startCallServer(
+// Each test has its own server and callers and checks no timing but lower bounds (a hold lasts at
+// least its timeout): they run at once, which the two 5 s holds (the shortest allowed) need.
+describe.concurrent('pinless dial-in calls', () => {
+  it('holds the caller with a chime, tells the customer’s server (signed), and without a bot says so and hangs up', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const server = await serve(
+      onTestFinished,
       () => undefined,
       { SWITCHBOARD_DIALIN_HOLD_TIMEOUT_SECS: '5' },
       { captureLogs: true },
     );
     const receiver = await startWebhookReceiver((to) => (to === NUMBER ? SECRET : undefined));
-    closers.push(receiver.close);
-    expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
-    const configured = await api('POST', '/v1/', {
+    onTestFinished(receiver.close);
+    expect((await api(server, 'POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
+    const configured = await api(server, 'POST', '/v1/', {
       properties: {
         pinless_dialin: [
           {
             phone_number: NUMBER,
             room_creation_api: receiver.url,
             hmac: SECRET,
-            timeout_config: { message: 'Nobody is here. Goodbye.' },
+            timeout_config: { message: 'Goodbye.' },
           },
         ],
       },
@@ -90,11 +102,15 @@ describe('pinless dial-in calls', () => {
     expect(report.metrics.bot.segments).toBeGreaterThanOrEqual(2);
   });
 
-  it('a bot started before the carrier connects the call’s audio takes the call when the audio arrives, and the caller hears its greeting', async () => {
+  it('a bot started before the carrier connects the call’s audio takes the call when the audio arrives, and the caller hears its greeting', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const greeting = 'Hello, this is the front desk.';
     const llm = new ScriptedLlm({ replies: [greeting] });
     const tts = new ToneTts();
-    server = await startCallServer(
+    const server = await serve(
+      onTestFinished,
       (registry) =>
         registry
           .registerStt('scripted_stt', () => new ScriptedStt([]))
@@ -112,7 +128,7 @@ describe('pinless dial-in calls', () => {
       200,
       (webhook) => {
         if (webhook.body.callId === undefined) return;
-        void fetch(`${server!.baseUrl}/v1/bots/start`, {
+        void fetch(`${server.baseUrl}/v1/bots/start`, {
           method: 'POST',
           headers: { authorization: `Bearer ${TEST_KEY}`, 'content-type': 'application/json' },
           body: JSON.stringify({
@@ -122,11 +138,11 @@ describe('pinless dial-in calls', () => {
         }).then(async (res) => botStarted({ status: res.status, body: await res.text() }));
       },
     );
-    closers.push(receiver.close);
-    expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
+    onTestFinished(receiver.close);
+    expect((await api(server, 'POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
     expect(
       (
-        await api('POST', '/v1/', {
+        await api(server, 'POST', '/v1/', {
           properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET }] },
         })
       ).status,
@@ -157,8 +173,12 @@ describe('pinless dial-in calls', () => {
     expect(report.metrics.bot.receivedAudioMs).toBeGreaterThan(greeting.length * 40 * 0.8);
   });
 
-  it('closes the room of a bot whose caller’s audio never connects within the hold timeout', async () => {
-    server = await startCallServer(
+  it('closes the room of a bot whose caller’s audio never connects within the hold timeout', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const server = await serve(
+      onTestFinished,
       (registry) =>
         registry
           .registerStt('scripted_stt', () => new ScriptedStt([]))
@@ -168,11 +188,11 @@ describe('pinless dial-in calls', () => {
       { captureLogs: true },
     );
     const receiver = await startWebhookReceiver(() => SECRET);
-    closers.push(receiver.close);
-    expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
+    onTestFinished(receiver.close);
+    expect((await api(server, 'POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
     expect(
       (
-        await api('POST', '/v1/', {
+        await api(server, 'POST', '/v1/', {
           properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url, hmac: SECRET }] },
         })
       ).status,
@@ -185,7 +205,7 @@ describe('pinless dial-in calls', () => {
     });
     const streamUrl = /<Stream url="([^"]+)"/.exec(await twiml.text())![1]!;
     const webhook = await waitFor(() => receiver.received.find((r) => r.body.callId !== undefined));
-    const start = await api('POST', '/v1/bots/start', {
+    const start = await api(server, 'POST', '/v1/bots/start', {
       ...botBody(),
       dialin_settings: { callId: webhook.body.callId, callDomain: webhook.body.callDomain },
     });
@@ -205,20 +225,25 @@ describe('pinless dial-in calls', () => {
     expect(late.close).toMatchObject({ code: 4404, reason: 'unknown or finished dial-in call' });
   });
 
-  it('routes a SIP interconnect call by its sip_uri, which stays the same when other entries change', async () => {
-    server = await startCallServer(() => undefined);
+  it('routes a SIP interconnect call by its sip_uri, which stays the same when other entries change', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const server = await serve(onTestFinished, () => undefined);
     const receiver = await startWebhookReceiver(() => SECRET);
-    closers.push(receiver.close);
+    onTestFinished(receiver.close);
     const trunk = { room_creation_api: receiver.url, name_prefix: 'trunk', hmac: SECRET };
-    const first = await api('POST', '/v1/', { properties: { pinless_dialin: [trunk] } });
+    const first = await api(server, 'POST', '/v1/', { properties: { pinless_dialin: [trunk] } });
     const sipUri: string = first.body.config.pinless_dialin[0].sip_uri;
     expect(sipUri).toMatch(/^sip:dialin-[0-9a-f]{16}@sip\.127\.0\.0\.1$/);
-    expect((await api('POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
-    const second = await api('POST', '/v1/', {
+    expect((await api(server, 'POST', '/v1/buy-phone-number', { number: NUMBER })).status).toBe(200);
+    const second = await api(server, 'POST', '/v1/', {
       properties: { pinless_dialin: [{ phone_number: NUMBER, room_creation_api: receiver.url }, trunk] },
     });
     expect(second.body.config.pinless_dialin[1].sip_uri).toBe(sipUri);
-    const twin = await api('POST', '/v1/', { properties: { pinless_dialin: [trunk, { ...trunk, hmac: undefined }] } });
+    const twin = await api(server, 'POST', '/v1/', {
+      properties: { pinless_dialin: [trunk, { ...trunk, hmac: undefined }] },
+    });
     expect(twin.status).toBe(400);
     expect(twin.body.info).toContain('same room_creation_api and name_prefix');
 
@@ -236,10 +261,13 @@ describe('pinless dial-in calls', () => {
     expect(webhook.signatureValid).toBe(true);
   });
 
-  it('plays the entry’s hold_music_url (a WAV, fetched once) instead of the chime, and the chime for a file it cannot use', async () => {
-    server = await startCallServer(() => undefined, {}, { captureLogs: true });
+  it('plays the entry’s hold_music_url (a WAV, fetched once) instead of the chime, and the chime for a file it cannot use', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const server = await serve(onTestFinished, () => undefined, {}, { captureLogs: true });
     const receiver = await startWebhookReceiver(() => SECRET);
-    closers.push(receiver.close);
+    onTestFinished(receiver.close);
     // A steady 16 kHz tone: unlike the chime, it has no quiet second in each two.
     const tone = new Int16Array(16_000 * 2).map((_, i) =>
       Math.round(8000 * Math.sin((2 * Math.PI * 440 * i) / 16_000)),
@@ -248,11 +276,11 @@ describe('pinless dial-in calls', () => {
       '/music.wav': { type: 'audio/wav', body: encodePcm16Wav(tone, 16_000) },
       '/music.mp3': { type: 'audio/mpeg', body: new Uint8Array(4096) },
     });
-    closers.push(files.close);
+    onTestFinished(files.close);
     const other = '+14155550178';
     for (const number of [NUMBER, other])
-      expect((await api('POST', '/v1/buy-phone-number', { number })).status).toBe(200);
-    const configured = await api('POST', '/v1/', {
+      expect((await api(server, 'POST', '/v1/buy-phone-number', { number })).status).toBe(200);
+    const configured = await api(server, 'POST', '/v1/', {
       properties: {
         pinless_dialin: [
           {
@@ -274,7 +302,7 @@ describe('pinless dial-in calls', () => {
 
     const hold = async (to: string) => {
       const call = new PhoneCall({
-        target: { webhookUrl: `${server!.baseUrl}/twilio/voice` },
+        target: { webhookUrl: `${server.baseUrl}/twilio/voice` },
         to,
         record: true,
         scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 4500 },
@@ -282,7 +310,9 @@ describe('pinless dial-in calls', () => {
       const report = await call.run();
       return { report, botMulaw: call.recording!.botMulaw() };
     };
-    const [withMusic, secondCaller] = await Promise.all([hold(NUMBER), hold(NUMBER)]);
+    // Two callers on the music at once (one fetch between them) and one on the unusable file, all
+    // three held at the same time.
+    const [withMusic, secondCaller, withBadFile] = await Promise.all([hold(NUMBER), hold(NUMBER), hold(other)]);
     await server.waitForLog((r) => r.msg === 'hold music loaded');
     // From the second loop at the latest, the tone plays through what is the chime's quiet part.
     const quietPartOfChime = (call: { botMulaw: Uint8Array }) =>
@@ -291,7 +321,6 @@ describe('pinless dial-in calls', () => {
     expect(quietPartOfChime(secondCaller)).toBeGreaterThan(0.05);
     expect(files.requests.filter((path) => path === '/music.wav')).toHaveLength(1);
 
-    const withBadFile = await hold(other);
     await server.waitForLog(
       (r) => r.msg === 'hold music could not be used; playing the chime' && String(r.err).includes('not a WAV'),
     );
@@ -299,8 +328,8 @@ describe('pinless dial-in calls', () => {
     expect(withBadFile.report.metrics.bot.receivedAudioMs).toBeGreaterThan(4000);
   });
 
-  it('answers a number without dial-in, and an unknown stream, politely', async () => {
-    server = await startCallServer(() => undefined);
+  it('answers a number without dial-in, and an unknown stream, politely', async ({ expect, onTestFinished }) => {
+    const server = await serve(onTestFinished, () => undefined);
     const res = await fetch(`${server.baseUrl}/twilio/voice`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },

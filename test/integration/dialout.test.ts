@@ -7,12 +7,19 @@ import { type ScriptedToolTurn, ScriptedLlm, ScriptedStt, ToneTts } from '../fak
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { TEST_KEY } from '../helpers/test-app.js';
 import { waitFor } from '../helpers/wait.js';
+import { type Clock, scaledClock } from '../../src/shared/clock.js';
 
 /**
  * Dial-out over real sockets: POST /v1/bots/start with dialout_settings, the carrier placing the
  * calls (the sandbox carrier simulating callees end to end through the status callbacks, the
  * answer webhook and the media stream; Twilio's REST API faked), legs joining the room on answer.
+ *
+ * The server, its sandbox carrier and callee, and the simulated caller share a clock
+ * (shared/clock.ts) SPEED times faster than wall time: what these tests check is who rings, who
+ * answers and what is said, not how long it takes (docs/testing.md).
  */
+const SPEED = 3;
+const FAST: Clock = scaledClock(SPEED);
 
 const GREETING = 'Hello, this is the clinic calling about your appointment.';
 const ANSWERS = ['Great, we will see you on Tuesday at ten.', 'Thank you, goodbye.'];
@@ -51,7 +58,7 @@ async function startServer(
         .registerTts('tone_tts', () => tts);
     },
     { SWITCHBOARD_ROOM_EMPTY_GRACE_SECS: '0', ...env },
-    { captureLogs: true },
+    { captureLogs: true, clock: FAST },
   );
   const s = server;
   const api: Bot['api'] = async (method, path, payload) => {
@@ -187,6 +194,7 @@ describe('dial-out on the sandbox carrier', () => {
     void bot.server.waitForLog(byMsg('sandbox callee hung up'), 60_000).then(() => hangUp.abort());
     const caller = await runPhoneCall({
       target: { webhookUrl: `${bot.server.baseUrl}/twilio/voice/${id}` },
+      clock: FAST,
       scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 60_000 },
       signal: hangUp.signal,
     });
@@ -264,6 +272,7 @@ describe('dial-out through Twilio', () => {
     const line = await readMulawFile('fixtures/audio/A06_birch_canoe.ulaw');
     const report = await runPhoneCall({
       target: { webhookUrl: callRequest.form.Url! },
+      clock: FAST,
       callSid,
       direction: 'outbound-api',
       from: '+14155550142',

@@ -9,12 +9,19 @@ import { type ToolBehaviour, startToolReceiver } from '../fakes/tool-webhook-rec
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { waitFor } from '../helpers/wait.js';
 import { startFakeTwilioRest } from '../fakes/fake-twilio-rest.js';
+import { type Clock, scaledClock } from '../../src/shared/clock.js';
 
 /**
  * Function calling on a phone call, over real sockets: the simulator calls, real Silero VAD takes
  * turns, the voice streams at real time, and the functions are webhooks on a receiver reached by
  * host name.
+ *
+ * "Real time" is a clock SPEED times faster than wall time (shared/clock.ts), shared by the
+ * server, the simulator, the voice's pacing and the webhooks' delays: what these tests check is
+ * what the calls say and do, in order, not how long they take (docs/testing.md).
  */
+const SPEED = 3;
+const FAST: Clock = scaledClock(SPEED);
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
 const QUESTION = 'the birch canoe slid on the smooth planks';
@@ -57,10 +64,10 @@ interface ToolCallSetUp {
 }
 
 async function toolCall(setUp: ToolCallSetUp) {
-  const receiver = await startToolReceiver(setUp.behaviours);
+  const receiver = await startToolReceiver(setUp.behaviours, FAST);
   closers.push(receiver.close);
   const llm = new ScriptedLlm({ replies: setUp.replies });
-  const tts = new ToneTts(40, 20, undefined, 0, { realTime: true });
+  const tts = new ToneTts(40, 20, undefined, 0, { realTime: true, clock: FAST });
   server = await startCallServer(
     (registry) => {
       registry
@@ -69,7 +76,7 @@ async function toolCall(setUp: ToolCallSetUp) {
         .registerTts('tone_tts', () => tts);
     },
     setUp.env ?? {},
-    { captureLogs: true },
+    { captureLogs: true, clock: FAST },
   );
   const names = Object.keys(setUp.behaviours);
   const { wssUrl } = await server.createConfig({
@@ -92,6 +99,7 @@ async function toolCall(setUp: ToolCallSetUp) {
   });
   const report = await runPhoneCall({
     target: { wssUrl },
+    clock: FAST,
     callSid: setUp.callSid,
     authToken: setUp.authToken,
     clips: {

@@ -13,7 +13,7 @@ import { type CallServer, startCallServer } from '../helpers/call-server.js';
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
 
 const SYSTEM = 'You are the front desk of a small hotel.';
-const QUESTION = 'the birch canoe slid on the smooth planks';
+const QUESTION = 'the birch canoe';
 const INTERRUPTION = 'go forward ten meters';
 const SENTENCE_ONE = 'We have rooms with a view of the harbour and rooms with a garden terrace.';
 const SENTENCE_TWO = 'Every stay includes breakfast, parking, and late checkout on Sundays if you ask at the desk.';
@@ -48,12 +48,14 @@ async function interruptedCall(interruptAtMs: number) {
   const report = await runPhoneCall({
     target: { wssUrl },
     clips: {
-      birch: { mulaw: await readMulawFile(fixture('A06_birch_canoe.ulaw')) },
+      // The first 1.2 s of the sentence, up to its first pause: the question's length is not the
+      // subject, and the caller says it in real time.
+      question: { mulaw: (await readMulawFile(fixture('A06_birch_canoe.ulaw'))).slice(0, 1200 * 8) },
       forward: { mulaw: await readMulawFile(fixture('A07_go_forward.ulaw')) },
     },
     scenario: {
       steps: [
-        { do: 'play', clip: 'birch' },
+        { do: 'play', clip: 'question' },
         { do: 'wait-bot-audio', thenMs: interruptAtMs },
         { do: 'play', clip: 'forward' },
         { do: 'wait-bot-silence', ms: 600 },

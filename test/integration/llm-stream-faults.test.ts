@@ -1,6 +1,6 @@
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { type TestContext, describe, it } from 'vitest';
 import { PHRASES } from '../../src/pipeline/call-deps.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
@@ -18,21 +18,16 @@ const GARBAGE =
   'event: weird\ndata: {"type":"nonsense","candidates":"no"}\n\n' +
   'data: <html><body>502 Bad Gateway</body></html>\n\n';
 
-let vendor: Server | undefined;
-let server: CallServer | undefined;
-
-afterEach(async () => {
-  await server?.close();
-  server = undefined;
-  vendor?.closeAllConnections();
-  await new Promise<void>((resolve) => (vendor ? vendor.close(() => resolve()) : resolve()));
-  vendor = undefined;
-});
-
-/** A vendor endpoint that answers every POST with 200, an event-stream type and `body`. */
-async function startBrokenVendor(body: string): Promise<{ url: string; requests: () => number }> {
+/**
+ * A vendor endpoint that answers every POST with 200, an event-stream type and `body`; closed
+ * when the test finishes.
+ */
+async function startBrokenVendor(
+  body: string,
+  onTestFinished: TestContext['onTestFinished'],
+): Promise<{ url: string; requests: () => number }> {
   let requests = 0;
-  vendor = createServer((req, res) => {
+  const vendor: Server = createServer((req, res) => {
     requests += 1;
     req.resume();
     req.on('end', () => {
@@ -40,7 +35,11 @@ async function startBrokenVendor(body: string): Promise<{ url: string; requests:
       res.end(body);
     });
   });
-  await new Promise<void>((resolve) => vendor!.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => vendor.listen(0, '127.0.0.1', resolve));
+  onTestFinished(async () => {
+    vendor.closeAllConnections();
+    await new Promise<void>((resolve) => vendor.close(() => resolve()));
+  });
   return { url: `http://localhost:${(vendor.address() as AddressInfo).port}`, requests: () => requests };
 }
 
@@ -55,24 +54,27 @@ const CASES = VENDORS.flatMap((v) => [
   { ...v, fault: 'an empty stream', body: '' },
 ]);
 
-async function providerErrorsCounted(): Promise<number> {
-  const text = await (await fetch(`${server!.baseUrl}/metrics`)).text();
+async function providerErrorsCounted(server: CallServer): Promise<number> {
+  const text = await (await fetch(`${server.baseUrl}/metrics`)).text();
   return Number(/^switchboard_provider_errors_total (\d+)$/m.exec(text)?.[1] ?? 0);
 }
 
+// Each case has its own vendor, server and call, and checks no timing: they run at once.
 describe('an LLM that answers 200 with nothing readable', () => {
-  it.each(CASES)(
+  it.concurrent.for(CASES)(
     '$llm, $fault: the caller hears an apology, the error is counted and logged',
-    async ({ llm, env, body }) => {
-      const broken = await startBrokenVendor(body);
-      const tts = new ToneTts();
-      server = await startCallServer(
+    async ({ llm, env, body }, { expect, onTestFinished }) => {
+      const broken = await startBrokenVendor(body, onTestFinished);
+      // A short tone a character: the apology's length is not the subject.
+      const tts = new ToneTts(10);
+      const server = await startCallServer(
         (registry) => {
           registry.registerStt('scripted_stt', () => new ScriptedStt([])).registerTts('tone_tts', () => tts);
         },
         { [env]: broken.url },
         { captureLogs: true },
       );
+      onTestFinished(() => server.close());
       const { wssUrl } = await server.createConfig({
         services: { stt: 'scripted_stt', llm, tts: 'tone_tts' },
         config: [],
@@ -98,7 +100,7 @@ describe('an LLM that answers 200 with nothing readable', () => {
       );
       expect(String(failure.error)).toMatch(/empty|readable/i);
       // The call's provider errors reach /metrics when the call ends (a moment after the hang-up).
-      await expect.poll(providerErrorsCounted, { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
+      await expect.poll(() => providerErrorsCounted(server), { timeout: 10_000 }).toBeGreaterThanOrEqual(1);
     },
   );
 });

@@ -9,6 +9,7 @@ import { PHRASES } from '../../src/pipeline/call-deps.js';
 import { MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../../src/audio/frames.js';
 import { CarrierMessages } from '../../src/tools/simulator/carrier-messages.js';
 import { CLOSE } from '../../src/shared/close-codes.js';
+import { type Clock, REAL_CLOCK, scaledClock } from '../../src/shared/clock.js';
 import { ScriptedLlm, type ScriptedLlmOptions, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 
@@ -16,7 +17,13 @@ import { type CallServer, startCallServer } from '../helpers/call-server.js';
  * Whole phone calls over real sockets: the simulator plays recorded speech the way Twilio does,
  * the server runs the real transport, Silero VAD, turn-taking and Playout; only the STT, LLM and
  * TTS are scripted so each test can say what the bot "heard" and answers.
+ *
+ * Server and simulator share a clock (shared/clock.ts) running SPEED times faster than wall time,
+ * except where time is the subject: the barge-in's heard point, and the carrier sockets whose
+ * audio rate or message flood the server judges (docs/testing.md).
  */
+const SPEED = 3;
+const FAST: Clock = scaledClock(SPEED);
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
 
@@ -36,6 +43,8 @@ interface Bot {
   llm: ScriptedLlm;
   tts: ToneTts;
   wssUrl: string;
+  /** The calls' clock, server and simulator. */
+  clock: Clock;
 }
 
 let server: CallServer | undefined;
@@ -51,16 +60,23 @@ async function startBot(options: {
   tts?: ToneTts;
   runOnConfig?: boolean;
   maxDurationSecs?: number;
+  /** FAST unless time is the test's subject. */
+  clock?: Clock;
 }): Promise<Bot> {
+  const clock = options.clock ?? FAST;
   const stt = new ScriptedStt(options.heard ?? []);
   const llm = new ScriptedLlm(options.llm);
   const tts = options.tts ?? new ToneTts();
-  server = await startCallServer((registry) => {
-    registry
-      .registerStt('scripted_stt', () => stt)
-      .registerLlm('scripted_llm', () => llm)
-      .registerTts('tone_tts', () => tts);
-  });
+  server = await startCallServer(
+    (registry) => {
+      registry
+        .registerStt('scripted_stt', () => stt)
+        .registerLlm('scripted_llm', () => llm)
+        .registerTts('tone_tts', () => tts);
+    },
+    {},
+    { clock },
+  );
   const { wssUrl } = await server.createConfig({
     services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
     config: [
@@ -74,7 +90,7 @@ async function startBot(options: {
     ],
     max_duration: options.maxDurationSecs ?? 600,
   });
-  return { server, stt, llm, tts, wssUrl };
+  return { server, stt, llm, tts, wssUrl, clock };
 }
 
 function kinds(report: CallReport, kind: string) {
@@ -96,6 +112,7 @@ describe('a phone call to a configured bot', () => {
     });
     const report = await runPhoneCall({
       target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
       clips: { birch: await clip('A06_birch_canoe.ulaw') },
       scenario: {
         steps: [
@@ -134,9 +151,12 @@ describe('a phone call to a configured bot', () => {
     const bot = await startBot({
       heard: ['do you have rooms', 'go forward ten meters'],
       llm: { replies: [LONG_REPLY, 'Of course.'] },
+      // The heard point and the clear are measured in real time.
+      clock: REAL_CLOCK,
     });
     const report = await runPhoneCall({
       target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
       clips: { birch: await clip('A06_birch_canoe.ulaw'), forward: await clip('A07_go_forward.ulaw') },
       scenario: {
         steps: [
@@ -181,6 +201,7 @@ describe('a phone call to a configured bot', () => {
     const bot = await startBot({ llm: { replies: [LONG_REPLY] }, runOnConfig: true });
     const report = await runPhoneCall({
       target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
       // Four seconds of the clip, well inside the reply; it has no speech, and `voiced: null` says so.
       clips: { dishes: { mulaw: sliceMulaw((await clip('A10_noise_dishes.ulaw')).mulaw, 0, 4000), voiced: null } },
       scenario: {
@@ -205,6 +226,7 @@ describe('a phone call to a configured bot', () => {
     const bot = await startBot({ llm: { replies: ['unused'] }, maxDurationSecs: 2 });
     const report = await runPhoneCall({
       target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
       scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 },
     });
 
@@ -225,6 +247,7 @@ describe('a phone call to a configured bot', () => {
     const bot = await startBot({ llm: { replies: ['Connecting you to room 42.'] } });
     const report = await runPhoneCall({
       target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
       scenario: {
         steps: [
           { do: 'wait', ms: 500 },
@@ -251,6 +274,7 @@ describe('a phone call to a configured bot', () => {
     });
     const report = await runPhoneCall({
       target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
       clips: { birch: await clip('A06_birch_canoe.ulaw'), forward: await clip('A07_go_forward.ulaw') },
       scenario: {
         steps: [
@@ -275,6 +299,7 @@ describe('provider failures inside a call', () => {
   const birchTurn = async (bot: Bot) =>
     runPhoneCall({
       target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
       clips: { birch: await clip('A06_birch_canoe.ulaw') },
       scenario: {
         steps: [
@@ -319,6 +344,7 @@ describe('provider failures inside a call', () => {
     });
     const report = await runPhoneCall({
       target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
       clips: { birch: await clip('A06_birch_canoe.ulaw') },
       scenario: { steps: [{ do: 'play', clip: 'birch' }], endOfScript: 'stay', maxDurationMs: 30_000 },
     });
@@ -333,18 +359,23 @@ describe('provider failures inside a call', () => {
     const stt = new ScriptedStt([], 30, 500);
     const llm = new ScriptedLlm({ replies: ['unused'] });
     const tts = new ToneTts();
-    server = await startCallServer((registry) => {
-      registry
-        .registerStt('scripted_stt', () => stt)
-        .registerLlm('scripted_llm', () => llm)
-        .registerTts('tone_tts', () => tts);
-    });
+    server = await startCallServer(
+      (registry) => {
+        registry
+          .registerStt('scripted_stt', () => stt)
+          .registerLlm('scripted_llm', () => llm)
+          .registerTts('tone_tts', () => tts);
+      },
+      {},
+      { clock: FAST },
+    );
     const { wssUrl } = await server.createConfig({
       services: { stt: 'scripted_stt', llm: 'scripted_llm', tts: 'tone_tts' },
       config: [],
     });
     const report = await runPhoneCall({
       target: { wssUrl },
+      clock: FAST,
       scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 },
     });
     expect(report.outcome).toBe('server-closed');
@@ -357,7 +388,11 @@ describe('provider failures inside a call', () => {
 
   it('opens the voice with the call and closes it when the call ends', async () => {
     const bot = await startBot({ llm: { replies: ['Hello.'] }, runOnConfig: true });
-    await runPhoneCall({ target: { wssUrl: bot.wssUrl }, scenario: { steps: [{ do: 'wait-bot-silence', ms: 300 }] } });
+    await runPhoneCall({
+      target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
+      scenario: { steps: [{ do: 'wait-bot-silence', ms: 300 }] },
+    });
     // The server sees the hang-up a moment after the simulator reports it.
     await expect.poll(() => bot.tts.closes, { timeout: 10_000 }).toBe(1);
     expect(bot.tts.warmUps).toBe(1);
@@ -412,9 +447,14 @@ describe('the media websocket under bad input', () => {
   });
 
   it('closes on binary frames (1003), on a stream of malformed messages (1008) and on a flood (4429), while a real call on the same server carries on', async () => {
-    const bot = await startBot({ heard: ['go forward ten meters'], llm: { replies: ['Sure, going forward now.'] } });
+    const bot = await startBot({
+      heard: ['go forward ten meters'],
+      llm: { replies: ['Sure, going forward now.'] },
+      clock: REAL_CLOCK,
+    });
     const good = runPhoneCall({
       target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
       clips: { forward: await clip('A07_go_forward.ulaw') },
       scenario: {
         steps: [
@@ -529,9 +569,14 @@ describe('the media websocket under audio faster than real time', () => {
   const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
   it('closes a stream whose media messages carry far more than a frame (1009), while a real call on the same server is answered', async () => {
-    const bot = await startBot({ heard: ['go forward ten meters'], llm: { replies: ['Sure, going forward now.'] } });
+    const bot = await startBot({
+      heard: ['go forward ten meters'],
+      llm: { replies: ['Sure, going forward now.'] },
+      clock: REAL_CLOCK,
+    });
     const good = runPhoneCall({
       target: { wssUrl: bot.wssUrl },
+      clock: bot.clock,
       clips: { forward: await clip('A07_go_forward.ulaw') },
       scenario: {
         steps: [
@@ -568,7 +613,7 @@ describe('the media websocket under audio faster than real time', () => {
   });
 
   it('closes a stream that sends ordinary 20 ms frames four times faster than real time (4429)', async () => {
-    const bot = await startBot({ llm: { replies: ['hi'] } });
+    const bot = await startBot({ llm: { replies: ['hi'] }, clock: REAL_CLOCK });
     const fast = await carrierSocket(bot.wssUrl);
     // 200 messages a second, under the message-count limit; 80 ms of audio every 20 ms, for up to
     // 10 s (40 s of audio), then wait for the server to read it all.
@@ -581,7 +626,11 @@ describe('the media websocket under audio faster than real time', () => {
   });
 
   it('answers a caller whose carrier delivers audio in real time but in clumps (300 ms at a time, and once after a 4 s stall, as when our own event loop was held)', async () => {
-    const bot = await startBot({ heard: ['go forward ten meters'], llm: { replies: ['Sure, going forward now.'] } });
+    const bot = await startBot({
+      heard: ['go forward ten meters'],
+      llm: { replies: ['Sure, going forward now.'] },
+      clock: REAL_CLOCK,
+    });
     const caller = await carrierSocket(bot.wssUrl);
     const speech = await readMulawFile(fixture('A07_go_forward.ulaw'));
     const startedAt = performance.now();

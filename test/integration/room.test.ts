@@ -11,12 +11,20 @@ import { ScriptedLlm, type ScriptedLlmOptions, ScriptedStt, ToneTts } from '../f
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { fixturePcm, RoomClient } from '../helpers/room-client.js';
 import { TEST_KEY } from '../helpers/test-app.js';
+import { type Clock, REAL_CLOCK, scaledClock } from '../../src/shared/clock.js';
 
 /**
  * Rooms over real sockets: POST /v1/bots/start, then participants speaking the room protocol
  * (16 kHz PCM, as the web client sends) to a bot on the real room transport, Silero VAD,
  * turn-taking and Playout, with scripted STT, LLM and TTS.
+ *
+ * Server and participants share a clock (shared/clock.ts) SPEED times faster than wall time,
+ * except where time is the subject: a barge-in's clear and heard point, the pause on a
+ * backchannel, audio rates and clumps, and the speech-to-speech vendors cut off mid-greeting
+ * (docs/testing.md).
  */
+const SPEED = 3;
+const FAST: Clock = scaledClock(SPEED);
 
 const GREETING = 'Hello, this is the front desk.';
 const ANSWER = 'Yes, the canoe is ready for you at the dock.';
@@ -38,6 +46,8 @@ interface Bot {
   stt: ScriptedStt;
   llm: ScriptedLlm;
   tts: ToneTts;
+  /** The room's clock, server and participants. */
+  clock: Clock;
   start(overrides?: Record<string, unknown>): Promise<{ name: string; token: string; wsUrl: string }>;
   join(
     token: string | undefined,
@@ -50,21 +60,28 @@ async function startServer(
   llm: ScriptedLlmOptions,
   env: Record<string, string> = {},
   heard = [HEARD, HEARD],
+  /** FAST unless time is the test's subject. */
+  clock: Clock = FAST,
 ): Promise<Bot> {
   const stt = new ScriptedStt(heard);
   const scriptedLlm = new ScriptedLlm(llm);
   const tts = new ToneTts();
-  server = await startCallServer((registry) => {
-    registry
-      .registerStt('scripted_stt', () => stt)
-      .registerLlm('scripted_llm', () => scriptedLlm)
-      .registerTts('tone_tts', () => tts);
-  }, env);
+  server = await startCallServer(
+    (registry) => {
+      registry
+        .registerStt('scripted_stt', () => stt)
+        .registerLlm('scripted_llm', () => scriptedLlm)
+        .registerTts('tone_tts', () => tts);
+    },
+    env,
+    { clock },
+  );
   const s = server;
   return {
     stt,
     llm: scriptedLlm,
     tts,
+    clock,
     async start(overrides = {}) {
       const res = await s.app.inject({
         method: 'POST',
@@ -96,7 +113,7 @@ async function startServer(
       return { name, token, wsUrl: `${s.baseUrl.replace(/^http/, 'ws')}/rooms/${name}/ws` };
     },
     async join(token, wsUrl, options) {
-      const client = await RoomClient.connect(wsUrl, token, options);
+      const client = await RoomClient.connect(wsUrl, token, { clock, ...options });
       clients.push(client);
       return client;
     },
@@ -146,7 +163,7 @@ describe('a bot in a room', () => {
   });
 
   it('clears the bot when a participant talks over it, and keeps only what was heard in the context', async () => {
-    const bot = await startServer({ replies: [LONG_REPLY, ANSWER] });
+    const bot = await startServer({ replies: [LONG_REPLY, ANSWER] }, {}, undefined, REAL_CLOCK);
     const room = await bot.start();
     const alice = await bot.join(room.token, room.wsUrl);
     await alice.until('the bot talking', () => alice.audioBytes > 32 * 1500);
@@ -207,7 +224,7 @@ describe('a bot in a room', () => {
   });
 
   it('closes malformed and flooding clients with a reason, and the room carries on for the others', async () => {
-    const bot = await startServer({ replies: [GREETING, ANSWER] });
+    const bot = await startServer({ replies: [GREETING, ANSWER] }, {}, undefined, REAL_CLOCK);
     const room = await bot.start();
     const alice = await bot.join(room.token, room.wsUrl);
     await alice.until('bot-ready', () => alice.of('bot-ready').length === 1);
@@ -271,7 +288,7 @@ describe('a bot in a room', () => {
   });
 
   it('hears and answers a participant whose audio arrives in real time but in clumps (300 ms at a time, once after a 1.2 s stall)', async () => {
-    const bot = await startServer({ replies: [GREETING, ANSWER] });
+    const bot = await startServer({ replies: [GREETING, ANSWER] }, {}, undefined, REAL_CLOCK);
     const room = await bot.start();
     const alice = await bot.join(room.token, room.wsUrl);
     await alice.until('greeting', () => alice.of('bot-stopped-speaking').length >= 1);
@@ -313,7 +330,7 @@ describe('a bot in a room', () => {
   });
 
   it('natural_conversation: "mm-hmm" while the bot talks neither cuts it off nor starts a reply (it may pause it, then the reply resumes)', async () => {
-    const bot = await startServer({ replies: [LONG_REPLY, ANSWER] }, {}, ['mm-hmm', HEARD]);
+    const bot = await startServer({ replies: [LONG_REPLY, ANSWER] }, {}, ['mm-hmm', HEARD], REAL_CLOCK);
     const room = await bot.start({ bot_profile: 'natural_conversation_2024_11' });
     const alice = await bot.join(room.token, room.wsUrl);
     await alice.until('the bot talking', () => alice.audioBytes > 32 * 1000);
@@ -385,6 +402,7 @@ describe('a bot in a room', () => {
       };
       const call = runPhoneCall({
         target: { webhookUrl: `${server!.baseUrl}/twilio/voice` },
+        clock: bot.clock,
         from: '+15005550006',
         to: number,
         clips: { birch },
@@ -476,7 +494,7 @@ describe('a bot in a room', () => {
     });
     const vendors = await startEmulatorServer([realtime]);
     try {
-      const bot = await startServer({ replies: [] }, { SWITCHBOARD_OPENAI_URL: vendors.url });
+      const bot = await startServer({ replies: [] }, { SWITCHBOARD_OPENAI_URL: vendors.url }, undefined, REAL_CLOCK);
       const room = await bot.start({
         bot_profile: 'openai_realtime_beta_2024_10',
         services: { llm: 'openai_realtime' },
@@ -550,7 +568,7 @@ describe('a bot in a room', () => {
     });
     const vendors = await startEmulatorServer([live]);
     try {
-      const bot = await startServer({ replies: [] }, { SWITCHBOARD_GEMINI_URL: vendors.url });
+      const bot = await startServer({ replies: [] }, { SWITCHBOARD_GEMINI_URL: vendors.url }, undefined, REAL_CLOCK);
       const room = await bot.start({
         bot_profile: 'gemini_multimodal_live_2024_12',
         services: { llm: 'gemini' },

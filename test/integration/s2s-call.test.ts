@@ -7,6 +7,7 @@ import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import type { Scenario } from '../../src/tools/simulator/scenario.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
+import { type Clock, REAL_CLOCK, scaledClock } from '../../src/shared/clock.js';
 import { TEST_KEY } from '../helpers/test-app.js';
 import { startToolReceiver } from '../fakes/tool-webhook-receiver.js';
 
@@ -18,6 +19,14 @@ import { startToolReceiver } from '../fakes/tool-webhook-receiver.js';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../../fixtures/audio/${name}`, import.meta.url));
 const FAST = { llmFirstTokenMs: 80, ttsFirstByteMs: 40, ttsRealTimeFactor: 4 };
+/**
+ * The calls' clock (shared/clock.ts), shared by the server, the simulator, the webhooks and the
+ * Gemini emulator's playback wait: SPEED times faster than wall time where the test is about what
+ * the call says and does, real time where it is about barge-in (the clear, the heard point, the
+ * truncation). The emulators generate on wall time, as a vendor does: their 4x is then 4/SPEED x.
+ */
+const SPEED = 3;
+const CALL_CLOCK: Clock = scaledClock(SPEED);
 const GREETING = 'Hello and welcome to the harbour hotel, how may I help you this fine evening?';
 const ANSWER = 'We have a lovely room with a view of the harbour for tonight, and breakfast is included in the price.';
 
@@ -41,14 +50,18 @@ async function clips() {
 }
 
 /** Milliseconds of bot audio the simulator played from the start of the segment to the clear. */
-async function startOpenAi(protocol: 'ga' | 'beta' = 'ga', realTimeFactor = FAST.ttsRealTimeFactor) {
+async function startOpenAi(
+  protocol: 'ga' | 'beta' = 'ga',
+  realTimeFactor = FAST.ttsRealTimeFactor,
+  clock: Clock = CALL_CLOCK,
+) {
   const realtime = new OpenAiRealtimeEmulator({
     latencies: { ...FAST, ttsRealTimeFactor: realTimeFactor },
     replies: [GREETING, ANSWER, 'Of course.'],
     transcripts: ['do you have a room'],
   });
   emulators = await startEmulatorServer([realtime]);
-  server = await startCallServer(() => undefined, { SWITCHBOARD_OPENAI_URL: emulators.url });
+  server = await startCallServer(() => undefined, { SWITCHBOARD_OPENAI_URL: emulators.url }, { clock });
   const { wssUrl } = await server.createConfig({
     bot_profile: 'openai_realtime_beta_2024_10',
     services: { llm: 'openai_realtime' },
@@ -64,7 +77,7 @@ async function startOpenAi(protocol: 'ga' | 'beta' = 'ga', realTimeFactor = FAST
     ],
     service_options: protocol === 'beta' ? { openai_realtime: { protocol: 'beta' } } : {},
   });
-  return { realtime, wssUrl };
+  return { realtime, wssUrl, clock };
 }
 
 async function endedCallRecord(): Promise<any> {
@@ -81,9 +94,10 @@ async function endedCallRecord(): Promise<any> {
 
 describe('a phone call on the OpenAI Realtime profile', () => {
   it('greets, answers the caller, and configures the session for mu-law both ways', async () => {
-    const { realtime, wssUrl } = await startOpenAi();
+    const { realtime, wssUrl, clock } = await startOpenAi();
     const report = await runPhoneCall({
       target: { wssUrl },
+      clock,
       clips: await clips(),
       scenario: {
         steps: [
@@ -114,9 +128,10 @@ describe('a phone call on the OpenAI Realtime profile', () => {
   it('barges in on the first turn: clear at once, nothing stale after it, the greeting truncated to what was heard', async () => {
     // Generated at real time, the greeting is still being generated when the caller speaks: the
     // server's VAD cancels it, and the client truncates it.
-    const { realtime, wssUrl } = await startOpenAi('ga', 1);
+    const { realtime, wssUrl, clock } = await startOpenAi('ga', 1, REAL_CLOCK);
     const report = await runPhoneCall({
       target: { wssUrl },
+      clock,
       clips: await clips(),
       scenario: {
         steps: [
@@ -159,10 +174,11 @@ describe('a phone call on the OpenAI Realtime profile', () => {
 
   it('a burst that is not speech pauses the bot before the vendor could judge it, and the item resumes with nothing lost', async () => {
     // 80 ms of a syllable: Silero finds it plausible at once; the vendor's VAD (100 ms of speech) never starts.
-    const { realtime, wssUrl } = await startOpenAi('ga', 1);
+    const { realtime, wssUrl, clock } = await startOpenAi('ga', 1, REAL_CLOCK);
     const burst = (await readMulawFile(fixture('A07_go_forward.ulaw'))).slice(500 * 8, 580 * 8);
     const report = await runPhoneCall({
       target: { wssUrl },
+      clock,
       clips: { burst: { mulaw: burst, voiced: null } },
       scenario: {
         steps: [
@@ -186,9 +202,10 @@ describe('a phone call on the OpenAI Realtime profile', () => {
   it('barges in on a later turn, truncating that turn’s item from its own start', async () => {
     // Generated ten times faster than it plays, the answer is complete at the server and still
     // playing on the phone when the caller speaks: only the truncate can fix the context.
-    const { realtime, wssUrl } = await startOpenAi('ga', 10);
+    const { realtime, wssUrl, clock } = await startOpenAi('ga', 10, REAL_CLOCK);
     const report = await runPhoneCall({
       target: { wssUrl },
+      clock,
       clips: await clips(),
       scenario: {
         steps: [
@@ -213,9 +230,10 @@ describe('a phone call on the OpenAI Realtime profile', () => {
   });
 
   it('speaks the beta protocol when asked: OpenAI-Beta header and g711_ulaw', async () => {
-    const { realtime, wssUrl } = await startOpenAi('beta');
+    const { realtime, wssUrl, clock } = await startOpenAi('beta');
     const report = await runPhoneCall({
       target: { wssUrl },
+      clock,
       scenario: { steps: [{ do: 'wait-bot-silence', ms: 400 }] },
     });
     expect(report.metrics.firstBotAudioMs).not.toBeNull();
@@ -230,10 +248,11 @@ describe('a phone call on the OpenAI Realtime profile', () => {
   });
 
   it('apologises and hangs up when the vendor drops the connection mid-call', async () => {
-    const { realtime, wssUrl } = await startOpenAi();
+    const { realtime, wssUrl, clock } = await startOpenAi();
     // The vendor drops while the greeting plays.
     const report = await runPhoneCall({
       target: { wssUrl },
+      clock,
       scenario: { steps: [], endOfScript: 'stay', maxDurationMs: 30_000 },
       onEvent: (event) => {
         if (event.kind === 'bot-audio-start') realtime.dropAll();
@@ -336,10 +355,13 @@ describe('function calls on the speech-to-speech profiles', () => {
   };
 
   it('OpenAI Realtime: parallel calls run once each through their webhooks, and the results go back together', async () => {
-    const receiver = await startToolReceiver({
-      check_room: { delayMs: 500, result: { free: true } },
-      check_breakfast: { delayMs: 800, result: { until: '10:30' } },
-    });
+    const receiver = await startToolReceiver(
+      {
+        check_room: { delayMs: 500, result: { free: true } },
+        check_breakfast: { delayMs: 800, result: { until: '10:30' } },
+      },
+      CALL_CLOCK,
+    );
     closers.push(receiver.close);
     const realtime = new OpenAiRealtimeEmulator({
       latencies: FAST,
@@ -348,14 +370,14 @@ describe('function calls on the speech-to-speech profiles', () => {
       transcripts: ['do you have a room'],
     });
     emulators = await startEmulatorServer([realtime]);
-    server = await startCallServer(() => undefined, { SWITCHBOARD_OPENAI_URL: emulators.url });
+    server = await startCallServer(() => undefined, { SWITCHBOARD_OPENAI_URL: emulators.url }, { clock: CALL_CLOCK });
     const { wssUrl } = await server.createConfig(
       config({ llm: 'openai_realtime' }, 'openai_realtime_beta_2024_10', {
         check_room: receiver.urlOf('check_room'),
         check_breakfast: receiver.urlOf('check_breakfast'),
       }),
     );
-    const report = await runPhoneCall({ target: { wssUrl }, clips: await clips(), scenario });
+    const report = await runPhoneCall({ target: { wssUrl }, clock: CALL_CLOCK, clips: await clips(), scenario });
     expect(report.outcome).toBe('completed');
     expect(receiver.requests.map((r) => r.body.function_name).sort()).toEqual(['check_breakfast', 'check_room']);
     const connection = realtime.connections[0]!;
@@ -371,25 +393,29 @@ describe('function calls on the speech-to-speech profiles', () => {
   });
 
   it('Gemini Live: the calls run through their webhooks and one toolResponse answers them', async () => {
-    const receiver = await startToolReceiver({
-      check_room: { delayMs: 300, result: { free: true } },
-      check_breakfast: { result: { until: '10:30' } },
-    });
+    const receiver = await startToolReceiver(
+      {
+        check_room: { delayMs: 300, result: { free: true } },
+        check_breakfast: { result: { until: '10:30' } },
+      },
+      CALL_CLOCK,
+    );
     closers.push(receiver.close);
     const live = new GeminiLiveEmulator({
       latencies: FAST,
+      clock: CALL_CLOCK,
       replies: [PARALLEL],
       afterToolResults: 'Yes, and breakfast is until half past ten.',
     });
     emulators = await startEmulatorServer([live]);
-    server = await startCallServer(() => undefined, { SWITCHBOARD_GEMINI_URL: emulators.url });
+    server = await startCallServer(() => undefined, { SWITCHBOARD_GEMINI_URL: emulators.url }, { clock: CALL_CLOCK });
     const { wssUrl } = await server.createConfig(
       config({ llm: 'gemini' }, 'gemini_multimodal_live_2024_12', {
         check_room: receiver.urlOf('check_room'),
         check_breakfast: receiver.urlOf('check_breakfast'),
       }),
     );
-    const report = await runPhoneCall({ target: { wssUrl }, clips: await clips(), scenario });
+    const report = await runPhoneCall({ target: { wssUrl }, clock: CALL_CLOCK, clips: await clips(), scenario });
     expect(report.outcome).toBe('completed');
     expect(receiver.requests).toHaveLength(2);
     const connection = live.connections[0]!;
@@ -407,7 +433,7 @@ describe('function calls on the speech-to-speech profiles', () => {
     callScenario: Scenario = scenario,
   ) {
     // Every function in TOOLS needs something to answer it.
-    const receiver = await startToolReceiver({ check_breakfast: { result: {} }, ...behaviours });
+    const receiver = await startToolReceiver({ check_breakfast: { result: {} }, ...behaviours }, CALL_CLOCK);
     closers.push(receiver.close);
     const reply = { text: 'Let me check.', toolCalls: calls };
     const after = 'All done, thank you.';
@@ -419,12 +445,12 @@ describe('function calls on the speech-to-speech profiles', () => {
             afterToolResults: after,
             transcripts: ['do you have a room'],
           })
-        : new GeminiLiveEmulator({ latencies: FAST, replies: [reply], afterToolResults: after });
+        : new GeminiLiveEmulator({ latencies: FAST, clock: CALL_CLOCK, replies: [reply], afterToolResults: after });
     emulators = await startEmulatorServer([emulator]);
     server = await startCallServer(
       () => undefined,
       { SWITCHBOARD_OPENAI_URL: emulators.url, SWITCHBOARD_GEMINI_URL: emulators.url },
-      { captureLogs: true },
+      { captureLogs: true, clock: CALL_CLOCK },
     );
     const body = config(
       { llm: vendor === 'openai_realtime' ? 'openai_realtime' : 'gemini' },
@@ -433,7 +459,12 @@ describe('function calls on the speech-to-speech profiles', () => {
     );
     for (const [name, extra] of Object.entries(entries)) Object.assign(body.webhook_tools[name]!, extra);
     const { wssUrl } = await server.createConfig(body);
-    const report = await runPhoneCall({ target: { wssUrl }, clips: await clips(), scenario: callScenario });
+    const report = await runPhoneCall({
+      target: { wssUrl },
+      clock: CALL_CLOCK,
+      clips: await clips(),
+      scenario: callScenario,
+    });
     return { report, receiver, emulator };
   }
   const phrasesSaid = () =>

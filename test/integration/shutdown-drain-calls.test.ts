@@ -21,7 +21,8 @@ import { TEST_KEY } from '../helpers/test-app.js';
  * pipeline phone call are covered against a real `switchboard serve` in shutdown-drain.test.ts.
  */
 
-const GREETING = 'Hello, this is the front desk.';
+/** Short: the room and the speech-to-speech call wait for it to end, in real time, before the drain. */
+const GREETING = 'Hello.';
 const log = createLogger('silent');
 
 let server: CallServer | undefined;
@@ -160,7 +161,7 @@ describe('draining live calls', () => {
             phone_number: number,
             room_creation_api: receiver.url,
             hmac: secret,
-            timeout_config: { message: 'Nobody is here. Goodbye.' },
+            timeout_config: { message: 'Goodbye.' },
           },
         ],
       },

@@ -31,7 +31,8 @@ const LATENCIES = {
   ttsFirstByteMs: 30,
   ttsRealTimeFactor: 10,
 };
-const GREETING = 'Hello, how can I help?';
+/** Short: the caller hears it in real time before speaking, and it is not the subject. */
+const GREETING = 'Hello.';
 
 const startCall = vendorCalls();
 

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { afterEach, describe, expect, it } from 'vitest';
+import { type TestContext, describe, it } from 'vitest';
 import { AnthropicEmulator } from '../../src/tools/emulators/anthropic-emulator.js';
 import { CartesiaEmulator } from '../../src/tools/emulators/cartesia-emulator.js';
 import { DeepgramEmulator } from '../../src/tools/emulators/deepgram-emulator.js';
@@ -28,19 +28,10 @@ const FAST = {
   ttsFirstByteMs: 30,
   ttsRealTimeFactor: 10,
 };
-const GREETING = 'Hello, thanks for calling the harbour hotel.';
-const ANSWER = 'We have a room with a view for you tonight.';
+// Short lines: the caller hears each in real time, and their length is not the subject.
+const GREETING = 'Hello, harbour hotel.';
+const ANSWER = 'A room is free.';
 const TRANSCRIPTS = ['do you have a room', 'for tonight', 'for two people'];
-
-let emulators: RunningEmulators | undefined;
-let server: CallServer | undefined;
-
-afterEach(async () => {
-  await server?.close();
-  await emulators?.close();
-  server = undefined;
-  emulators = undefined;
-});
 
 interface Vendors {
   deepgram: DeepgramEmulator;
@@ -52,7 +43,11 @@ interface Vendors {
   openaiTts: OpenAiTtsEmulator;
 }
 
-async function startVendors(gemini: GeminiEmulatorOptions = {}): Promise<Vendors> {
+/** The emulators on one port and a server pointed at them, both closed when the test finishes. */
+async function startVendors(
+  onTestFinished: TestContext['onTestFinished'],
+  gemini: GeminiEmulatorOptions = {},
+): Promise<{ vendors: Vendors; server: CallServer }> {
   const replies = [GREETING, ANSWER];
   const vendors: Vendors = {
     // One transcript per utterance the emulator detects; the clip's 300 ms pause may make two.
@@ -64,9 +59,10 @@ async function startVendors(gemini: GeminiEmulatorOptions = {}): Promise<Vendors
     elevenlabs: new ElevenLabsEmulator({ latencies: FAST }),
     openaiTts: new OpenAiTtsEmulator({ latencies: FAST }),
   };
-  emulators = await startEmulatorServer(Object.values(vendors));
+  const emulators: RunningEmulators = await startEmulatorServer(Object.values(vendors));
+  onTestFinished(() => emulators.close());
   const url = emulators.url;
-  server = await startCallServer(() => undefined, {
+  const server = await startCallServer(() => undefined, {
     SWITCHBOARD_DEEPGRAM_URL: url,
     SWITCHBOARD_OPENAI_URL: url,
     SWITCHBOARD_ANTHROPIC_URL: url,
@@ -74,14 +70,16 @@ async function startVendors(gemini: GeminiEmulatorOptions = {}): Promise<Vendors
     SWITCHBOARD_CARTESIA_URL: url,
     SWITCHBOARD_ELEVENLABS_URL: url,
   });
-  return vendors;
+  onTestFinished(() => server.close());
+  return { vendors, server };
 }
 
 async function callWithGreetingAndOneTurn(
+  server: CallServer,
   services: { llm: string; tts: string },
   more: { llmOptions?: Array<{ name: string; value: unknown }>; webhookTools?: Record<string, unknown> } = {},
 ): Promise<CallReport> {
-  const { wssUrl } = await server!.createConfig({
+  const { wssUrl } = await server.createConfig({
     services: { stt: 'deepgram', ...services },
     config: [
       {
@@ -116,7 +114,7 @@ async function callWithGreetingAndOneTurn(
   });
 }
 
-function expectGreetingAndReply(report: CallReport): void {
+function expectGreetingAndReply(expect: TestContext['expect'], report: CallReport): void {
   expect(report.outcome).toBe('completed');
   expect(report.metrics.violations.total).toBe(0);
   expect(report.metrics.firstBotAudioMs).not.toBeNull();
@@ -124,11 +122,15 @@ function expectGreetingAndReply(report: CallReport): void {
   expect(report.metrics.utterances[0]!.replyLatencyMs).not.toBeNull();
 }
 
-describe('a phone call through the vendor adapters and their emulators', () => {
-  it('deepgram + openai + cartesia: greeting, the transcript reaches the model, the answer is spoken', async () => {
-    const vendors = await startVendors();
-    const report = await callWithGreetingAndOneTurn({ llm: 'openai', tts: 'cartesia' });
-    expectGreetingAndReply(report);
+// Each call has its own emulators and server and checks no timing: they run at once.
+describe.concurrent('a phone call through the vendor adapters and their emulators', () => {
+  it('deepgram + openai + cartesia: greeting, the transcript reaches the model, the answer is spoken', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { vendors, server } = await startVendors(onTestFinished);
+    const report = await callWithGreetingAndOneTurn(server, { llm: 'openai', tts: 'cartesia' });
+    expectGreetingAndReply(expect, report);
 
     // Deepgram heard mu-law 8 kHz, and its socket opened with the call, before anyone spoke.
     const listen = vendors.deepgram.log.find((c) => c.path === 'listen')!;
@@ -152,29 +154,33 @@ describe('a phone call through the vendor adapters and their emulators', () => {
     expect(vendors.openai.requests).toHaveLength(2);
   });
 
-  it('deepgram + anthropic + elevenlabs', async () => {
-    const vendors = await startVendors();
-    expectGreetingAndReply(await callWithGreetingAndOneTurn({ llm: 'anthropic', tts: 'elevenlabs' }));
+  it('deepgram + anthropic + elevenlabs', async ({ expect, onTestFinished }) => {
+    const { vendors, server } = await startVendors(onTestFinished);
+    expectGreetingAndReply(expect, await callWithGreetingAndOneTurn(server, { llm: 'anthropic', tts: 'elevenlabs' }));
     expect(vendors.anthropic.requests).toHaveLength(2);
     expect(vendors.elevenlabs.connections.length).toBeGreaterThanOrEqual(1);
   });
 
-  it('deepgram + gemini + deepgram_tts (Aura), one Deepgram key for both', async () => {
-    const vendors = await startVendors();
-    expectGreetingAndReply(await callWithGreetingAndOneTurn({ llm: 'gemini', tts: 'deepgram_tts' }));
+  it('deepgram + gemini + deepgram_tts (Aura), one Deepgram key for both', async ({ expect, onTestFinished }) => {
+    const { vendors, server } = await startVendors(onTestFinished);
+    expectGreetingAndReply(expect, await callWithGreetingAndOneTurn(server, { llm: 'gemini', tts: 'deepgram_tts' }));
     expect(vendors.gemini.requests).toHaveLength(2);
     const speak = vendors.deepgram.log.filter((c) => c.path === 'speak');
     expect(speak.flatMap((c) => c.texts).join(' ')).toContain('harbour hotel');
   });
 
-  it('gemini 3 calls a function: its thought signature goes back with the call, so the second pass is accepted', async () => {
+  it('gemini 3 calls a function: its thought signature goes back with the call, so the second pass is accepted', async ({
+    expect,
+    onTestFinished,
+  }) => {
     const receiver = await startToolReceiver({ check_room: { result: { free: true } } });
     try {
-      const vendors = await startVendors({
+      const { vendors, server } = await startVendors(onTestFinished, {
         replies: [GREETING, { toolCalls: [{ name: 'check_room', argumentsJson: '{"people":2}' }] }],
         afterToolResults: ANSWER,
       });
       const report = await callWithGreetingAndOneTurn(
+        server,
         { llm: 'gemini', tts: 'cartesia' },
         {
           llmOptions: [
@@ -187,7 +193,7 @@ describe('a phone call through the vendor adapters and their emulators', () => {
           webhookTools: { check_room: { url: receiver.urlOf('check_room') } },
         },
       );
-      expectGreetingAndReply(report);
+      expectGreetingAndReply(expect, report);
       expect(receiver.requests).toHaveLength(1);
       expect(vendors.gemini.requests.map((r) => r.status)).toEqual([200, 200, 200]);
       const last = vendors.gemini.requests[2]!.body as { contents: Array<{ parts: Array<Record<string, unknown>> }> };
@@ -199,9 +205,12 @@ describe('a phone call through the vendor adapters and their emulators', () => {
     }
   });
 
-  it('deepgram + openai + openai_tts, resampled from 24 kHz to the phone’s 8 kHz', async () => {
-    const vendors = await startVendors();
-    expectGreetingAndReply(await callWithGreetingAndOneTurn({ llm: 'openai', tts: 'openai_tts' }));
+  it('deepgram + openai + openai_tts, resampled from 24 kHz to the phone’s 8 kHz', async ({
+    expect,
+    onTestFinished,
+  }) => {
+    const { vendors, server } = await startVendors(onTestFinished);
+    expectGreetingAndReply(expect, await callWithGreetingAndOneTurn(server, { llm: 'openai', tts: 'openai_tts' }));
     expect(vendors.openaiTts.requests.length).toBeGreaterThanOrEqual(2);
   });
 });

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { type Clock, REAL_CLOCK } from '../../shared/clock.js';
 import type { AppConfig } from '../../config/env.js';
 import type { PhoneNumbersRepo } from '../../store/phone-numbers-repo.js';
 import type { Carrier } from './carrier.js';
@@ -15,6 +16,8 @@ export async function createCarrier(
   repo: PhoneNumbersRepo,
   log: Logger,
   sandboxCallee?: SandboxCallee,
+  /** The calls' clock, which the sandbox's phones ring and talk on. */
+  clock: Clock = REAL_CLOCK,
 ): Promise<Carrier> {
   if (config.carrier === 'twilio') {
     const { TwilioCarrier } = await import('./twilio-carrier.js');
@@ -28,5 +31,6 @@ export async function createCarrier(
     authToken: config.twilio.authToken,
     log: log.child({ carrier: 'sandbox' }),
     callee: sandboxCallee,
+    clock,
   });
 }

@@ -1,5 +1,5 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import type { Clock } from '../../shared/clock.js';
 import { twilioSignatureFor } from '../twilio-signature.js';
 import { twilioSid } from '../twilio-sids.js';
 import type { OutboundCallRequest } from './carrier.js';
@@ -53,6 +53,8 @@ export interface AnsweredSandboxCall {
   /** Aborts when the service hangs up. */
   signal: AbortSignal;
   log: Logger;
+  /** The calls' clock: the callee's audio runs on it, as the server's does. */
+  clock: Clock;
 }
 
 /**
@@ -67,6 +69,8 @@ export interface SandboxCallOptions {
   authToken?: string;
   callee: SandboxCallee;
   log: Logger;
+  /** The calls' clock: the sandbox's phones ring and talk on it (shared/clock.ts). */
+  clock: Clock;
 }
 
 /**
@@ -99,7 +103,10 @@ export class SandboxOutboundCall {
     await this.status('initiated');
     await this.status('ringing');
     const ringMs = behaviour === 'no-answer' ? this.request.ringTimeoutSecs * 1000 : SANDBOX_RING_MS;
-    const rang = await sleep(ringMs, true, { signal: this.abort.signal }).catch(() => false);
+    const rang = await this.options.clock.sleep(ringMs, this.abort.signal).then(
+      () => true,
+      () => false,
+    );
     if (!rang) return this.status('canceled');
     if (behaviour === 'no-answer') return this.status('no-answer');
     if (behaviour === 'busy') return this.status('busy');
@@ -108,7 +115,7 @@ export class SandboxOutboundCall {
   }
 
   private async converse(): Promise<void> {
-    this.answeredAt = Date.now();
+    this.answeredAt = this.options.clock.now();
     await this.status('in-progress');
     const { callSid, log } = this;
     const { from, to, answerUrl } = this.request;
@@ -120,6 +127,7 @@ export class SandboxOutboundCall {
       authToken: this.options.authToken,
       signal: this.abort.signal,
       log,
+      clock: this.options.clock,
     });
     await this.status('completed');
   }
@@ -137,7 +145,7 @@ export class SandboxOutboundCall {
       Timestamp: new Date().toUTCString(),
     };
     if (this.answeredAt !== undefined && callStatus === 'completed')
-      form.CallDuration = String(Math.round((Date.now() - this.answeredAt) / 1000));
+      form.CallDuration = String(Math.round((this.options.clock.now() - this.answeredAt) / 1000));
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
     if (this.options.authToken)
       headers['x-twilio-signature'] = twilioSignatureFor(this.options.authToken, this.request.statusUrl, form);
@@ -169,7 +177,7 @@ export class SandboxTransferLeg {
 
   constructor(
     private readonly transferred: { callSid: string; from: string; target: string },
-    private readonly options: { callee: SandboxCallee; log: Logger },
+    private readonly options: { callee: SandboxCallee; log: Logger; clock: Clock },
   ) {
     this.log = options.log.child({
       callSid: this.callSid,
@@ -183,7 +191,7 @@ export class SandboxTransferLeg {
     const behaviour = calleeBehaviour(dialledNumber(target));
     this.log.info({ callStatus: 'ringing' }, 'sandbox transfer: ringing the target');
     const ringMs = behaviour === 'no-answer' ? SANDBOX_TRANSFER_RING_TIMEOUT_MS : SANDBOX_RING_MS;
-    await sleep(ringMs);
+    await this.options.clock.sleep(ringMs);
     const outcome: SandboxTransferOutcome =
       behaviour === 'answers' ? 'answered' : behaviour === 'unreachable' ? 'failed' : behaviour;
     if (outcome !== 'answered') {
@@ -191,7 +199,7 @@ export class SandboxTransferLeg {
       return outcome;
     }
     this.log.info({ callStatus: 'in-progress' }, 'sandbox transfer: the target answered');
-    const answeredAt = Date.now();
+    const answeredAt = this.options.clock.now();
     await this.options.callee({
       callSid: this.callSid,
       from,
@@ -200,9 +208,10 @@ export class SandboxTransferLeg {
       // The bot has left the call: nothing on our side hangs this leg up.
       signal: new AbortController().signal,
       log: this.log,
+      clock: this.options.clock,
     });
     this.log.info(
-      { callStatus: 'completed', durationMs: Date.now() - answeredAt },
+      { callStatus: 'completed', durationMs: Math.round(this.options.clock.now() - answeredAt) },
       'sandbox transfer: the target hung up',
     );
     return outcome;

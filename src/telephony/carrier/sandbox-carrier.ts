@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Clock } from '../../shared/clock.js';
 import {
   type AvailableNumber,
   type Carrier,
@@ -39,7 +40,7 @@ export class SandboxCarrier implements Carrier {
 
   constructor(
     private readonly heldNumbers: () => Promise<ReadonlySet<string>>,
-    private readonly callOptions: { authToken?: string; log: Logger; callee?: SandboxCallee },
+    private readonly callOptions: { authToken?: string; log: Logger; callee?: SandboxCallee; clock: Clock },
   ) {}
 
   async search(filters: NumberSearch): Promise<AvailableNumber[]> {
@@ -101,13 +102,13 @@ export class SandboxCarrier implements Carrier {
   async transfer(carrierRef: string, target: string): Promise<void> {
     const refusal = sandboxRefusal(target);
     if (refusal) throw new CarrierError(refusal, 'carrier');
-    const { callee, log } = this.callOptions;
+    const { callee, log, clock } = this.callOptions;
     if (!callee)
       throw new CarrierError(
         'the sandbox carrier has no simulated callee in this process to answer the transfer (`switchboard serve` plugs one in)',
         'carrier',
       );
-    const leg = new SandboxTransferLeg({ callSid: carrierRef, from: 'anonymous', target }, { callee, log });
+    const leg = new SandboxTransferLeg({ callSid: carrierRef, from: 'anonymous', target }, { callee, log, clock });
     log.info({ callSid: carrierRef, target, legCallSid: leg.callSid }, 'sandbox transfer: dialling the target');
     void leg.run().catch((err: unknown) => log.error({ err, callSid: leg.callSid }, 'sandbox transfer leg failed'));
   }

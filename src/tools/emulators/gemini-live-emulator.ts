@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { type Clock, type ClockTimer, REAL_CLOCK } from '../../shared/clock.js';
 import type { Duplex } from 'node:stream';
 import type { RawData, WebSocket } from 'ws';
 import {
@@ -41,6 +42,12 @@ export interface GeminiLiveEmulatorOptions {
   transcripts?: string[];
   /** RMS (int16) above which 20 ms of caller audio counts as speech. Default 300. */
   speechRmsThreshold?: number;
+  /**
+   * The caller's clock (shared/clock.ts), for the one wait that is about the caller's playback:
+   * turnComplete held until the audio has had time to play. Generation stays on wall time (the
+   * latencies), as a vendor's servers do. Wall time by default.
+   */
+  clock?: Clock;
 }
 
 export interface RecordedLiveConnection {
@@ -123,7 +130,7 @@ export class GeminiLiveEmulator implements VendorEmulator {
 
 class LiveConnection {
   private turn:
-    | { stream: ToneStream; record: RecordedLiveConnection['modelTurns'][number]; timer?: NodeJS.Timeout }
+    | { stream: ToneStream; record: RecordedLiveConnection['modelTurns'][number]; timer?: ClockTimer }
     | undefined;
   private voicedMs = 0;
   private silentMs = 0;
@@ -137,6 +144,7 @@ class LiveConnection {
   private readonly cancelledCalls = new Set<string>();
   private readonly answered: EmulatedToolResult[] = [];
   private callCounter = 0;
+  private readonly clock: Clock;
 
   constructor(
     private readonly ws: WebSocket,
@@ -145,12 +153,13 @@ class LiveConnection {
     private readonly options: GeminiLiveEmulatorOptions,
   ) {
     this.thresholdSquared = (options.speechRmsThreshold ?? 300) ** 2;
+    this.clock = options.clock ?? REAL_CLOCK;
     ws.on('message', (data: RawData) => this.onMessage(data));
   }
 
   stop(): void {
     this.turn?.stream.stop();
-    clearTimeout(this.turn?.timer);
+    this.clock.clearTimeout(this.turn?.timer);
     this.turn = undefined;
   }
 
@@ -300,7 +309,7 @@ class LiveConnection {
     stream.play(
       speechDurationMs(text),
       (audio) => {
-        firstAudioAtMs ??= performance.now();
+        firstAudioAtMs ??= this.clock.now();
         this.send({
           serverContent: {
             modelTurn: {
@@ -318,10 +327,10 @@ class LiveConnection {
         if (toolCalls.length > 0) this.sendToolCall(toolCalls);
         // Like Gemini, hold turnComplete until the audio has had time to play: until then the
         // caller can still interrupt the turn.
-        const playedForMs = performance.now() - (firstAudioAtMs ?? performance.now());
+        const playedForMs = this.clock.now() - (firstAudioAtMs ?? this.clock.now());
         const turn = this.turn;
         if (turn) {
-          turn.timer = setTimeout(
+          turn.timer = this.clock.setTimeout(
             () => {
               if (this.turn !== turn) return;
               record.status = 'complete';

@@ -1,6 +1,7 @@
 import WebSocket, { type RawData } from 'ws';
 import { FRAME_MS, MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE } from '../../audio/frames.js';
 import { BotAudioTracker } from './bot-audio-tracker.js';
+import { type Clock, type ClockTimer, REAL_CLOCK } from '../../shared/clock.js';
 import { type CallerClip, type PreparedClip, prepareClip } from './caller-clip.js';
 import { CallerScript, type ScriptHost } from './caller-script.js';
 import { CarrierMessages } from './carrier-messages.js';
@@ -63,6 +64,12 @@ export interface PhoneCallOptions {
   onEvent?: (event: TimelineEvent) => void;
   /** Timeline events kept; later ones are only counted. Default 20 000. */
   maxTimelineEvents?: number;
+  /**
+   * The time the call runs on (shared/clock.ts): caller frames go out every 20 ms of it, the bot's
+   * audio plays at its rate, and the report's times are on it. Wall time by default; a scaled
+   * clock only with a server on the same one (its Playout and audio rate limit read it too).
+   */
+  clock?: Clock;
 }
 
 const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
@@ -114,13 +121,14 @@ export class PhoneCall {
   private wssUrl: string | null = null;
   private customParameters: Record<string, string> = {};
 
-  /** performance.now() at run(), and at stream start (the report's zero) once it happened. */
+  /** The clock at run(), and at stream start (the report's zero) once it happened. */
   private originAt = 0;
   private streamStartAt: number | null = null;
   private webhookMs: number | null = null;
   private connectMs: number | null = null;
   private tickIndex = 0;
-  private timer: NodeJS.Timeout | null = null;
+  private timer: ClockTimer | null = null;
+  private readonly clock: Clock;
   private clockMaxLagMs = 0;
 
   private playing: PlayingClip | null = null;
@@ -149,6 +157,7 @@ export class PhoneCall {
 
   constructor(options: PhoneCallOptions) {
     this.options = options;
+    this.clock = options.clock ?? REAL_CLOCK;
     this.callSid = options.callSid ?? twilioSid('CA');
     this.streamSid = options.streamSid ?? twilioSid('MZ');
     this.accountSid = options.accountSid ?? twilioSid('AC');
@@ -186,7 +195,7 @@ export class PhoneCall {
   run(): Promise<CallReport> {
     if (!this.done) {
       this.done = new Promise((resolve) => (this.resolveDone = resolve));
-      this.originAt = performance.now();
+      this.originAt = this.clock.now();
       const signal = this.options.signal;
       if (signal?.aborted) this.end('aborted', 'aborted before dialling');
       else {
@@ -199,7 +208,7 @@ export class PhoneCall {
 
   /** Ms since stream start (since run() before the stream started). */
   get elapsedMs(): number {
-    return performance.now() - (this.streamStartAt ?? this.originAt);
+    return this.clock.now() - (this.streamStartAt ?? this.originAt);
   }
 
   /** Hangs up now: stop, then close. */
@@ -242,7 +251,7 @@ export class PhoneCall {
           timeoutMs: connectTimeoutMs,
           signal: this.options.signal,
         });
-        this.webhookMs = performance.now() - this.originAt;
+        this.webhookMs = this.clock.now() - this.originAt;
         this.event(
           this.webhookMs,
           'webhook-answered',
@@ -266,7 +275,7 @@ export class PhoneCall {
       headers['x-twilio-signature'] = await signatureFor(this.options.authToken, this.wssUrl.split('?')[0]!, {});
     }
     if (this.ending) return;
-    const connectAt = performance.now();
+    const connectAt = this.clock.now();
     let socket: WebSocket;
     try {
       socket = new WebSocket(this.wssUrl, { headers, handshakeTimeout: connectTimeoutMs, perMessageDeflate: false });
@@ -276,7 +285,7 @@ export class PhoneCall {
     }
     this.socket = socket;
     socket.on('open', () => {
-      this.connectMs = performance.now() - connectAt;
+      this.connectMs = this.clock.now() - connectAt;
       this.event(this.elapsedMs, 'ws-open');
       this.startStream();
     });
@@ -324,7 +333,7 @@ export class PhoneCall {
     const beforeStart = this.elapsedMs;
     this.event(beforeStart, 'connected-sent');
     socket.send(this.messages.start(this.customParameters));
-    this.streamStartAt = performance.now();
+    this.streamStartAt = this.clock.now();
     // Set-up events so far were stamped from run(); move them onto the stream-start timeline.
     const shiftMs = this.streamStartAt - this.originAt;
     for (const e of this.timeline) e.atMs = round(e.atMs - shiftMs);
@@ -337,14 +346,14 @@ export class PhoneCall {
   private readonly onTimer = (): void => {
     this.timer = null;
     const start = this.streamStartAt!;
-    let now = performance.now();
+    let now = this.clock.now();
     const lagMs = now - (start + this.tickIndex * FRAME_MS);
     if (lagMs > this.clockMaxLagMs) this.clockMaxLagMs = lagMs;
     try {
       while (!this.ending && start + this.tickIndex * FRAME_MS <= now) {
         this.tick(now - start);
         this.tickIndex += 1;
-        now = performance.now();
+        now = this.clock.now();
       }
     } catch (err) {
       // A bug in one call must end that call, not a load test running hundreds of them.
@@ -352,7 +361,10 @@ export class PhoneCall {
       this.end('error', `simulator error: ${errorText(err)}`);
     }
     if (!this.ending) {
-      this.timer = setTimeout(this.onTimer, Math.max(0, start + this.tickIndex * FRAME_MS - performance.now()));
+      this.timer = this.clock.setTimeout(
+        this.onTimer,
+        Math.max(0, start + this.tickIndex * FRAME_MS - this.clock.now()),
+      );
     }
   };
 
@@ -510,7 +522,7 @@ export class PhoneCall {
   private end(outcome: CallOutcome, reason: string): void {
     if (this.ending) return;
     this.ending = { outcome, reason };
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer) this.clock.clearTimeout(this.timer);
     this.timer = null;
     this.options.signal?.removeEventListener('abort', this.onAbort);
     const socket = this.socket;
@@ -537,6 +549,7 @@ export class PhoneCall {
     }
     socket.close(code, reason);
     // A server that never answers the close frame must not keep the call (and a load test) alive.
+    // Wall time: the close handshake is the network's.
     const grace = setTimeout(() => socket.terminate(), CLOSE_GRACE_MS);
     grace.unref();
     socket.once('close', () => clearTimeout(grace));

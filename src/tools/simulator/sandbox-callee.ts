@@ -1,4 +1,3 @@
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import type { AnsweredSandboxCall, SandboxCallee } from '../../telephony/carrier/sandbox-call.js';
@@ -63,6 +62,7 @@ export const simulatedCallee: SandboxCallee = async (answered: AnsweredSandboxCa
     direction: 'outbound-api',
     authToken: answered.authToken,
     signal: answered.signal,
+    clock: answered.clock,
   });
   const report = await call.run();
   answered.log.info(
@@ -86,6 +86,6 @@ export const simulatedCallee: SandboxCallee = async (answered: AnsweredSandboxCa
  */
 async function takeTransferredCall(answered: AnsweredSandboxCall): Promise<void> {
   answered.log.info({ transferredCallSid: answered.transferredCallSid }, 'sandbox callee answered a transferred call');
-  await sleep(TRANSFERRED_TALK_MS, undefined, { signal: answered.signal }).catch(() => undefined);
+  await answered.clock.sleep(TRANSFERRED_TALK_MS, answered.signal).catch(() => undefined);
   answered.log.info({ transferredCallSid: answered.transferredCallSid }, 'sandbox callee hung up the transferred call');
 }
