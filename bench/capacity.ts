@@ -167,7 +167,7 @@ export async function measureCapacity(options: {
 }
 
 /** CPU seconds (user + system) of each thread of `pid`, from /proc; undefined where there is none. */
-function threadCpuSeconds(pid: number | undefined): Map<string, number> | undefined {
+export function threadCpuSeconds(pid: number | undefined): Map<string, number> | undefined {
   if (pid === undefined || !existsSync(`/proc/${pid}/task`)) return undefined;
   const ticksPerSec = 100; // USER_HZ, 100 on Linux
   const seconds = new Map<string, number>();

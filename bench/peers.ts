@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { startEmulateProcess } from './capacity.js';
+import { startEmulateProcess, threadCpuSeconds } from './capacity.js';
 import { cpuPinning, pinnedCommand } from './cpu-pinning.js';
 import { BENCH_REPLY, benchEmulatorArgs } from './latency.js';
 import type { PeersCallerSummary } from './peers-caller.js';
@@ -30,6 +30,7 @@ import { createBotConfig, startServerProcess } from './server-process.js';
  *
  *   npm run bench:peers -- --call-gpt ../peers/call-gpt --realtime-sample ../peers/speech-assistant \
  *     [--calls 50] [--duration-s 30] [--rounds 2] [--reinstall] [--only sb-s2s,realtime-sample]
+ *     [--base <checkout with dist/>] [--sb-node-args "--cpu-prof --cpu-prof-dir=.tmp/prof"]
  *
  * A sample not given is skipped (its Switchboard counterpart still runs). Each round measures the
  * subjects one after another on the server core (alternating the order between rounds, so drift
@@ -44,6 +45,11 @@ import { createBotConfig, startServerProcess } from './server-process.js';
  *      per call the RSS at the window's end above RSS after warm-up, divided the same way.
  * Reply and barge-in latencies are the caller's (simulator) over phases 2 and 3. Ratios are only
  * computed within a round: absolute figures move with the machine's load (printed with each round).
+ *
+ * `--base` adds another build of Switchboard (its checkout's dist/) as subjects of their own
+ * (`sb-pipeline-base`, `sb-s2s-base`, each beside its sample and this build), so a change is
+ * measured against the build before it in the same sitting; `--sb-node-args` are options for node
+ * on every Switchboard server (a profile: `--cpu-prof --cpu-prof-dir=<dir>`).
  */
 
 const { values: args } = parseArgs({
@@ -57,6 +63,8 @@ const { values: args } = parseArgs({
     /** Comma-separated subjects to run (default all): sb-pipeline, call-gpt, sb-s2s, realtime-sample. */
     only: { type: 'string' },
     out: { type: 'string', default: 'bench-peers.json' },
+    base: { type: 'string' },
+    'sb-node-args': { type: 'string', default: '' },
   },
 });
 
@@ -77,7 +85,7 @@ const MB = 2 ** 20;
 const CALL_GPT_REPLY =
   'Sure. • We have a table for two at eight, • and another one at nine • if you would like a later dinner • by the window, with a view of the harbour lights.';
 
-type SubjectName = 'sb-pipeline' | 'call-gpt' | 'sb-s2s' | 'realtime-sample';
+type SubjectName = 'sb-pipeline' | 'sb-pipeline-base' | 'call-gpt' | 'sb-s2s' | 'sb-s2s-base' | 'realtime-sample';
 
 interface Running {
   pid: number;
@@ -100,6 +108,12 @@ interface Measurement {
   /** Calls connected over the load's window (mean of its start and end). */
   talkingCalls: number;
   cpuPerCallPct: number;
+  /** Of cpuPerCallPct, the process's main thread (the event loop); the rest is every other thread. */
+  mainThreadPerCallPct: number;
+  /** Read and write system calls per talking call per second over the window (`/proc/<pid>/io`): the sockets' share of the work, whatever the machine's load. */
+  syscallsPerCallPerSec: { read: number; write: number };
+  /** The other threads' share of cpuPerCallPct, by thread name (V8's GC helpers, libuv's pool, workers). */
+  otherThreadsPerCallPct: Record<string, number>;
   replyP50Ms: number | null;
   replyP95Ms: number | null;
   bargeInP50Ms: number | null;
@@ -119,8 +133,20 @@ const LABELS: Record<SubjectName, string> = {
   'call-gpt': 'twilio-labs/call-gpt',
   'sb-s2s': 'Switchboard speech-to-speech (OpenAI Realtime)',
   'realtime-sample': 'speech-assistant-openai-realtime-api-node',
+  'sb-pipeline-base': 'Switchboard pipeline, base build',
+  'sb-s2s-base': 'Switchboard speech-to-speech, base build',
 };
-const PEER_OF: Partial<Record<SubjectName, SubjectName>> = { 'sb-pipeline': 'call-gpt', 'sb-s2s': 'realtime-sample' };
+const PEER_OF: Partial<Record<SubjectName, SubjectName>> = {
+  'sb-pipeline': 'call-gpt',
+  'sb-s2s': 'realtime-sample',
+  'sb-pipeline-base': 'call-gpt',
+  'sb-s2s-base': 'realtime-sample',
+};
+/** With --base: each build's subject beside the base build's, in the same round. */
+const BASE_OF: Partial<Record<SubjectName, SubjectName>> = {
+  'sb-pipeline': 'sb-pipeline-base',
+  'sb-s2s': 'sb-s2s-base',
+};
 
 /** Calls per caller process: one event loop for 50 calls lags seconds behind on a loaded machine. */
 const CALLS_PER_CALLER = 25;
@@ -173,13 +199,41 @@ async function runCaller(
   return merged;
 }
 
+/** A thread's name (`/proc/<pid>/task/<tid>/comm`: node's are "node", "V8Worker", "libuv-worker", ...). */
+function threadName(pid: number, tid: string): string {
+  try {
+    return readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+  } catch {
+    return 'ended';
+  }
+}
+
+/** Read and write system calls a process has made (`/proc/<pid>/io`: syscr, syscw; writev counts as one). */
+function syscallCounts(pid: number): { read: number; write: number } {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, 'utf8');
+    return {
+      read: Number(/syscr:\s+(\d+)/.exec(io)?.[1] ?? 0),
+      write: Number(/syscw:\s+(\d+)/.exec(io)?.[1] ?? 0),
+    };
+  } catch {
+    return { read: 0, write: 0 };
+  }
+}
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function startSwitchboard(kind: 'pipeline' | 's2s', vendors: string, cpus: string | undefined): Promise<Running> {
+async function startSwitchboard(
+  kind: 'pipeline' | 's2s',
+  vendors: string,
+  cpus: string | undefined,
+  root: string = ROOT,
+): Promise<Running> {
   const server = await startServerProcess(
     { SWITCHBOARD_DEEPGRAM_URL: vendors, SWITCHBOARD_OPENAI_URL: vendors, SWITCHBOARD_CARTESIA_URL: vendors },
-    [],
+    args['sb-node-args'].split(' ').filter((w) => w !== ''),
     cpus,
+    root,
   );
   const llm = {
     service: 'llm',
@@ -245,10 +299,21 @@ async function measure(
     const load = runCaller(running.wsUrl, calls, durationMs, 'loop', loadCpus);
     await sleep(LOAD_WARM_UP_MS);
     const cpuBefore = cpuSeconds(running.pid);
+    const threadsBefore = threadCpuSeconds(running.pid);
+    const ioBefore = syscallCounts(running.pid);
     const startedAt = performance.now();
     const talkingBefore = establishedConnections(running.port) - notCalls;
     await sleep(durationMs - LOAD_WARM_UP_MS - 2000);
     const cpuUsed = cpuSeconds(running.pid) - cpuBefore;
+    const threadsAfter = threadCpuSeconds(running.pid);
+    const ioAfter = syscallCounts(running.pid);
+    const mainUsed = (threadsAfter?.get(String(running.pid)) ?? 0) - (threadsBefore?.get(String(running.pid)) ?? 0);
+    const otherUsed = new Map<string, number>();
+    for (const [tid, secs] of threadsAfter ?? []) {
+      if (tid === String(running.pid)) continue;
+      const name = threadName(running.pid, tid);
+      otherUsed.set(name, (otherUsed.get(name) ?? 0) + secs - (threadsBefore?.get(tid) ?? 0));
+    }
     // Calls carried over the window (a server may have closed some): CPU is divided by these.
     const talking = (talkingBefore + establishedConnections(running.port) - notCalls) / 2;
     const windowSecs = (performance.now() - startedAt) / 1000;
@@ -270,6 +335,16 @@ async function measure(
       memoryPerCallMb: talking > 0 ? Math.round(((loadRss - warmRss) / talking / MB) * 100) / 100 : 0,
       talkingCalls: talking,
       cpuPerCallPct: talking > 0 ? Math.round((cpuUsed / windowSecs / talking) * 10_000) / 100 : 0,
+      mainThreadPerCallPct: talking > 0 ? Math.round((mainUsed / windowSecs / talking) * 10_000) / 100 : 0,
+      syscallsPerCallPerSec: {
+        read: talking > 0 ? round1((ioAfter.read - ioBefore.read) / windowSecs / talking) : 0,
+        write: talking > 0 ? round1((ioAfter.write - ioBefore.write) / windowSecs / talking) : 0,
+      },
+      otherThreadsPerCallPct: Object.fromEntries(
+        [...otherUsed]
+          .filter(([, secs]) => secs > 0)
+          .map(([name, secs]) => [name, Math.round((secs / windowSecs / Math.max(talking, 1)) * 100_000) / 1000]),
+      ),
       replyP50Ms: percentile(replies, 50),
       replyP95Ms: percentile(replies, 95),
       bargeInP50Ms: percentile(bargeIns, 50),
@@ -289,7 +364,8 @@ async function measure(
 function describe(m: Measurement): string {
   const ms = (v: number | null) => (v === null ? '-' : `${Math.round(v)}`);
   return [
-    `CPU ${m.cpuPerCallPct.toFixed(2)} % of a core per talking call (${m.talkingCalls} talking)`,
+    `CPU ${m.cpuPerCallPct.toFixed(2)} % of a core per talking call (main thread ${m.mainThreadPerCallPct.toFixed(2)}, others ${JSON.stringify(m.otherThreadsPerCallPct)}; ${m.talkingCalls} talking)`,
+    `system calls per call a second: ${m.syscallsPerCallPerSec.read} reads, ${m.syscallsPerCallPerSec.write} writes`,
     `RSS idle ${m.idleRssMb} MB, after warm-up ${m.warmRssMb} MB (10 s after: ${m.settledRssMb} MB), ${m.memoryPerCallMb} MB per call`,
     `reply p50/p95 ${ms(m.replyP50Ms)}/${ms(m.replyP95Ms)} ms (${m.replies})`,
     `barge-in p50/p95 ${ms(m.bargeInP50Ms)}/${ms(m.bargeInP95Ms)} ms (${m.bargeIns}, ${m.bargeInsUnanswered} never cleared)`,
@@ -313,9 +389,9 @@ function ratioTable(results: Measurement[], rounds: number): string {
       lines.push(
         `| ${round} | ${LABELS[m.subject]} | ${m.cpuPerCallPct.toFixed(2)} % | ${m.idleRssMb} MB | ${m.warmRssMb} MB | ${m.settledRssMb} MB | ${m.memoryPerCallMb} MB | ${m.replyP50Ms ?? '-'} ms | ${m.bargeInP50Ms ?? '-'} ms |`,
       );
-      const peerName = PEER_OF[m.subject];
-      const peer = peerName && results.find((r) => r.round === round && r.subject === peerName);
-      if (peer) {
+      for (const peerName of [PEER_OF[m.subject], BASE_OF[m.subject]]) {
+        const peer = peerName && results.find((r) => r.round === round && r.subject === peerName);
+        if (!peer) continue;
         lines.push(
           `| ${round} | ratio to ${peer.subject} | ${ratio(m.cpuPerCallPct, peer.cpuPerCallPct)} | ${ratio(m.idleRssMb, peer.idleRssMb)} | ${ratio(m.warmRssMb, peer.warmRssMb)} | ${ratio(m.settledRssMb, peer.settledRssMb)} | ${ratio(m.memoryPerCallMb, peer.memoryPerCallMb)} | ${ratio(m.replyP50Ms, peer.replyP50Ms)} | ${ratio(m.bargeInP50Ms, peer.bargeInP50Ms)} |`,
         );
@@ -356,6 +432,11 @@ async function main(): Promise<void> {
     'sb-pipeline': () => startSwitchboard('pipeline', emulators.url, pinning.server),
     'sb-s2s': () => startSwitchboard('s2s', emulators.url, pinning.server),
   };
+  if (args.base) {
+    const base = resolve(args.base);
+    starters['sb-pipeline-base'] = () => startSwitchboard('pipeline', emulators.url, pinning.server, base);
+    starters['sb-s2s-base'] = () => startSwitchboard('s2s', emulators.url, pinning.server, base);
+  }
   if (checkouts['call-gpt'] && callGptEmulators)
     starters['call-gpt'] = () =>
       startPeer(PEERS['call-gpt'], checkouts['call-gpt']!, callGptEmulators.url, pinning.server);
@@ -363,9 +444,9 @@ async function main(): Promise<void> {
     starters['realtime-sample'] = () =>
       startPeer(PEERS['realtime-sample'], checkouts['realtime-sample']!, emulators.url, pinning.server);
   const only = args.only?.split(',').map((s) => s.trim());
-  const order = (['sb-pipeline', 'call-gpt', 'sb-s2s', 'realtime-sample'] as const).filter(
-    (s) => starters[s] && (!only || only.includes(s)),
-  );
+  const order = (
+    ['sb-pipeline', 'sb-pipeline-base', 'call-gpt', 'sb-s2s', 'sb-s2s-base', 'realtime-sample'] as const
+  ).filter((s) => starters[s] && (!only || only.includes(s)));
 
   const results: Measurement[] = [];
   try {
@@ -392,7 +473,8 @@ async function main(): Promise<void> {
 /** Per ratio, its range over the rounds: how far one round's verdict can be trusted. */
 function spread(results: Measurement[]): string {
   const lines: string[] = ['\nratios over the rounds (min to max):'];
-  for (const [ours, peer] of Object.entries(PEER_OF) as Array<[SubjectName, SubjectName]>) {
+  const pairs = [...Object.entries(PEER_OF), ...Object.entries(BASE_OF)] as Array<[SubjectName, SubjectName]>;
+  for (const [ours, peer] of pairs) {
     const pairs = [...new Set(results.map((r) => r.round))]
       .map((round) => [
         results.find((r) => r.round === round && r.subject === ours),

@@ -10,6 +10,7 @@ import { CLOSING_PHRASE_CAP_MS, HeldFrames } from './call-lifecycle.js';
 import { builtInTool } from './built-in-tools.js';
 import type { BuiltInTool } from './call-tools.js';
 import { S2sToolBatch } from './s2s-tool-batch.js';
+import type { CallVad } from '../vad/call-vad.js';
 import type { ToolHandler } from './tool-types.js';
 import { type TurnTimings, elapsedSince } from './call-metrics.js';
 import type { CallTransport } from './call-transport.js';
@@ -52,6 +53,8 @@ export class S2sCallSession extends CallEngine {
   private closingGeneration: number | undefined;
   /** The local VAD heard the caller speaking (its start, not yet its stop). */
   private callerSpeakingNow = false;
+  /** Makes the instant pause's VAD (interruption mode `instant`), afresh after each barge-in. */
+  private newVad: (() => CallVad) | undefined;
   private userSpokeAtMs: number;
   /** The model's function calls, run and answered in batches. */
   private toolBatch: S2sToolBatch | undefined;
@@ -78,9 +81,10 @@ export class S2sCallSession extends CallEngine {
     else this.heldFrames.hold(mulaw);
     // The local VAD serves only the instant pause, which acts while the bot has an item: it hears
     // the caller from the item's first audio (their speech started then or later is what it must
-    // catch) until the end of speech it heard start. The rest of the call (the caller's turns while
-    // the bot is silent: about half their speech) is the vendor's VAD's alone, and costs no decode,
-    // no windows and no inference. A stretch not heard is simply not in the VAD's stream: it stops
+    // catch) until the end of speech it heard start, or until the barge-in that speech made (the
+    // VAD starts afresh then, see interrupt()). The rest of the call (the caller's turns while the
+    // bot is silent: about half their speech) is the vendor's VAD's alone, and costs no decode, no
+    // windows and no inference. A stretch not heard is simply not in the VAD's stream: it stops
     // hearing once the caller is quiet, and picks up as the bot starts (docs/cost-per-call.md).
     if (this.item || this.callerSpeakingNow) this.hearCaller(mulaw);
   }
@@ -151,22 +155,25 @@ export class S2sCallSession extends CallEngine {
       this.endWithGoodbye('max_duration', 1000, PHRASES.goodbye),
     );
     if (settings.interruption.mode === 'instant') {
-      this.vad = this.deps.createVad(
-        settings.vad,
-        {
-          onSpeechSuspected: () => this.onSpeechSuspected(),
-          onSpeechDismissed: () => {
-            if (!this.callerSpeakingNow) this.resume('noise');
+      const vadParams = settings.vad;
+      this.newVad = () =>
+        this.deps.createVad(
+          vadParams,
+          {
+            onSpeechSuspected: () => this.onSpeechSuspected(),
+            onSpeechDismissed: () => {
+              if (!this.callerSpeakingNow) this.resume('noise');
+            },
+            onSpeechStart: () => {
+              this.callerSpeakingNow = true;
+            },
+            onSpeechStop: () => {
+              this.callerSpeakingNow = false;
+            },
           },
-          onSpeechStart: () => {
-            this.callerSpeakingNow = true;
-          },
-          onSpeechStop: () => {
-            this.callerSpeakingNow = false;
-          },
-        },
-        this.log,
-      );
+          this.log,
+        );
+      this.vad = this.newVad();
     }
     const session = await provider.open(
       { signal: this.call.abort.signal, log: this.log },
@@ -354,6 +361,13 @@ export class S2sCallSession extends CallEngine {
     this.deps.events?.onBotSpeaking?.(false);
     this.cancelled.add(item.id);
     this.metrics.bargeIns += 1;
+    // The pause has done its work for this item: the rest of the caller's turn (most of the speech
+    // the VAD would run) is the vendor's to hear. A fresh VAD hears the next item from its start.
+    if (this.newVad && this.vad) {
+      this.vad.dispose();
+      this.vad = this.newVad();
+      this.callerSpeakingNow = false;
+    }
     this.session?.interrupt(item.id, heardMs);
     this.log.info(
       { cause, itemId: item.id, heardMs, receivedMs: Math.round(item.receivedMs), clearSent: cleared.cleared },

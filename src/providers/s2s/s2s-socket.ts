@@ -1,6 +1,5 @@
 import WebSocket, { type RawData } from 'ws';
-import { FrameAccumulator, VENDOR_AUDIO_MESSAGE_MULAW_BYTES } from '../../audio/frames.js';
-import { mulawByteToLinear } from '../../audio/mulaw.js';
+import { CallerAudioMessages } from '../../audio/caller-audio-messages.js';
 import { type ProviderContext, ProviderError } from '../types.js';
 import { isRetryableCloseCode, oneLine } from '../vendor-errors.js';
 import type { S2sEvents } from './types.js';
@@ -10,34 +9,14 @@ import { CLOSE } from '../../shared/close-codes.js';
  * What the speech-to-speech sessions share once their vendor's websocket is open: it is closed
  * when the call ends (ctx.signal) or the session is closed, and a close nobody asked for is
  * reported once, as the session lost. Subclasses read the vendor's messages and wrap the caller's
- * audio in the vendor's message.
- *
- * The caller's 20 ms frames go out in pairs, as 40 ms messages (VENDOR_AUDIO_MESSAGE_MS says
- * why), except where the vendor's own VAD decides: it starts the caller's turn (and cuts the bot)
- * on the first frames of speech and ends it (and starts its answer) on the frame that completes its
- * silence_duration_ms, and a frame waiting for its pair would delay either by 20 ms. So around
- * those edges, judged by each frame's level, every frame goes out at once, on its own or with the
- * one waiting: the first EDGE_SPEECH_FRAMES of speech after a pause, and the first
- * EDGE_QUIET_FRAMES of quiet after speech (which covers silence_duration_ms up to that long).
- * Elsewhere (a caller listening to the bot, the middle of a long sentence) they go in pairs.
+ * audio in the vendor's message; the caller's frames are cut into messages by CallerAudioMessages,
+ * with the frames at the edges of speech sent at once: the vendor's own VAD starts the caller's
+ * turn (and cuts the bot) on the first frames of speech and ends it (and starts its answer) on
+ * the frame that completes its silence_duration_ms.
  */
-/** Frames of 20 ms: 300 ms of speech after a pause, 1.2 s of quiet after speech. */
-const EDGE_SPEECH_FRAMES = 15;
-const EDGE_QUIET_FRAMES = 60;
-/** A pause this long makes the next speech a new onset to the vendor's VAD (less than its 500 ms default). */
-const ONSET_AFTER_QUIET_FRAMES = 15;
-/** Mean square of a frame's samples at or above which it counts as speech: RMS 150, about -47 dBFS. */
-const SPEECH_MEAN_SQUARE = 150 * 150;
-/** Squared linear sample of each mu-law byte. */
-const SQUARED_SAMPLE = Float64Array.from({ length: 256 }, (_, code) => mulawByteToLinear(code) ** 2);
-
 export abstract class S2sSocketSession {
   private closedByUs = false;
-  /** Caller audio not yet sent, until it fills a message. */
-  private readonly callerAudio = new FrameAccumulator(VENDOR_AUDIO_MESSAGE_MULAW_BYTES);
-  /** Frames of speech since the current utterance began, and of quiet since the last speech. */
-  private speechFrames = 0;
-  private quietFrames = Number.POSITIVE_INFINITY;
+  private readonly callerAudio = new CallerAudioMessages((mulaw) => this.sendAudioMessage(mulaw), true);
 
   protected constructor(
     protected readonly ws: WebSocket,
@@ -69,25 +48,7 @@ export abstract class S2sSocketSession {
 
   /** One 20 ms frame of the caller (see S2sSession.sendAudio). */
   sendAudio(mulaw: Uint8Array): void {
-    for (const message of this.callerAudio.push(mulaw)) this.sendAudioMessage(message);
-    if (this.atAnEdge(mulaw)) {
-      const waiting = this.callerAudio.drain();
-      if (waiting) this.sendAudioMessage(waiting);
-    }
-  }
-
-  /** Whether the vendor's VAD may be deciding on this frame (see the class comment). */
-  private atAnEdge(mulaw: Uint8Array): boolean {
-    let sum = 0;
-    for (let i = 0; i < mulaw.length; i++) sum += SQUARED_SAMPLE[mulaw[i]!]!;
-    if (mulaw.length > 0 && sum / mulaw.length >= SPEECH_MEAN_SQUARE) {
-      if (this.quietFrames >= ONSET_AFTER_QUIET_FRAMES) this.speechFrames = 0;
-      this.speechFrames += 1;
-      this.quietFrames = 0;
-      return this.speechFrames <= EDGE_SPEECH_FRAMES;
-    }
-    this.quietFrames += 1;
-    return this.speechFrames > 0 && this.quietFrames <= EDGE_QUIET_FRAMES;
+    this.callerAudio.push(mulaw);
   }
 
   async close(): Promise<void> {

@@ -130,14 +130,14 @@ describe('OpenAI Realtime against the emulator', () => {
     expect(events.botTranscripts.map((t) => t.text)).toEqual([REPLY]);
   });
 
-  it('sends a caller who listens, and the middle of a long utterance, in 40 ms appends', async () => {
+  it('sends a caller who listens in 100 ms appends, and the middle of a long utterance in 40 ms appends', async () => {
     const { session, events } = await open();
     send(session, silenceFrames(1000));
     send(session, speechFrames(1000));
     await events.until(() => events.speechStarts === 1);
     await until(() => emulator.connections[0]!.appendedAudioBytes === 160 * 99);
-    // 50 frames of quiet in 25 pairs; of the 50 of speech, 15 alone, then 35 in 17 pairs (one waits).
-    expect(emulator.connections[0]!.appendedAudioMessages).toBe(25 + 15 + 17);
+    // 50 frames of quiet in ten 100 ms appends; of the 50 of speech, 15 alone, then 35 in 17 pairs (one waits).
+    expect(emulator.connections[0]!.appendedAudioMessages).toBe(10 + 15 + 17);
   });
 
   it('on interrupt, cancels the response and truncates the item to what the caller heard', async () => {

@@ -5,7 +5,7 @@ import { type DeepgramSocket, connectDeepgram } from '../../deepgram-socket.js';
 import type { EndpointGuard } from '../../endpoint.js';
 import { type ProviderContext, ProviderError, type SttEvent, type SttProvider, type SttStream } from '../../types.js';
 import { type AudioFormat, MULAW_8K } from '../../../audio/audio-format.js';
-import { FrameAccumulator, VENDOR_AUDIO_MESSAGE_MULAW_BYTES } from '../../../audio/frames.js';
+import { CallerAudioMessages } from '../../../audio/caller-audio-messages.js';
 import {
   CLOSE_STREAM_FRAME,
   FINALIZE_FRAME,
@@ -52,9 +52,10 @@ export interface DeepgramSttConfig {
 
 /**
  * Deepgram live transcription over its websocket (docs/providers.md section 1). One socket per call,
- * opened when the call arrives; the caller's 20 ms mu-law frames go out in pairs, as 40 ms binary
- * messages (VENDOR_AUDIO_MESSAGE_MS says why), and a frame still waiting for its pair goes out
- * before any Finalize or CloseStream, so a final always covers everything written.
+ * opened when the call arrives; the caller's 20 ms mu-law frames go out as binary messages of 40 ms
+ * (speech and the quiet just after it) or 100 ms (the rest of the quiet), as CallerAudioMessages
+ * cuts them, and audio still waiting goes out before any Finalize or CloseStream, so a final
+ * always covers everything written.
  * Results map to interim/final events, SpeechStarted and UtteranceEnd to their events.
  *
  * The socket is kept alive with KeepAlive frames when no audio flows. If it drops unexpectedly,
@@ -88,7 +89,7 @@ class DeepgramSttStream implements SttStream {
    * Audio written but not yet sent on the current socket, until it fills a message. Offsets
    * (history, finalizedOffset) count what was written; the socket has received all but this.
    */
-  private readonly outgoing = new FrameAccumulator(VENDOR_AUDIO_MESSAGE_MULAW_BYTES);
+  private readonly outgoing = new CallerAudioMessages((audio) => this.sendAudio(audio), false);
   /** Stream offset (bytes since the call's first frame) of the current socket's first byte. */
   private socketStartOffset = 0;
   /** Stream offset up to which the vendor has returned final results. */
@@ -135,7 +136,7 @@ class DeepgramSttStream implements SttStream {
     this.history.push(audio);
     // While the socket is down the history alone keeps the audio; resume() replays it.
     if (state !== 'open' || this.socket!.ws.readyState !== WebSocket.OPEN) return;
-    for (const message of this.outgoing.push(audio)) this.sendAudio(message);
+    this.outgoing.push(audio);
   }
 
   finalize(): void {
@@ -272,14 +273,13 @@ class DeepgramSttStream implements SttStream {
    */
   private keepAlive(): void {
     if (this.state !== 'open' || performance.now() - this.lastSendMs < this.config.keepAliveIntervalMs) return;
-    if (this.outgoing.pendingBytes > 0) this.sendWaitingAudio();
+    if (this.outgoing.waitingBytes > 0) this.sendWaitingAudio();
     else this.sendText(KEEP_ALIVE_FRAME);
   }
 
   /** Sends the audio that does not fill a message yet (a Finalize or CloseStream must follow all of it). */
   private sendWaitingAudio(): void {
-    const tail = this.outgoing.drain();
-    if (tail) this.sendAudio(tail);
+    this.outgoing.drain();
   }
 
   private sendAudio(audio: Uint8Array): void {

@@ -1,0 +1,61 @@
+import { describe, expect, it } from 'vitest';
+import { CallerAudioMessages } from './caller-audio-messages.js';
+import { linearToMulawByte } from './mulaw.js';
+
+/** A 20 ms frame of a square wave at `amplitude` (RMS = amplitude), or digital silence at 0. */
+function frame(amplitude: number): Uint8Array {
+  return Uint8Array.from({ length: 160 }, (_, i) => linearToMulawByte(i % 2 === 0 ? amplitude : -amplitude));
+}
+const QUIET = frame(0);
+const SPEECH = frame(3000);
+
+function run(edgesAtOnce: boolean, frames: Uint8Array[]): number[] {
+  const sizes: number[] = [];
+  const messages = new CallerAudioMessages((mulaw) => sizes.push(mulaw.length), edgesAtOnce);
+  for (const f of frames) messages.push(f);
+  return sizes;
+}
+const times = <T>(n: number, value: T): T[] => Array.from({ length: n }, () => value);
+
+describe('CallerAudioMessages', () => {
+  it('sends a listening caller in 100 ms messages and speech in pairs, never holding speech behind quiet', () => {
+    // 13 frames of quiet: two 100 ms messages, three frames waiting; the first speech frame takes them along.
+    const sizes = run(false, [...times(13, QUIET), ...times(5, SPEECH)]);
+    expect(sizes).toEqual([800, 800, 640, 320, 320]);
+  });
+
+  it('keeps the quiet just after speech in pairs (the vendor ends the utterance on it), then 100 ms', () => {
+    const sizes = run(false, [...times(2, SPEECH), ...times(70, QUIET)]);
+    // 60 frames of quiet after speech in 30 pairs (with the speech pair first), then two 100 ms.
+    expect(sizes).toEqual([320, ...times(30, 320), 800, 800]);
+  });
+
+  it('with edges at once, sends the onset and the end of speech frame by frame', () => {
+    const sizes = run(true, [...times(12, QUIET), ...times(20, SPEECH), ...times(65, QUIET)]);
+    // 12 quiet: two 100 ms messages, two frames waiting, sent with the first speech frame; the rest
+    // of the first 15 of speech at once, 5 in pairs (one waits, and goes with the first quiet
+    // frame), the rest of 60 quiet at once, then 100 ms.
+    expect(sizes).toEqual([800, 800, 480, ...times(14, 160), 320, 320, 320, ...times(59, 160), 800]);
+  });
+
+  it('sends what waits on drain, and nothing twice', () => {
+    const sizes: number[] = [];
+    const messages = new CallerAudioMessages((mulaw) => sizes.push(mulaw.length), false);
+    for (const f of times(3, QUIET)) messages.push(f);
+    expect(messages.waitingBytes).toBe(480);
+    messages.drain();
+    messages.drain();
+    expect(sizes).toEqual([480]);
+    expect(messages.waitingBytes).toBe(0);
+  });
+
+  it('copies what waits: the caller may reuse the frame it lent', () => {
+    const received: Uint8Array[] = [];
+    const messages = new CallerAudioMessages((mulaw) => received.push(mulaw.slice()), false);
+    const lent = new Uint8Array(160).fill(0xff);
+    messages.push(lent);
+    lent.fill(0x7f);
+    messages.drain();
+    expect(received[0]!.every((b) => b === 0xff)).toBe(true);
+  });
+});

@@ -1,0 +1,99 @@
+import { TELEPHONY_SAMPLE_RATE_HZ, VENDOR_AUDIO_MESSAGE_MULAW_BYTES } from './frames.js';
+import { mulawByteToLinear } from './mulaw.js';
+
+/**
+ * The caller's 8 kHz mu-law frames on their way to a vendor's websocket (speech-to-text,
+ * speech-to-speech), cut into messages by the caller's level. Every message costs a websocket
+ * frame and a write system call on the main thread, so frames wait to go several at a time,
+ * except where the vendor may be deciding something on them:
+ *
+ * - speech goes in pairs, 40 ms messages (VENDOR_AUDIO_MESSAGE_MS says why);
+ * - the quiet just after speech (EDGE_QUIET_FRAMES, 1.2 s) goes in pairs too: the vendor ends the
+ *   caller's utterance on it (its endpointing, its silence_duration_ms);
+ * - the rest of the quiet (a caller listening to the bot: most of a call) goes in
+ *   QUIET_MESSAGE_MS messages. Nothing the vendor decides waits on it: the first frame of speech
+ *   fills a pair at once with the quiet waiting before it, so speech is never held back by it.
+ *
+ * With `edgesAtOnce` (the speech-to-speech vendors, whose own VAD cuts the bot and ends the
+ * caller's turn), the frames at those edges go at once, on their own or with the ones waiting:
+ * the first EDGE_SPEECH_FRAMES of speech after a pause and the first EDGE_QUIET_FRAMES of quiet
+ * after speech, so neither decision waits 20 ms for a pair.
+ */
+export class CallerAudioMessages {
+  /** Frames of speech since the current utterance began, and of quiet since the last speech. */
+  private speechFrames = 0;
+  private quietFrames = Number.POSITIVE_INFINITY;
+  /** Copies of the frames waiting (a frame is lent only for the call that hands it over). */
+  private waiting: Uint8Array[] = [];
+  private waitingBytesValue = 0;
+
+  /** @param send takes a message's audio for the duration of the call (it is not kept). */
+  constructor(
+    private readonly send: (mulaw: Uint8Array) => void,
+    private readonly edgesAtOnce: boolean,
+  ) {}
+
+  get waitingBytes(): number {
+    return this.waitingBytesValue;
+  }
+
+  /** One caller frame (any length; normally 20 ms). */
+  push(mulaw: Uint8Array): void {
+    if (mulaw.length === 0) return;
+    const limit = this.messageBytes(mulaw);
+    if (this.waitingBytesValue === 0 && mulaw.length >= limit) {
+      this.send(mulaw);
+      return;
+    }
+    this.waiting.push(mulaw.slice());
+    this.waitingBytesValue += mulaw.length;
+    if (this.waitingBytesValue >= limit) this.drain();
+  }
+
+  /** Sends what is waiting now (before a Finalize, or when nothing was sent for a while). */
+  drain(): void {
+    if (this.waitingBytesValue === 0) return;
+    const message = this.waiting.length === 1 ? this.waiting[0]! : Buffer.concat(this.waiting, this.waitingBytesValue);
+    this.reset();
+    this.send(message);
+  }
+
+  /** Forgets what is waiting (the socket it was for is gone). */
+  reset(): void {
+    this.waiting = [];
+    this.waitingBytesValue = 0;
+  }
+
+  /** How many bytes may wait, this frame included, before they go (see the class comment). */
+  private messageBytes(mulaw: Uint8Array): number {
+    let sum = 0;
+    for (let i = 0; i < mulaw.length; i++) sum += SQUARED_SAMPLE[mulaw[i]!]!;
+    if (sum / mulaw.length >= SPEECH_MEAN_SQUARE) {
+      if (this.quietFrames >= ONSET_AFTER_QUIET_FRAMES) this.speechFrames = 0;
+      this.speechFrames += 1;
+      this.quietFrames = 0;
+      return this.edgesAtOnce && this.speechFrames <= EDGE_SPEECH_FRAMES ? 0 : VENDOR_AUDIO_MESSAGE_MULAW_BYTES;
+    }
+    this.quietFrames += 1;
+    if (this.speechFrames > 0 && this.quietFrames <= EDGE_QUIET_FRAMES)
+      return this.edgesAtOnce ? 0 : VENDOR_AUDIO_MESSAGE_MULAW_BYTES;
+    return QUIET_MESSAGE_MULAW_BYTES;
+  }
+}
+
+/** Frames of 20 ms: 300 ms of speech after a pause, 1.2 s of quiet after speech. */
+const EDGE_SPEECH_FRAMES = 15;
+const EDGE_QUIET_FRAMES = 60;
+/** A pause this long makes the next speech a new onset to the vendor's VAD (less than its 500 ms default). */
+const ONSET_AFTER_QUIET_FRAMES = 15;
+/** Mean square of a frame's samples at or above which it counts as speech: RMS 150, about -47 dBFS. */
+const SPEECH_MEAN_SQUARE = 150 * 150;
+/**
+ * Quiet past the edges goes in messages this long: 100 ms, two fifths of the messages of pairs.
+ * Speech a vendor would hear below SPEECH_MEAN_SQUARE could reach it up to 80 ms later than in
+ * pairs; no louder speech does.
+ */
+export const QUIET_MESSAGE_MS = 100;
+const QUIET_MESSAGE_MULAW_BYTES = (TELEPHONY_SAMPLE_RATE_HZ * QUIET_MESSAGE_MS) / 1000;
+/** Squared linear sample of each mu-law byte. */
+const SQUARED_SAMPLE = Float64Array.from({ length: 256 }, (_, code) => mulawByteToLinear(code) ** 2);
