@@ -65,7 +65,9 @@ export default defineConfig({
     // Most files are whole calls that spend their time waiting for audio played in real time,
     // not on the CPU, so several run at once even on two cores (vitest's default is one fewer
     // than the cores: one at a time there). Each file has its own servers on free ports, data
-    // dirs and env; `--maxWorkers` overrides.
+    // dirs and env; `--maxWorkers` overrides. `npm test` runs the `default` project alone with
+    // eight (it waits more than it computes), then the rest with these four: one pool size
+    // serves every project of a run (docs/testing.md).
     maxWorkers: 4,
     // Each group's longest files first, so no long file runs alone at the end of its group.
     sequence: { sequencer: LongestFirstSequencer },
