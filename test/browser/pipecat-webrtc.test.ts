@@ -70,7 +70,9 @@ describe.skipIf(!CHROMIUM)(`the Pipecat client SDK over SmallWebRTC in headless 
         }
         if (route.request().method() !== 'POST') return route.continue();
         const response = await route.fetch();
-        const answer = (await response.json()) as { sdp: string };
+        const answer = (await response.json()) as { sdp?: unknown };
+        // A refusal (a restart offer after the room has closed: 404) goes to the SDK as it came.
+        if (!response.ok() || typeof answer.sdp !== 'string') return route.fulfill({ response });
         answer.sdp = relay.rewriteAnswer(answer.sdp);
         await route.fulfill({ response, json: answer });
       });
