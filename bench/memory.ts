@@ -10,6 +10,7 @@ import { cpuPinning, pinnedCommand } from './cpu-pinning.js';
 import { benchEmulatorArgs } from './latency.js';
 import { cpuSeconds, rssBytes } from './peers-setup.js';
 import { createBotConfig, startServerProcess } from './server-process.js';
+import { talkingBotConfig } from './talking-bot.js';
 
 /**
  * Where a Switchboard server's memory goes, before and after the warm-up of `npm run bench:peers`
@@ -202,27 +203,7 @@ async function main(): Promise<void> {
     for (const line of chunk.toString().split('\n')) if (line.includes('memory given back')) quietLines.push(line);
   });
   try {
-    const llm = {
-      service: 'llm',
-      options: [
-        { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
-        { name: 'run_on_config', value: true },
-      ],
-    };
-    const id =
-      args.kind === 'pipeline'
-        ? await createBotConfig(server.baseUrl, {
-            bot_profile: 'telephony_ws_voice_2024_09',
-            services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-            config: [llm],
-            api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
-          })
-        : await createBotConfig(server.baseUrl, {
-            bot_profile: 'openai_realtime_beta_2024_10',
-            services: { llm: 'openai_realtime' },
-            config: [llm],
-            api_keys: { openai: 'bench' },
-          });
+    const id = await createBotConfig(server.baseUrl, talkingBotConfig(args.kind === 's2s'));
     await server.logged('voice activity model ready');
     await sleep(3000);
     await report('idle, ready for calls', pid, out);

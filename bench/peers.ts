@@ -20,6 +20,7 @@ import {
 } from './peers-setup.js';
 import { percentile } from './report.js';
 import { createBotConfig, startServerProcess } from './server-process.js';
+import { talkingBotConfig } from './talking-bot.js';
 
 /**
  * `npm run bench:peers`: Switchboard beside the two Twilio samples people start from, in one run,
@@ -235,27 +236,7 @@ async function startSwitchboard(
     cpus,
     root,
   );
-  const llm = {
-    service: 'llm',
-    options: [
-      { name: 'initial_messages', value: [{ role: 'system', content: 'You are a host.' }] },
-      { name: 'run_on_config', value: true },
-    ],
-  };
-  const id =
-    kind === 'pipeline'
-      ? await createBotConfig(server.baseUrl, {
-          bot_profile: 'telephony_ws_voice_2024_09',
-          services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-          config: [llm],
-          api_keys: { deepgram: 'bench', openai: 'bench', cartesia: 'bench' },
-        })
-      : await createBotConfig(server.baseUrl, {
-          bot_profile: 'openai_realtime_beta_2024_10',
-          services: { llm: 'openai_realtime' },
-          config: [llm],
-          api_keys: { openai: 'bench' },
-        });
+  const id = await createBotConfig(server.baseUrl, talkingBotConfig(kind === 's2s'));
   await server.logged('voice activity model ready');
   const warnings = new Map<string, number>();
   server.child.stdout!.on('data', (chunk: Buffer) => {

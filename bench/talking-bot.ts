@@ -1,7 +1,7 @@
 import { createBotConfig, scrapeMetrics, type ServerProcess } from './server-process.js';
 
 /**
- * The bot the cost benches call (cost-ab.ts, profile.ts): the pipeline (Deepgram STT, OpenAI LLM,
+ * The bot the cost benches call (cost-ab.ts, profile.ts, peers.ts, memory.ts): the pipeline (Deepgram STT, OpenAI LLM,
  * Cartesia TTS) or, with `s2s`, OpenAI Realtime, with every vendor at the emulators, and the
  * server's resident memory while it waits for calls.
  */
@@ -15,7 +15,8 @@ export function talkingBotVendors(vendorsUrl: string): Record<string, string> {
   };
 }
 
-function talkingBotConfig(s2s: boolean): Record<string, unknown> {
+/** The talking bot's configuration (the body of POST /v1/bots/configs). */
+export function talkingBotConfig(s2s: boolean): Record<string, unknown> {
   const llm = {
     service: 'llm',
     options: [
