@@ -22,7 +22,8 @@ import { readFileSync } from 'node:fs';
 import { readOnnxFloatTensors, type OnnxFloatTensor } from './onnx-constants.js';
 import { SileroBatcher, type SileroBatchResult, type SileroBatchRunner } from './silero-batcher.js';
 import { SILERO_GEOMETRY, SILERO_STATE_SIZE, type SileroSampleRateHz, sileroModelPath } from './silero-model.js';
-import { createSimdGemv, type SimdGemv } from './simd-gemv.js';
+import { createSimdKernels, type SimdKernels } from './simd-kernels.js';
+import { dftWindow, FFT_FRAMES, FourFrameFft } from './windowed-fft.js';
 
 const HIDDEN = 128;
 const GATES = 4 * HIDDEN;
@@ -37,7 +38,7 @@ interface ConvLayer {
   stride: number;
 }
 
-interface RateWeights {
+export interface RateWeights {
   /** [2 * bins][taps]: the real then the imaginary filters. */
   basis: Float32Array;
   taps: number;
@@ -99,7 +100,7 @@ function weightsFor(tensors: Map<string, OnnxFloatTensor>, basisName: string): R
  * The weights of one rate, read from the model file each time: a network is built once per rate
  * per process, and keeps its own copy in its module's memory, so nothing here is held.
  */
-function rateWeights(sampleRateHz: SileroSampleRateHz): RateWeights {
+export function rateWeights(sampleRateHz: SileroSampleRateHz): RateWeights {
   const tensors = readOnnxFloatTensors(readFileSync(sileroModelPath()));
   const { contextSamples } = SILERO_GEOMETRY[sampleRateHz];
   // The STFT's filter is four contexts long at either rate (128 taps for 32 samples of context at 8 kHz).
@@ -156,18 +157,26 @@ interface PlacedConv {
  */
 export class SileroNetwork {
   readonly rowSamples: number;
-  private readonly gemv: SimdGemv['gemv'];
+  private readonly gemv: SimdKernels['gemv'];
   private readonly heap: Float32Array;
   private readonly padSamples: number;
   private readonly hop: number;
   private readonly frames: number;
   private readonly taps: number;
   private readonly bins: number;
+  /**
+   * How the STFT runs: an FFT when the model's basis is a windowed DFT (windowed-fft.ts checks it
+   * at load), else the basis times each frame (`gemv`), for a model whose filters are something else.
+   */
+  readonly stftMethod: 'fft' | 'gemv';
+  private readonly fft: FourFrameFft | undefined;
   /** Rows of the STFT's basis, padded to a multiple of 4. */
   private readonly basisRows: number;
+  /** The basis and the gemv's output, or the FFT's tables and output: one or the other is -1. */
   private readonly basisAt: number;
-  private readonly paddedAt: number;
   private readonly stftAt: number;
+  private readonly fftAt: number;
+  private readonly paddedAt: number;
   private readonly convs: PlacedConv[];
   private readonly columnAt: number;
   private readonly convOutAt: number;
@@ -180,9 +189,9 @@ export class SileroNetwork {
   /** Activations, channel-major ([channel][frame]): the STFT's magnitudes, then each layer's output. */
   private readonly activations: Float32Array[];
 
-  constructor(sampleRateHz: SileroSampleRateHz) {
+  /** `weights` are the model file's unless given (a test gives altered ones). */
+  constructor(sampleRateHz: SileroSampleRateHz, weights: RateWeights = rateWeights(sampleRateHz)) {
     const { windowSamples, contextSamples } = SILERO_GEOMETRY[sampleRateHz];
-    const weights = rateWeights(sampleRateHz);
     this.rowSamples = windowSamples + contextSamples;
     this.padSamples = contextSamples;
     this.taps = weights.taps;
@@ -190,12 +199,16 @@ export class SileroNetwork {
     this.hop = weights.taps / 2;
     this.frames = (this.rowSamples + this.padSamples - weights.taps) / this.hop + 1;
     this.basisRows = ceil4(2 * weights.bins);
+    const window = this.frames === FFT_FRAMES ? dftWindow(weights.basis, weights.bins, weights.taps) : undefined;
+    this.stftMethod = window ? 'fft' : 'gemv';
 
     const layout = new Layout();
-    this.basisAt = layout.take(this.basisRows * this.taps);
+    this.basisAt = window ? -1 : layout.take(this.basisRows * this.taps);
+    this.stftAt = window ? -1 : layout.take(this.basisRows);
+    this.fftAt = window ? layout.take(FourFrameFft.bytes(this.taps) / 4) : -1;
     this.paddedAt = layout.take(this.rowSamples + this.padSamples);
-    this.stftAt = layout.take(this.basisRows * this.frames);
-    this.activations = [new Float32Array(this.bins * this.frames)];
+    // The STFT's magnitudes go first, once the module's memory exists; then each layer's output.
+    this.activations = [];
     let frames = this.frames;
     let widest = 0;
     let tallest = 0;
@@ -233,11 +246,19 @@ export class SileroNetwork {
     this.lstmInputAt = layout.take(2 * HIDDEN);
     this.gatesAt = layout.take(GATES);
 
-    const module = createSimdGemv(layout.bytes);
+    const module = createSimdKernels(layout.bytes);
     this.gemv = module.gemv;
     this.heap = new Float32Array(module.memory.buffer);
     const heap = this.heap;
-    heap.set(weights.basis, this.basisAt / 4);
+    if (window) {
+      this.fft = new FourFrameFft(module, this.fftAt, window.window);
+      // The FFT leaves its magnitudes [bin][frame], the layout the first convolution reads.
+      this.activations.unshift(new Float32Array(module.memory.buffer, this.fft.outAt, this.bins * this.frames));
+    } else {
+      this.fft = undefined;
+      heap.set(weights.basis, this.basisAt / 4);
+      this.activations.unshift(new Float32Array(this.bins * this.frames));
+    }
     for (const conv of this.convs) {
       const { weight, inChannels, outChannels } = conv.layer;
       for (let o = 0; o < outChannels; o++) {
@@ -277,6 +298,10 @@ export class SileroNetwork {
     const frames = this.frames;
     const bins = this.bins;
     const out = this.activations[0]!;
+    if (this.fft) {
+      this.fft.run(padded, this.hop);
+      return;
+    }
     for (let frame = 0; frame < frames; frame++) {
       this.gemv(this.basisAt, this.paddedAt + frame * this.hop * 4, this.stftAt, this.basisRows, this.taps);
       const spectrum = this.stftAt / 4;

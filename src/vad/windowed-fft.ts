@@ -1,0 +1,152 @@
+/**
+ * The Silero network's short-time Fourier transform, done as an FFT rather than as the model's
+ * matrix product (silero-network.ts). The model stores its STFT as a convolution basis: for each
+ * bin k of N/2 + 1, a real filter w[n]·cos(2πkn/N) and an imaginary one ±w[n]·sin(2πkn/N), the
+ * window w being a periodic Hann in Silero v6. Multiplying a frame by that basis is N·(N + 2)
+ * multiply-adds; windowing the frame and taking its real FFT gives the same numbers in about
+ * N·log2(N) operations, and in float64, so no less exactly than the float32 product.
+ *
+ * That holds only while the basis is a windowed DFT, so the network checks its model's basis at
+ * load (dftWindow) and keeps the matrix product for any other.
+ */
+
+import type { SimdKernels } from './simd-kernels.js';
+
+/**
+ * Largest difference allowed between a basis coefficient and w[n]·cos or ±w[n]·sin, as a fraction
+ * of the window's peak. Silero v6 stores float32 roundings of those products, which differ from
+ * them by at most 6e-8 of the peak; 1e-6 leaves room for another exporter's rounding, and
+ * a basis off by more is not the DFT this file computes.
+ */
+const BASIS_TOLERANCE = 1e-6;
+
+export interface DftWindow {
+  /** w[n], the basis's DC real row. */
+  window: Float32Array;
+  /** +1 when the imaginary rows are w·sin, -1 when they are -w·sin (Silero v6: -1, the usual e^-iωn). */
+  imaginarySign: 1 | -1;
+}
+
+/**
+ * The window of a basis laid out [2 · bins][taps] (the real rows, then the imaginary ones), if the
+ * basis is a windowed DFT of `taps` points, `taps` a power of two and `bins` = taps/2 + 1, with one
+ * sign for all its imaginary rows; undefined otherwise.
+ */
+export function dftWindow(basis: Float32Array, bins: number, taps: number): DftWindow | undefined {
+  if (taps < 4 || (taps & (taps - 1)) !== 0 || bins !== taps / 2 + 1 || basis.length !== 2 * bins * taps) {
+    return undefined;
+  }
+  const window = basis.slice(0, taps);
+  const peak = window.reduce((max, value) => Math.max(max, Math.abs(value)), 0);
+  if (!(peak > 0)) return undefined;
+  const tolerance = BASIS_TOLERANCE * peak;
+  // The angle 2πkn/N taken from kn mod N, so that sin(πn) and the like come out exactly 0.
+  const cos = (k: number, n: number) => Math.cos((2 * Math.PI * ((k * n) % taps)) / taps);
+  const sin = (k: number, n: number) => Math.sin((2 * Math.PI * ((k * n) % taps)) / taps);
+  // The sign, from the first bin's imaginary row: its largest coefficient is w·sin near n = N/4.
+  let dot = 0;
+  for (let n = 0; n < taps; n++) dot += basis[(bins + 1) * taps + n]! * window[n]! * sin(1, n);
+  const imaginarySign = dot < 0 ? -1 : 1;
+  for (let k = 0; k < bins; k++) {
+    for (let n = 0; n < taps; n++) {
+      const w = window[n]!;
+      if (Math.abs(basis[k * taps + n]! - w * cos(k, n)) > tolerance) return undefined;
+      if (Math.abs(basis[(bins + k) * taps + n]! - imaginarySign * w * sin(k, n)) > tolerance) return undefined;
+    }
+  }
+  return { window, imaginarySign };
+}
+
+/** Frames per transform: one per f32x4 lane. The network's STFT has four frames at either rate. */
+export const FFT_FRAMES = 4;
+
+/**
+ * The magnitudes of four frames' windowed real FFTs of N points (a power of two, at least 4), in
+ * the WebAssembly module's memory and on its kernels (simd-kernels.ts): |Σ_n w[n]·x[n]·e^(-2πikn/N)|
+ * for the N/2 + 1 bins k, each frame in its own lane.
+ *
+ * The usual packing: each frame's N real samples become N/2 complex ones z[m] = x[2m] + i·x[2m+1]
+ * (here, in bit-reversed order, windowed and halved, which is exact), fft4 takes their complex FFT
+ * Z, and spectrum4 splits each bin back out of Z[k] and Z[N/2 - k] (the FFTs of the even and the
+ * odd samples, joined with one more twiddle) and takes its magnitude. That is about
+ * 5·N·log2(N) float32 operations per frame against N·(N + 2) multiply-adds for the basis product,
+ * with four frames in one pass of f32x4 instructions.
+ */
+export class FourFrameFft {
+  /** Bytes of module memory the transform needs, for a layout to set aside (16-byte multiple). */
+  static bytes(size: number): number {
+    const half = size / 2;
+    // points (one more for spectrum4), stage twiddles, split twiddles: 32 bytes each; bins: 16
+    return 32 * (half + 1) + 32 * (half - 1) + 32 * (half + 1) + 16 * (half + 1);
+  }
+
+  readonly size: number;
+  /** Byte offset of the magnitudes: [bin][frame], N/2 + 1 bins of four frames. */
+  readonly outAt: number;
+  private readonly kernels: SimdKernels;
+  private readonly heap: Float32Array;
+  /** w[n] / 2: spectrum4 leaves out the split's halving. */
+  private readonly halfWindow: Float64Array;
+  /** reversed[p]: the sample pair that goes to point p before the butterflies. */
+  private readonly reversed: Uint16Array;
+  private readonly pointsAt: number;
+  private readonly pointsEnd: number;
+  private readonly stageTwiddlesAt: number;
+  private readonly splitTwiddlesAt: number;
+
+  /** `at`: a 16-byte aligned byte offset with `FourFrameFft.bytes(window.length)` bytes free. */
+  constructor(kernels: SimdKernels, at: number, window: ArrayLike<number>) {
+    const size = window.length;
+    if (size < 4 || (size & (size - 1)) !== 0) throw new RangeError(`FFT size ${size} is not a power of two ≥ 4`);
+    if (at % 16 !== 0) throw new RangeError(`FFT memory at ${at} is not 16-byte aligned`);
+    const half = size / 2;
+    this.size = size;
+    this.kernels = kernels;
+    this.heap = new Float32Array(kernels.memory.buffer);
+    this.halfWindow = Float64Array.from(window, (w) => w / 2);
+    this.reversed = new Uint16Array(half);
+    const bits = Math.log2(half);
+    for (let m = 0; m < half; m++) {
+      let r = 0;
+      for (let b = 0; b < bits; b++) r |= ((m >> b) & 1) << (bits - 1 - b);
+      this.reversed[r] = m;
+    }
+    this.pointsAt = at;
+    this.pointsEnd = at + 32 * half;
+    this.stageTwiddlesAt = this.pointsEnd + 32;
+    this.splitTwiddlesAt = this.stageTwiddlesAt + 32 * (half - 1);
+    this.outAt = this.splitTwiddlesAt + 32 * (half + 1);
+    // A twiddle is [cos ×4][-sin ×4]: the same for every lane.
+    const putTwiddle = (byteAt: number, angle: number) => {
+      this.heap.fill(Math.cos(angle), byteAt / 4, byteAt / 4 + 4);
+      this.heap.fill(-Math.sin(angle), byteAt / 4 + 4, byteAt / 4 + 8);
+    };
+    let twiddleAt = this.stageTwiddlesAt;
+    for (let span = 2; span <= half; span *= 2) {
+      for (let j = 0; j < span / 2; j++, twiddleAt += 32) putTwiddle(twiddleAt, (2 * Math.PI * j) / span);
+    }
+    for (let k = 0; k <= half; k++) putTwiddle(this.splitTwiddlesAt + 32 * k, (2 * Math.PI * k) / size);
+  }
+
+  /**
+   * Transforms the four frames that start at heap[framesAt + f·hop] (float offsets into the
+   * module's memory); the magnitudes are then at `outAt`.
+   */
+  run(framesAt: number, hop: number): void {
+    const { heap, halfWindow, reversed } = this;
+    const half = this.size / 2;
+    let point = this.pointsAt / 4;
+    for (let p = 0; p < half; p++, point += 8) {
+      const even = 2 * reversed[p]!;
+      const wEven = halfWindow[even]!;
+      const wOdd = halfWindow[even + 1]!;
+      for (let frame = 0; frame < FFT_FRAMES; frame++) {
+        const x = framesAt + frame * hop + even;
+        heap[point + frame] = wEven * heap[x]!;
+        heap[point + 4 + frame] = wOdd * heap[x + 1]!;
+      }
+    }
+    this.kernels.fft4(this.pointsAt, this.stageTwiddlesAt, this.pointsEnd);
+    this.kernels.spectrum4(this.pointsAt, this.splitTwiddlesAt, this.outAt, this.pointsEnd);
+  }
+}
