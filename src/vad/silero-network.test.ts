@@ -5,7 +5,7 @@ import { decodeMulaw } from '../audio/mulaw.js';
 import { resample } from '../audio/resample.js';
 import { sessionRunner } from './silero-batcher.js';
 import { getSileroSession, releaseSileroSession, SILERO_GEOMETRY, SILERO_STATE_SIZE } from './silero-model.js';
-import { networkRunner, networkSileroBatcher } from './silero-network.js';
+import { networkRunner, networkSileroBatcher, type RateWeights, rateWeights, SileroNetwork } from './silero-network.js';
 import { VadStream } from './vad-stream.js';
 
 /**
@@ -30,11 +30,11 @@ afterAll(async () => {
 });
 
 /** Largest differences between the two, each carrying its own state from window to window. */
-async function compare(pcm: Int16Array, sampleRateHz: 8000 | 16000) {
+async function compare(pcm: Int16Array, sampleRateHz: 8000 | 16000, weights?: RateWeights) {
   const { windowSamples, contextSamples } = SILERO_GEOMETRY[sampleRateHz];
   const rowSamples = contextSamples + windowSamples;
   const reference = sessionRunner(await getSileroSession(), sampleRateHz);
-  const network = networkRunner(sampleRateHz);
+  const network = networkRunner(sampleRateHz, weights && new SileroNetwork(sampleRateHz, weights));
   const referenceState = new Float32Array(SILERO_STATE_SIZE);
   const networkState = new Float32Array(SILERO_STATE_SIZE);
   const row = new Float32Array(rowSamples);
@@ -75,6 +75,49 @@ describe('the Silero network in TypeScript', () => {
       const diff = await compare(pcm, 16000);
       expect(diff.probability, name).toBeLessThan(1e-4);
       expect(diff.state, name).toBeLessThan(1e-3);
+    }
+  }, 60_000);
+
+  it('takes the STFT by FFT on the model’s basis, and by the basis product on any other', async () => {
+    const pcm = decodeMulaw(readFileSync(`${FIXTURES}A01_jfk.ulaw`));
+    for (const rate of [8000, 16000] as const) {
+      const weights = rateWeights(rate);
+      const { taps, bins } = weights;
+      // One imaginary row negated: the same magnitudes, but no longer one DFT sign convention.
+      const negated = { ...weights, basis: weights.basis.slice() };
+      const row = negated.basis.subarray((bins + 5) * taps, (bins + 6) * taps);
+      row.set(row.map((value) => -value));
+      // One coefficient off by 1e-4 of the window's peak: a hundred times the check's tolerance.
+      const perturbed = { ...weights, basis: weights.basis.slice() };
+      perturbed.basis[3 * taps + taps / 4] = perturbed.basis[3 * taps + taps / 4]! + 1e-4;
+      expect(new SileroNetwork(rate, weights).stftMethod).toBe('fft');
+      expect(new SileroNetwork(rate, negated).stftMethod).toBe('gemv');
+      expect(new SileroNetwork(rate, perturbed).stftMethod).toBe('gemv');
+
+      // The fallback gives onnxruntime's numbers as the FFT does.
+      for (const basis of [negated, perturbed]) {
+        const diff = await compare(rate === 8000 ? pcm : resample(pcm, 8000, 16000), rate, basis);
+        expect(diff.probability).toBeLessThan(1e-4);
+        expect(diff.state).toBeLessThan(1e-3);
+      }
+      // And the two ways, on the same basis numbers, agree window by window.
+      const { windowSamples, contextSamples } = SILERO_GEOMETRY[rate];
+      const input = rate === 8000 ? pcm : resample(pcm, 8000, 16000);
+      const byFft = new SileroNetwork(rate, weights);
+      const byProduct = new SileroNetwork(rate, negated);
+      const fftState = new Float32Array(SILERO_STATE_SIZE);
+      const productState = new Float32Array(SILERO_STATE_SIZE);
+      const window = new Float32Array(contextSamples + windowSamples);
+      let largest = 0;
+      for (let at = 0; at + windowSamples <= input.length; at += windowSamples) {
+        for (let i = 0; i < windowSamples; i++) window[contextSamples + i] = input[at + i]! / 32768;
+        const fromFft = byFft.run(window, 0, fftState, 0, 128);
+        const fromProduct = byProduct.run(window, 0, productState, 0, 128);
+        largest = Math.max(largest, Math.abs(fromFft - fromProduct));
+        window.copyWithin(0, windowSamples);
+      }
+      expect(largest).toBeGreaterThan(0);
+      expect(largest).toBeLessThan(1e-5);
     }
   }, 60_000);
 

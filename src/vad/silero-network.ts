@@ -367,10 +367,13 @@ export class SileroNetwork {
 
 /**
  * A SileroBatchRunner on the TypeScript network, in this thread: the batch's streams one after
- * the other, each for `steps` windows. Same contract as onnxruntime's (silero-batcher.ts).
+ * the other, each for `steps` windows. Same contract as onnxruntime's (silero-batcher.ts). `network`
+ * is a new one of the model file unless given.
  */
-export function networkRunner(sampleRateHz: SileroSampleRateHz): SileroBatchRunner {
-  const network = new SileroNetwork(sampleRateHz);
+export function networkRunner(
+  sampleRateHz: SileroSampleRateHz,
+  network = new SileroNetwork(sampleRateHz),
+): SileroBatchRunner {
   let output = new Float32Array(0);
   let stateN = new Float32Array(0);
   return {

@@ -1,10 +1,10 @@
 /**
- * The Silero network's short-time Fourier transform, done as an FFT rather than as the model's
- * matrix product (silero-network.ts). The model stores its STFT as a convolution basis: for each
- * bin k of N/2 + 1, a real filter w[n]·cos(2πkn/N) and an imaginary one ±w[n]·sin(2πkn/N), the
- * window w being a periodic Hann in Silero v6. Multiplying a frame by that basis is N·(N + 2)
- * multiply-adds; windowing the frame and taking its real FFT gives the same numbers in about
- * N·log2(N) operations, and in float64, so no less exactly than the float32 product.
+ * The Silero network's short-time Fourier transform as an FFT rather than as the model's matrix
+ * product (silero-network.ts). The model stores its STFT as a convolution basis: for each bin k of
+ * N/2 + 1, a real filter w[n]·cos(2πkn/N) and an imaginary one ±w[n]·sin(2πkn/N), the window w
+ * being a periodic Hann in Silero v6, and the network needs only the magnitudes. Multiplying a
+ * frame by that basis is N·(N + 2) multiply-adds; windowing it and taking its real FFT gives the
+ * same magnitudes (to float32 rounding, like the product) in about 5·N·log2(N)/2 operations.
  *
  * That holds only while the basis is a windowed DFT, so the network checks its model's basis at
  * load (dftWindow) and keeps the matrix product for any other.
