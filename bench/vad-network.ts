@@ -5,7 +5,7 @@ import { decodeMulaw } from '../src/audio/mulaw.js';
 import { resample } from '../src/audio/resample.js';
 import { type SileroBatchRunner, sessionRunner } from '../src/vad/silero-batcher.js';
 import { getSileroSession, SILERO_GEOMETRY, SILERO_STATE_SIZE } from '../src/vad/silero-model.js';
-import { networkRunner } from '../src/vad/silero-network.js';
+import { networkRunner, SileroNetwork } from '../src/vad/silero-network.js';
 
 /**
  * `npx tsx bench/vad-network.ts [--rate 8000|16000]`: the Silero network in TypeScript
@@ -19,7 +19,8 @@ const rate = Number(args.rate) as 8000 | 16000;
 const DIRS = ['../fixtures/audio/', './held-apart-speech/'].map((dir) => fileURLToPath(new URL(dir, import.meta.url)));
 
 const reference = sessionRunner(await getSileroSession(), rate);
-const network = networkRunner(rate);
+const networkItself = new SileroNetwork(rate);
+const network = networkRunner(rate, networkItself);
 const { windowSamples, contextSamples } = SILERO_GEOMETRY[rate];
 const rowSamples = contextSamples + windowSamples;
 
@@ -53,7 +54,7 @@ for (const dir of DIRS) {
 }
 console.log(
   `${rate} Hz, ${windows} windows: largest probability difference ${probabilityDiff.toExponential(2)}, ` +
-    `state ${stateDiff.toExponential(2)}, windows on different sides of 0.5: ${flips}`,
+    `state ${stateDiff.toExponential(2)}, windows on different sides of 0.5: ${flips}; the network's STFT by ${networkItself.stftMethod}`,
 );
 
 async function cpuPerWindowUs(runner: SileroBatchRunner, batch: number): Promise<number> {

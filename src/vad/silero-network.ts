@@ -3,15 +3,19 @@
  * (read from it at load, onnx-constants.ts), the same arithmetic, no runtime. The model is small
  * (a short-time Fourier transform as a convolution, four 1-D convolutions, one LSTM cell, a 1x1
  * convolution: about 350k multiply-adds per 32 ms window at 8 kHz, nearly all of them in five
- * matrix-vector products, which a small WebAssembly SIMD kernel does: simd-gemv.ts). Run in the
- * event loop, it costs about what handing windows to onnxruntime in a worker thread cost, and the
- * process no longer holds onnxruntime's native library, its session and a second V8 isolate
- * (about 46 MB less, docs/cost-per-call.md). silero-network.test.ts checks its outputs, states
- * and the VAD's decisions against onnxruntime's on the fixtures and the held-apart clips.
+ * matrix-vector products, which small WebAssembly SIMD kernels do: simd-kernels.ts). The first of
+ * the five, the STFT's (66k multiply-adds at 8 kHz, 264k at 16 kHz), is a Hann-windowed DFT in
+ * Silero v6: checked at load, it runs as an FFT of its four frames at once (windowed-fft.ts), and
+ * a model whose STFT is anything else keeps the product. Run in the event loop, the network costs
+ * about what handing windows to onnxruntime in a worker thread cost, and the process no longer
+ * holds onnxruntime's native library, its session and a second V8 isolate (about 46 MB less,
+ * docs/cost-per-call.md). silero-network.test.ts checks its outputs, states and the VAD's
+ * decisions against onnxruntime's on the fixtures and the held-apart clips.
  *
  * The graph, per stream (8 kHz; 16 kHz doubles the STFT's sizes):
  *   x = [context 32 | window 256], reflect-padded on the right by 32 samples (352 → 4 frames)
  *   STFT: conv(130 filters of 128 taps, stride 64), magnitude of the 65 real/imaginary pairs
+ *         (an FFT of 128 points per frame when the filters are a windowed DFT)
  *   encoder: conv 65→128 (k3, p1, s1), conv 128→64 (s2), conv 64→64 (s2), conv 64→128 (s1),
  *            each with a ReLU; 4 frames → 2 → 1
  *   LSTM cell (128, PyTorch gate order i, f, g, o) on the state [h; c]
@@ -151,7 +155,7 @@ interface PlacedConv {
 }
 
 /**
- * One rate's network: its weights copied into a gemv module's memory (simd-gemv.ts), and its
+ * One rate's network: its weights copied into the kernels' module memory (simd-kernels.ts), and its
  * scratch buffers there too, so nothing is allocated per window. Not for concurrent use: one
  * window runs at a time (the batcher runs them one after the other).
  */

@@ -6,9 +6,9 @@
  * - `gemv(w, x, y, rows, cols)`: y[r] = Σ_c w[r·cols + c] · x[c], four rows at a time; nearly all
  *   of the network's work. `rows` and `cols` must be multiples of 4 (the network pads its matrices).
  * - `fft4(z, twiddles, end)` and `spectrum4(z, twiddles, out, end)`: the STFT's FFT of four frames
- *   at once, one frame per lane (windowed-fft.ts lays out their data and says what they compute).
+ *   at once, one frame per lane (described at their bodies below; windowed-fft.ts lays out their data).
  *
- * The module is a few hundred bytes, assembled here rather than shipped as a binary so that what
+ * The module is under a kilobyte, assembled here rather than shipped as a binary so that what
  * it does can be read: each instruction below is named beside its opcode (the WebAssembly core
  * specification's binary format, with the fixed-width SIMD proposal that Node has shipped since
  * version 16).
