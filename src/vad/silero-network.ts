@@ -299,13 +299,14 @@ export class SileroNetwork {
     for (let i = 0; i < rowSamples; i++) heap[padded + i] = input[at + i]!;
     // Reflect padding on the right: the last sample is the mirror, not repeated.
     for (let j = 0; j < this.padSamples; j++) heap[padded + rowSamples + j] = input[at + rowSamples - 2 - j]!;
-    const frames = this.frames;
-    const bins = this.bins;
-    const out = this.activations[0]!;
     if (this.fft) {
+      // The magnitudes land where the first convolution reads them (activations[0] is a view).
       this.fft.run(padded, this.hop);
       return;
     }
+    const frames = this.frames;
+    const bins = this.bins;
+    const out = this.activations[0]!;
     for (let frame = 0; frame < frames; frame++) {
       this.gemv(this.basisAt, this.paddedAt + frame * this.hop * 4, this.stftAt, this.basisRows, this.taps);
       const spectrum = this.stftAt / 4;
