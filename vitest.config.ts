@@ -46,6 +46,7 @@ const PROCESS_TESTS = [
   'test/integration/node-lts.test.ts',
   'test/integration/persistence.test.ts',
   'test/integration/readme-walkthroughs.test.ts',
+  'test/integration/readme-dial-walkthroughs.test.ts',
   'test/integration/recordings-api.test.ts',
   'test/integration/call-records-crash.test.ts',
   'test/integration/shutdown-drain.test.ts',

@@ -41,7 +41,9 @@ function run(nodeArgs: string[] = []): { before: number; held: number; released:
 describe('the young generation during start-up', () => {
   it('does not grow while held, and grows as V8 would once released', () => {
     const sizes = run();
-    expect(sizes.held).toBe(sizes.before);
+    // Not grown; V8 may still shrink it (it did once on a starved machine, where the allocation
+    // rate over wall time looks low).
+    expect(sizes.held).toBeLessThanOrEqual(sizes.before);
     expect(sizes.released).toBeGreaterThanOrEqual(4 * sizes.held);
   });
 

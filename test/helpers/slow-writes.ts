@@ -16,7 +16,8 @@ const pause = new Int32Array(new SharedArrayBuffer(4));
 let started = false;
 
 fs.writeSync = ((fd: number, data: unknown, ...rest: unknown[]) => {
-  if (typeof data !== 'string' || data.length < 256)
+  // Source maps are never imported: pausing their writes would only lengthen the build.
+  if (typeof data !== 'string' || data.length < 256 || data.startsWith('{"version":3,'))
     return (write as (...args: unknown[]) => number)(fd, data, ...rest);
   if (!started && STARTED_MARK) fs.writeFileSync(STARTED_MARK, String(process.pid));
   started = true;
