@@ -8,7 +8,7 @@ npx biome check . || exit 1
 
 # The type check is 15-20 s of CPU, and the call tests leave a third of two cores idle (they wait
 # on audio paced in real time), so it runs beside them at the lowest priority: it takes only what
-# they leave, and their real-time audio and barge-in timing never wait for it. Its output is held
+# they leave, and their real-time audio and barge-in timing hardly wait for it. Its output is held
 # until the calls are done, so it is not lost among theirs.
 typecheck_output=$(mktemp)
 trap 'rm -f "$typecheck_output"' EXIT
