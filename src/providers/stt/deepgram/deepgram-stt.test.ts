@@ -315,7 +315,12 @@ describe('Deepgram STT against the emulator', () => {
 
   it('replays a frame that was waiting for its pair when the socket dropped, once', async () => {
     const events = new Events();
-    const stream = await quickStt().open(context(), events.push);
+    // Endpointing longer than the silence below: only the Finalize ends the utterance, so the
+    // final is its answer, whenever the emulator's own timer would have fired on a slow machine.
+    const stream = await new DeepgramStt({
+      ...deepgramSttConfig(settings({ serviceOptions: { base_url: server.url, endpointing: 2000 } })),
+      reconnectBackoffMs: 10,
+    }).open(context(), events.push);
     const written = BIRCH.subarray(0, 41 * FRAME_BYTES);
     feed(stream, written);
     await until(() => emulator.log[0]!.audioBytes === 40 * FRAME_BYTES);
