@@ -1,10 +1,12 @@
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll } from 'vitest';
 import { parseWav } from '../../src/audio/wav.js';
+import { requireBuilt } from './built-cli.js';
 import { freePort } from './call-server.js';
 import { type ShellBlock, checkoutLookalike, runScript, shellBlocks, substitute } from './readme-blocks.js';
-import { TEST_KEY, tempDataDir } from './test-app.js';
+import { TEST_KEY, removeDir, tempDataDir } from './test-app.js';
 
 /**
  * The README's walk-throughs, run as printed (`readme-walkthroughs.test.ts` and
@@ -40,8 +42,22 @@ export const DIAL_OUT = 'Dial-out';
 export const LOADTEST = 'Load testing and the benchmark';
 export const BOOKING = 'Try it: a bot that books a table';
 
+/**
+ * A walk-through test file's set-up: `npm start` and `npx switchboard` run the built server (the
+ * project's global setup built dist/ before the first test file started, test/helpers/built-cli.ts),
+ * and each run's checkout copy and data dir are removed after the file. Returns `follow`.
+ */
+export function readmeWalkthroughs(): (parts: string[], awaitOutput?: RegExp) => ReturnType<typeof follow> {
+  const dirs: string[] = [];
+  beforeAll(() => requireBuilt());
+  afterAll(() => {
+    for (const dir of dirs.splice(0)) removeDir(dir);
+  });
+  return (parts, awaitOutput) => follow(dirs, parts, awaitOutput);
+}
+
 /** Runs README blocks in one shell, as one reader following them in order on a fresh machine. */
-export async function follow(dirs: string[], parts: string[], awaitOutput?: RegExp) {
+async function follow(dirs: string[], parts: string[], awaitOutput?: RegExp) {
   // A checkout of its own: the walk-throughs run at the same time and write files (bot.wav) there.
   const cwd = checkoutLookalike(ROOT);
   dirs.push(cwd);

@@ -1,5 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requireBuilt } from '../helpers/built-cli.js';
+import { describe, expect, it } from 'vitest';
 import {
   DIAL_IN,
   DIAL_OUT,
@@ -7,23 +6,15 @@ import {
   block,
   errorLogLines,
   explain,
-  follow as followIn,
+  readmeWalkthroughs,
 } from '../helpers/readme-walkthrough.js';
-import { removeDir } from '../helpers/test-app.js';
 
 /**
  * The README's dial-in and dial-out walk-through, run as printed (test/helpers/readme-walkthrough.ts):
  * a file of its own so that it runs beside the quick start's (`readme-walkthroughs.test.ts`).
  */
 
-const dirs: string[] = [];
-const follow = (parts: string[], awaitOutput?: RegExp) => followIn(dirs, parts, awaitOutput);
-
-beforeAll(() => requireBuilt());
-
-afterAll(() => {
-  for (const dir of dirs.splice(0)) removeDir(dir);
-});
+const follow = readmeWalkthroughs();
 
 describe('the README, executed', () => {
   it('dial-in with no carrier account, then dial-out', { timeout: SCRIPT_TIMEOUT_MS + 30_000 }, async () => {

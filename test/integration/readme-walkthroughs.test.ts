@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { requireBuilt } from '../helpers/built-cli.js';
+import { describe, expect, it } from 'vitest';
 import {
   BLOCKS,
   BOOKING,
@@ -18,13 +17,12 @@ import {
   block,
   errorLogLines,
   explain,
-  follow as followIn,
   isWav,
   loudSeconds,
   quickStartServer,
+  readmeWalkthroughs,
   stopQuickStartServer,
 } from '../helpers/readme-walkthrough.js';
-import { removeDir } from '../helpers/test-app.js';
 
 /**
  * The README's shell blocks, run as printed (test/helpers/readme-walkthrough.ts): the quick start
@@ -33,16 +31,7 @@ import { removeDir } from '../helpers/test-app.js';
  * the README belongs to one of these runs, so a block added without being run fails the first test.
  */
 
-const dirs: string[] = [];
-const follow = (parts: string[], awaitOutput?: RegExp) => followIn(dirs, parts, awaitOutput);
-
-// `npm start` runs the built server: the project's global setup built dist/ before the first test
-// file started (test/helpers/built-cli.ts).
-beforeAll(() => requireBuilt());
-
-afterAll(() => {
-  for (const dir of dirs.splice(0)) removeDir(dir);
-});
+const follow = readmeWalkthroughs();
 
 // The walk-throughs are independent readers on machines of their own (own ports, data, checkout).
 // Within a file they run one at a time.
