@@ -119,17 +119,9 @@ function sigmoid(x: number): number {
   return 1 / (1 + Math.exp(-x));
 }
 
-/** tanh through one exp (V8's Math.tanh costs several times more); saturates instead of dividing ∞ by ∞. */
-function tanh(x: number): number {
-  if (x > 20) return 1;
-  if (x < -20) return -1;
-  const e = Math.exp(2 * x);
-  return (e - 1) / (e + 1);
-}
-
 const ceil4 = (n: number) => Math.ceil(n / 4) * 4;
 
-/** Bump allocator over the gemv module's memory: byte offsets, 16-byte aligned. */
+/** Bump allocator over the kernels' module memory: byte offsets, 16-byte aligned. */
 class Layout {
   bytes = 0;
   take(floats: number): number {
@@ -139,29 +131,49 @@ class Layout {
   }
 }
 
+/**
+ * Activations in module memory, frame by frame ([frame][channel], each frame `frameFloats` long,
+ * zero past the channels). A convolution's input has a frame of zeros on either side: its padding,
+ * so that the three frames a kernel covers are always next to each other and a column is a run of
+ * memory, read in place.
+ */
+interface Activations {
+  /** Byte offset of frame 0. */
+  firstAt: number;
+  frameFloats: number;
+}
+
+function paddedActivations(layout: Layout, frames: number, channels: number): Activations {
+  const frameFloats = ceil4(channels);
+  return { firstAt: layout.take((frames + 2) * frameFloats) + 4 * frameFloats, frameFloats };
+}
+
 interface PlacedConv {
   layer: ConvLayer;
   /**
-   * The kernel taps that ever meet an input frame: with one or two input frames, the padding
-   * leaves some taps only zeros to multiply (the last layer uses only its middle tap).
+   * The kernel taps that ever meet an input frame, consecutive: with one or two input frames, the
+   * padding leaves some taps only zeros to multiply (the last layer uses only its middle tap).
    */
   taps: number[];
-  /** Weights as [out][ceil4(in × taps)], zero-padded; byte offset. */
+  /** Weights as [out][tap][input frame's floats], zero past the input channels; byte offset. */
   weightAt: number;
+  biasAt: number;
+  /** taps × the input frame's floats: a multiple of 4. */
   width: number;
-  paddedWidth: number;
-  inFrames: number;
+  input: Activations;
+  output: Activations;
   outFrames: number;
 }
 
 /**
- * One rate's network: its weights copied into the kernels' module memory (simd-kernels.ts), and its
- * scratch buffers there too, so nothing is allocated per window. Not for concurrent use: one
- * window runs at a time (the batcher runs them one after the other).
+ * One rate's network: its weights copied into the kernels' module memory (simd-kernels.ts), its
+ * activations and scratch there too, so nothing is allocated per window and nothing moves between
+ * JavaScript arrays and the module but the window's samples in and the LSTM's state in and out.
+ * Not for concurrent use: one window runs at a time (the batcher runs them one after the other).
  */
 export class SileroNetwork {
   readonly rowSamples: number;
-  private readonly gemv: SimdKernels['gemv'];
+  private readonly kernels: SimdKernels;
   private readonly heap: Float32Array;
   private readonly padSamples: number;
   private readonly hop: number;
@@ -176,22 +188,23 @@ export class SileroNetwork {
   private readonly fft: FourFrameFft | undefined;
   /** Rows of the STFT's basis, padded to a multiple of 4. */
   private readonly basisRows: number;
-  /** The basis and the gemv's output, or the FFT's tables and output: one or the other is -1. */
+  /** The basis, a zero bias and the gemv's output, or the FFT's tables: one or the other is -1. */
   private readonly basisAt: number;
+  private readonly zerosAt: number;
   private readonly stftAt: number;
   private readonly fftAt: number;
   private readonly paddedAt: number;
+  /** The STFT's magnitudes, the first convolution's input. */
+  private readonly spectrum: Activations;
   private readonly convs: PlacedConv[];
-  private readonly columnAt: number;
-  private readonly convOutAt: number;
-  private readonly lstmWeightAt: number;
+  /** [the encoder's output (128) | h (128)]: the LSTM's input, the last convolution's output. */
   private readonly lstmInputAt: number;
+  private readonly lstmWeightAt: number;
+  private readonly lstmBiasAt: number;
   private readonly gatesAt: number;
-  private readonly lstmBias: Float32Array;
-  private readonly outWeight: Float32Array;
+  private readonly cellAt: number;
+  private readonly outWeightAt: number;
   private readonly outBias: number;
-  /** Activations, channel-major ([channel][frame]): the STFT's magnitudes, then each layer's output. */
-  private readonly activations: Float32Array[];
 
   /** `weights` are the model file's unless given (a test gives altered ones). */
   constructor(sampleRateHz: SileroSampleRateHz, weights: RateWeights = rateWeights(sampleRateHz)) {
@@ -208,15 +221,15 @@ export class SileroNetwork {
 
     const layout = new Layout();
     this.basisAt = window ? -1 : layout.take(this.basisRows * this.taps);
+    this.zerosAt = window ? -1 : layout.take(this.basisRows);
     this.stftAt = window ? -1 : layout.take(this.basisRows);
     this.fftAt = window ? layout.take(FourFrameFft.bytes(this.taps) / 4) : -1;
     this.paddedAt = layout.take(this.rowSamples + this.padSamples);
-    // The STFT's magnitudes go first, once the module's memory exists; then each layer's output.
-    this.activations = [];
+    this.spectrum = paddedActivations(layout, this.frames, this.bins);
+    this.lstmInputAt = layout.take(2 * HIDDEN);
+    let input = this.spectrum;
     let frames = this.frames;
-    let widest = 0;
-    let tallest = 0;
-    this.convs = weights.encoder.map((layer) => {
+    this.convs = weights.encoder.map((layer, index) => {
       const inFrames = frames;
       frames = Math.floor((frames + 2 - KERNEL) / layer.stride) + 1;
       const outFrames = frames;
@@ -225,58 +238,64 @@ export class SileroNetwork {
           (source) => source >= 0 && source < inFrames,
         ),
       );
-      const width = layer.inChannels * taps.length;
-      const paddedWidth = ceil4(width);
+      if (taps.some((k, t) => k !== taps[0]! + t)) throw new Error('Silero model: a convolution whose taps skip one');
       if (layer.outChannels % 4 !== 0) throw new Error('Silero model: a convolution with channels not a multiple of 4');
-      widest = Math.max(widest, paddedWidth);
-      tallest = Math.max(tallest, layer.outChannels);
-      this.activations.push(new Float32Array(layer.outChannels * frames));
-      return {
+      const last = index === weights.encoder.length - 1;
+      const output = last
+        ? { firstAt: this.lstmInputAt, frameFloats: layer.outChannels }
+        : paddedActivations(layout, outFrames, layer.outChannels);
+      const width = taps.length * input.frameFloats;
+      const placed: PlacedConv = {
         layer,
         taps,
-        weightAt: layout.take(layer.outChannels * paddedWidth),
+        weightAt: layout.take(layer.outChannels * width),
+        biasAt: layout.take(layer.outChannels),
         width,
-        paddedWidth,
-        inFrames,
+        input,
+        output,
         outFrames,
       };
+      input = output;
+      return placed;
     });
     if (frames !== 1 || weights.encoder.at(-1)!.outChannels !== HIDDEN) {
       throw new Error('Silero model: the encoder does not end in one frame of 128 channels');
     }
-    this.columnAt = layout.take(widest);
-    this.convOutAt = layout.take(tallest);
     this.lstmWeightAt = layout.take(GATES * 2 * HIDDEN);
-    this.lstmInputAt = layout.take(2 * HIDDEN);
+    this.lstmBiasAt = layout.take(GATES);
     this.gatesAt = layout.take(GATES);
+    this.cellAt = layout.take(HIDDEN);
+    this.outWeightAt = layout.take(HIDDEN);
 
-    const module = createSimdKernels(layout.bytes);
-    this.gemv = module.gemv;
-    this.heap = new Float32Array(module.memory.buffer);
-    const heap = this.heap;
+    // A new memory is zeros: the activations' padding frames and channels stay so, never written.
+    this.kernels = createSimdKernels(layout.bytes);
+    const heap = new Float32Array(this.kernels.memory.buffer);
+    this.heap = heap;
     if (window) {
-      this.fft = new FourFrameFft(module, this.fftAt, window.window);
-      // The FFT leaves its magnitudes [bin][frame], the layout the first convolution reads.
-      this.activations.unshift(new Float32Array(module.memory.buffer, this.fft.outAt, this.bins * this.frames));
+      this.fft = new FourFrameFft(this.kernels, this.fftAt, window.window, {
+        at: this.spectrum.firstAt,
+        frameFloats: this.spectrum.frameFloats,
+      });
     } else {
       this.fft = undefined;
       heap.set(weights.basis, this.basisAt / 4);
-      this.activations.unshift(new Float32Array(this.bins * this.frames));
     }
     for (const conv of this.convs) {
-      const { weight, inChannels, outChannels } = conv.layer;
+      const { weight, bias, inChannels, outChannels } = conv.layer;
+      const frameFloats = conv.input.frameFloats;
       for (let o = 0; o < outChannels; o++) {
-        for (let channel = 0; channel < inChannels; channel++) {
-          conv.taps.forEach((k, t) => {
-            heap[conv.weightAt / 4 + o * conv.paddedWidth + channel * conv.taps.length + t] =
+        conv.taps.forEach((k, t) => {
+          for (let channel = 0; channel < inChannels; channel++) {
+            heap[conv.weightAt / 4 + o * conv.width + t * frameFloats + channel] =
               weight[(o * inChannels + channel) * KERNEL + k]!;
-          });
-        }
+          }
+        });
       }
+      heap.set(bias, conv.biasAt / 4);
     }
     heap.set(weights.lstmWeight, this.lstmWeightAt / 4);
-    this.lstmBias = weights.lstmBias;
-    this.outWeight = weights.outWeight;
+    heap.set(weights.lstmBias, this.lstmBiasAt / 4);
+    heap.set(weights.outWeight, this.outWeightAt / 4);
     this.outBias = weights.outBias;
   }
 
@@ -286,10 +305,34 @@ export class SileroNetwork {
    * read, then overwritten with the next state. Returns the speech probability.
    */
   run(input: Float32Array, at: number, state: Float32Array, hAt: number, cAt: number): number {
+    const heap = this.heap;
+    const h = this.lstmInputAt / 4 + HIDDEN;
+    const c = this.cellAt / 4;
+    for (let i = 0; i < HIDDEN; i++) {
+      heap[h + i] = state[hAt + i]!;
+      heap[c + i] = state[cAt + i]!;
+    }
     this.stft(input, at);
-    for (let i = 0; i < this.convs.length; i++)
-      this.conv(this.convs[i]!, this.activations[i]!, this.activations[i + 1]!);
-    return this.decode(this.activations[this.convs.length]!, state, hAt, cAt);
+    const { gemvRelu } = this.kernels;
+    for (const conv of this.convs) {
+      // Output frame f's column starts at input frame f·stride - 1 + its first tap (-1: padding).
+      const { input: from, output: to, layer } = conv;
+      const fromFrameBytes = 4 * from.frameFloats;
+      let columnAt = from.firstAt + (conv.taps[0]! - 1) * fromFrameBytes;
+      let outAt = to.firstAt;
+      for (let frame = 0; frame < conv.outFrames; frame++) {
+        gemvRelu(conv.weightAt, columnAt, outAt, conv.biasAt, layer.outChannels, conv.width);
+        columnAt += layer.stride * fromFrameBytes;
+        outAt += 4 * to.frameFloats;
+      }
+    }
+    this.kernels.gemv(this.lstmWeightAt, this.lstmInputAt, this.gatesAt, this.lstmBiasAt, GATES, 2 * HIDDEN);
+    const logit = this.kernels.lstmCell(this.gatesAt, this.cellAt, this.lstmInputAt + 4 * HIDDEN, this.outWeightAt);
+    for (let i = 0; i < HIDDEN; i++) {
+      state[hAt + i] = heap[h + i]!;
+      state[cAt + i] = heap[c + i]!;
+    }
+    return sigmoid(this.outBias + logit);
   }
 
   private stft(input: Float32Array, at: number): void {
@@ -300,73 +343,28 @@ export class SileroNetwork {
     // Reflect padding on the right: the last sample is the mirror, not repeated.
     for (let j = 0; j < this.padSamples; j++) heap[padded + rowSamples + j] = input[at + rowSamples - 2 - j]!;
     if (this.fft) {
-      // The magnitudes land where the first convolution reads them (activations[0] is a view).
+      // The magnitudes land where the first convolution reads them.
       this.fft.run(padded, this.hop);
       return;
     }
-    const frames = this.frames;
     const bins = this.bins;
-    const out = this.activations[0]!;
-    for (let frame = 0; frame < frames; frame++) {
-      this.gemv(this.basisAt, this.paddedAt + frame * this.hop * 4, this.stftAt, this.basisRows, this.taps);
-      const spectrum = this.stftAt / 4;
+    const spectrum = this.stftAt / 4;
+    let out = this.spectrum.firstAt / 4;
+    for (let frame = 0; frame < this.frames; frame++, out += this.spectrum.frameFloats) {
+      this.kernels.gemv(
+        this.basisAt,
+        this.paddedAt + frame * this.hop * 4,
+        this.stftAt,
+        this.zerosAt,
+        this.basisRows,
+        this.taps,
+      );
       for (let bin = 0; bin < bins; bin++) {
         const re = heap[spectrum + bin]!;
         const im = heap[spectrum + bins + bin]!;
-        out[bin * frames + frame] = Math.fround(Math.sqrt(re * re + im * im));
+        heap[out + bin] = Math.sqrt(re * re + im * im);
       }
     }
-  }
-
-  /** conv1d (kernel 3, padding 1) + ReLU, channel-major in and out. */
-  private conv(conv: PlacedConv, input: Float32Array, out: Float32Array): void {
-    const { layer, taps, inFrames, outFrames, width, paddedWidth } = conv;
-    const { bias, inChannels, outChannels, stride } = layer;
-    const heap = this.heap;
-    const column = this.columnAt / 4;
-    const convOut = this.convOutAt / 4;
-    const tapCount = taps.length;
-    for (let frame = 0; frame < outFrames; frame++) {
-      const first = frame * stride - 1;
-      for (let channel = 0; channel < inChannels; channel++) {
-        for (let t = 0; t < tapCount; t++) {
-          const source = first + taps[t]!;
-          heap[column + channel * tapCount + t] =
-            source >= 0 && source < inFrames ? input[channel * inFrames + source]! : 0;
-        }
-      }
-      for (let pad = width; pad < paddedWidth; pad++) heap[column + pad] = 0;
-      this.gemv(conv.weightAt, this.columnAt, this.convOutAt, outChannels, paddedWidth);
-      for (let o = 0; o < outChannels; o++) {
-        const value = bias[o]! + heap[convOut + o]!;
-        out[o * outFrames + frame] = value > 0 ? value : 0;
-      }
-    }
-  }
-
-  private decode(encoded: Float32Array, state: Float32Array, hAt: number, cAt: number): number {
-    const heap = this.heap;
-    const lstmInput = this.lstmInputAt / 4;
-    const gates = this.gatesAt / 4;
-    const { lstmBias, outWeight } = this;
-    for (let i = 0; i < HIDDEN; i++) {
-      heap[lstmInput + i] = encoded[i]!;
-      heap[lstmInput + HIDDEN + i] = state[hAt + i]!;
-    }
-    this.gemv(this.lstmWeightAt, this.lstmInputAt, this.gatesAt, GATES, 2 * HIDDEN);
-    let logit = this.outBias;
-    for (let i = 0; i < HIDDEN; i++) {
-      const inputGate = sigmoid(lstmBias[i]! + heap[gates + i]!);
-      const forgetGate = sigmoid(lstmBias[HIDDEN + i]! + heap[gates + HIDDEN + i]!);
-      const cell = tanh(lstmBias[2 * HIDDEN + i]! + heap[gates + 2 * HIDDEN + i]!);
-      const outputGate = sigmoid(lstmBias[3 * HIDDEN + i]! + heap[gates + 3 * HIDDEN + i]!);
-      const c = forgetGate * state[cAt + i]! + inputGate * cell;
-      const h = outputGate * tanh(c);
-      state[cAt + i] = c;
-      state[hAt + i] = h;
-      if (h > 0) logit += outWeight[i]! * h;
-    }
-    return sigmoid(logit);
   }
 }
 

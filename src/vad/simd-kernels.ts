@@ -1,20 +1,28 @@
 /**
  * The Silero network's WebAssembly kernels (silero-network.ts), in float32 with 128-bit SIMD
  * (f32x4); plain JavaScript loops over the same numbers take several times longer, since V8 does
- * not vectorise them. Pointers are byte offsets into the module's own memory.
+ * not vectorise them. Pointers are byte offsets into the module's own memory, where the network
+ * keeps its weights, its activations and its scratch: a window's numbers never leave it between
+ * the STFT's input and the LSTM's new state.
  *
- * - `gemv(w, x, y, rows, cols)`: y[r] = Σ_c w[r·cols + c] · x[c], four rows at a time; nearly all
- *   of the network's work. `rows` and `cols` must be multiples of 4 (the network pads its matrices).
- * - `fft4(z, twiddles, end)` and `spectrum4(z, twiddles, out, end)`: the STFT's FFT of four frames
- *   at once, one frame per lane (described at their bodies below; windowed-fft.ts lays out their data).
+ * - `gemv(w, x, y, bias, rows, cols)`: y[r] = bias[r] + Σ_c w[r·cols + c] · x[c], four rows at a
+ *   time; nearly all of the network's work. `rows` and `cols` must be multiples of 4 (the network
+ *   pads its matrices). `gemvRelu` is the same with max(0, ·) on each y[r]: a convolution's output
+ *   frame, stored finished.
+ * - `fft4(z, twiddles, end)` and `spectrum4(z, twiddles, out, end, frameBytes)`: the STFT's FFT of
+ *   four frames at once, one frame per lane (described at their bodies below; windowed-fft.ts lays
+ *   out their data).
+ * - `lstmCell(gates, c, h, outWeight)`: the LSTM's gates, new state and the output layer's sum, four
+ *   units at a time, with a float32 `exp` of its own (WebAssembly has none; described below).
  *
- * The module is under a kilobyte, assembled here rather than shipped as a binary so that what
- * it does can be read: each instruction below is named beside its opcode (the WebAssembly core
+ * The module is a few kilobytes, assembled here rather than shipped as a binary so that what it
+ * does can be read: each instruction below is named beside its opcode (the WebAssembly core
  * specification's binary format, with the fixed-width SIMD proposal that Node has shipped since
  * version 16).
  */
 
 const I32 = 0x7f;
+const F32 = 0x7d;
 const V128 = 0x7b;
 
 const op = {
@@ -31,6 +39,7 @@ const op = {
   i32LeU: 0x4d,
   i32Add: 0x6a,
   i32Sub: 0x6b,
+  i32Mul: 0x6c,
   i32Shl: 0x74,
   f32Add: 0x92,
   emptyBlockType: 0x40,
@@ -41,11 +50,21 @@ const simd = {
   v128Load: [0xfd, 0x00],
   v128Store: [0xfd, 0x0b],
   v128Const: [0xfd, 0x0c],
+  i8x16Shuffle: [0xfd, 0x0d],
   f32x4ExtractLane: [0xfd, 0x1f],
+  v128Store32Lane: [0xfd, 0x5a],
+  f32x4Nearest: [0xfd, 0x6a],
+  i32x4Shl: [0xfd, 0xab, 0x01],
+  i32x4Add: [0xfd, 0xae, 0x01],
+  f32x4Neg: [0xfd, 0xe1, 0x01],
   f32x4Sqrt: [0xfd, 0xe3, 0x01],
   f32x4Add: [0xfd, 0xe4, 0x01],
   f32x4Sub: [0xfd, 0xe5, 0x01],
   f32x4Mul: [0xfd, 0xe6, 0x01],
+  f32x4Div: [0xfd, 0xe7, 0x01],
+  f32x4Pmin: [0xfd, 0xea, 0x01],
+  f32x4Pmax: [0xfd, 0xeb, 0x01],
+  i32x4TruncSatF32x4S: [0xfd, 0xf8, 0x01],
 } as const;
 
 function uleb(value: number): number[] {
@@ -69,26 +88,34 @@ function section(id: number, content: number[]): number[] {
   return [id, ...uleb(content.length), ...content];
 }
 
-// Parameters and locals, by index.
-const W = 0;
-const X = 1;
-const Y = 2;
-const ROWS = 3;
-const COLS = 4;
-const Y_END = 5;
-const STRIDE = 6;
-const C = 7;
-const W1 = 8;
-const W2 = 9;
-const W3 = 10;
-const ACC = [11, 12, 13, 14] as const;
-const XV = 15;
-
+/** v128.load / v128.store at the address on the stack plus `offset` bytes (alignment hint 16). */
+const load = (offset: number) => [...simd.v128Load, 4, ...uleb(offset)];
+const store = (offset: number) => [...simd.v128Store, 4, ...uleb(offset)];
 const get = (local: number) => [op.localGet, local];
 const set = (local: number) => [op.localSet, local];
 const i32 = (value: number) => [op.i32Const, value]; // 0..63: one byte of signed LEB128
-/** Alignment 2^4 = 16 bytes (a hint only), offset 0. */
-const v128Load = [...simd.v128Load, 4, 0];
+const f32x4 = (instruction: readonly number[], ...operands: number[][]) => [...operands.flat(), ...instruction];
+const mul = (a: number, b: number) => f32x4(simd.f32x4Mul, get(a), get(b));
+/** v128.const of four equal lanes, each the little-endian bytes `write` puts in 4 bytes. */
+function constant(write: (view: DataView) => void): number[] {
+  const lane = new DataView(new ArrayBuffer(4));
+  write(lane);
+  const bytes = [0, 1, 2, 3].map((b) => lane.getUint8(b));
+  return [...simd.v128Const, ...bytes, ...bytes, ...bytes, ...bytes];
+}
+const splat = (value: number) => constant((lane) => lane.setFloat32(0, value, true));
+const splatI32 = (value: number) => constant((lane) => lane.setInt32(0, value, true));
+/** i8x16.shuffle picking float32 lanes: 0..3 from the first operand, 4..7 from the second. */
+const lanes = (picks: number[]) => [
+  ...simd.i8x16Shuffle,
+  ...picks.flatMap((lane) => [0, 1, 2, 3].map((b) => 4 * lane + b)),
+];
+
+// gemv's parameters and locals, by index.
+const [W, X, Y, BIAS, ROWS, COLS] = [0, 1, 2, 3, 4, 5];
+const [Y_END, STRIDE, C, W1, W2, W3] = [6, 7, 8, 9, 10, 11];
+const ACC = [12, 13, 14, 15] as const;
+const [XV, S01, S23] = [16, 17, 18];
 
 /** acc[k] += w_k[c..c+4) * xv, where w_k's address is on the stack. */
 const accumulate = (k: number, rowAddress: number[]) => [
@@ -96,42 +123,51 @@ const accumulate = (k: number, rowAddress: number[]) => [
   ...rowAddress,
   ...get(C),
   op.i32Add,
-  ...v128Load,
+  ...load(0),
   ...get(XV),
   ...simd.f32x4Mul,
   ...simd.f32x4Add,
   ...set(ACC[k]!),
 ];
 
-/** y[k] = the four lanes of acc[k] added up (stored at y + 4k). */
-const storeSum = (k: number) => [
-  ...get(Y),
-  ...get(ACC[k]!),
-  ...simd.f32x4ExtractLane,
-  0,
-  ...get(ACC[k]!),
-  ...simd.f32x4ExtractLane,
-  1,
-  op.f32Add,
-  ...get(ACC[k]!),
-  ...simd.f32x4ExtractLane,
-  2,
-  op.f32Add,
-  ...get(ACC[k]!),
-  ...simd.f32x4ExtractLane,
-  3,
-  op.f32Add,
-  op.f32Store,
-  2, // alignment 2^2
-  4 * k, // offset
+/**
+ * The four rows' sums as one f32x4 [Σacc0, Σacc1, Σacc2, Σacc3] plus their four biases, on the
+ * stack: pairs of accumulators interleaved and added (lanes 0+2 and 1+3 of each), then the two
+ * halves of those.
+ */
+const fourSums = [
+  ...f32x4(
+    simd.f32x4Add,
+    [...get(ACC[0]), ...get(ACC[1]), ...lanes([0, 4, 1, 5])],
+    [...get(ACC[0]), ...get(ACC[1]), ...lanes([2, 6, 3, 7])],
+  ),
+  ...set(S01),
+  ...f32x4(
+    simd.f32x4Add,
+    [...get(ACC[2]), ...get(ACC[3]), ...lanes([0, 4, 1, 5])],
+    [...get(ACC[2]), ...get(ACC[3]), ...lanes([2, 6, 3, 7])],
+  ),
+  ...set(S23),
+  ...f32x4(
+    simd.f32x4Add,
+    [...get(S01), ...get(S23), ...lanes([0, 1, 4, 5])],
+    [...get(S01), ...get(S23), ...lanes([2, 3, 6, 7])],
+  ),
+  ...get(BIAS),
+  ...load(0),
+  ...simd.f32x4Add,
 ];
 
-const gemvBody = [
-  // locals: 6 × i32 (y end, row stride in bytes, column offset, rows 1..3 of the four), 5 × v128
+/**
+ * gemv or, with `relu`, gemvRelu: y[r..r+4) = the four sums (their ReLU: pmax(0, v) is v where
+ * v > 0, else 0) stored at once.
+ */
+const gemvBody = (relu: boolean) => [
+  // locals: 6 × i32 (y end, row stride in bytes, column offset, rows 1..3 of the four), 7 × v128
   2,
   6,
   I32,
-  5,
+  7,
   V128,
   // yEnd = y + rows * 4; stride = cols * 4
   ...get(Y),
@@ -160,7 +196,7 @@ const gemvBody = [
   ...get(STRIDE),
   op.i32Add,
   ...set(W3),
-  ...[0, 1, 2, 3].flatMap((k) => [...simd.v128Const, ...new Array<number>(16).fill(0), ...set(ACC[k]!)]),
+  ...[0, 1, 2, 3].flatMap((k) => [...splat(0), ...set(ACC[k]!)]),
   ...i32(0),
   ...set(C),
   op.loop, // four columns per turn
@@ -168,7 +204,7 @@ const gemvBody = [
   ...get(X),
   ...get(C),
   op.i32Add,
-  ...v128Load,
+  ...load(0),
   ...set(XV),
   ...accumulate(0, get(W)),
   ...accumulate(1, get(W1)),
@@ -184,15 +220,18 @@ const gemvBody = [
   op.brIf,
   0,
   op.end,
-  ...storeSum(0),
-  ...storeSum(1),
-  ...storeSum(2),
-  ...storeSum(3),
-  // w += 4 rows; y += 4 floats; again while y < yEnd
+  ...get(Y),
+  ...(relu ? f32x4(simd.f32x4Pmax, splat(0), fourSums) : fourSums),
+  ...store(0),
+  // w += 4 rows; bias and y += 4 floats; again while y < yEnd
   ...get(W3),
   ...get(STRIDE),
   op.i32Add,
   ...set(W),
+  ...get(BIAS),
+  ...i32(16),
+  op.i32Add,
+  ...set(BIAS),
   ...get(Y),
   ...i32(16),
   op.i32Add,
@@ -206,12 +245,6 @@ const gemvBody = [
   op.end,
   op.end,
 ];
-
-/** v128.load / v128.store at the address on the stack plus `offset` bytes (alignment hint 16). */
-const load = (offset: number) => [...simd.v128Load, 4, offset];
-const store = (offset: number) => [...simd.v128Store, 4, offset];
-const f32x4 = (instruction: readonly number[], ...operands: number[][]) => [...operands.flat(), ...instruction];
-const mul = (a: number, b: number) => f32x4(simd.f32x4Mul, get(a), get(b));
 
 /**
  * fft4(z, twiddles, end): radix-2 decimation-in-time butterflies over M complex points from z up
@@ -268,16 +301,20 @@ const fftBody = [
 ];
 
 /**
- * spectrum4(z, twiddles, out, end): after fft4 on the N/2 points z..end, packed from N real
- * samples as z[m] = x[2m] + i·x[2m+1], the magnitudes of the real FFT's N/2 + 1 bins, one f32x4
- * (four frames) per bin at out. Bin k joins Z[k] and Z[N/2 - k] with the twiddle e^(-2πik/N),
- * stored at `twiddles` as [cos ×4][-sin ×4] for k = 0 … N/2. The samples must have been halved:
- * the split's own halving is left out. Writes Z[0] again at end (one more point), as Z[N/2].
+ * spectrum4(z, twiddles, out, end, frameBytes): after fft4 on the N/2 points z..end, packed from
+ * N real samples as z[m] = x[2m] + i·x[2m+1], the magnitudes of the real FFT's N/2 + 1 bins, frame
+ * by frame: bin k of frame f (lane f) at out + 4k + f·frameBytes, each frame's bins together, the
+ * layout the first convolution reads. Bin k joins Z[k] and Z[N/2 - k] with the twiddle
+ * e^(-2πik/N), stored at `twiddles` as [cos ×4][-sin ×4] for k = 0 … N/2. The samples must have
+ * been halved: the split's own halving is left out. Writes Z[0] again at end (one more point), as
+ * Z[N/2].
  */
-const [SZ, STW, SOUT, SEND, SA, SB] = [0, 1, 2, 3, 4, 5];
+const [SZ, STW, SOUT, SEND, SFRAME, SA, SB] = [0, 1, 2, 3, 4, 5, 6];
 const [SAR, SAI, SBR, SBI, SC, SS, SUM_RE, SUM_IM, DIF_RE, DIF_IM, XR, XI] = [
-  6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17,
+  7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,
 ];
+/** v128.store32_lane: lane `lane` of the f32x4 on the stack at the address under it (alignment 2^2). */
+const storeLane = (lane: number) => [...simd.v128Store32Lane, 2, 0, lane];
 const spectrumBody = [
   // locals: 2 × i32, 12 × v128
   2,
@@ -301,12 +338,108 @@ const spectrumBody = [
   ...set(XR),
   ...f32x4(simd.f32x4Add, f32x4(simd.f32x4Add, get(DIF_IM), mul(SC, DIF_RE)), mul(SS, SUM_IM)),
   ...set(XI),
-  ...[...get(SOUT), ...f32x4(simd.f32x4Sqrt, f32x4(simd.f32x4Add, mul(XR, XR), mul(XI, XI))), ...store(0)],
+  ...[...f32x4(simd.f32x4Sqrt, f32x4(simd.f32x4Add, mul(XR, XR), mul(XI, XI))), ...set(XR)],
+  // frame f's bin k at out + f · frameBytes
+  ...[...get(SOUT), ...get(XR), ...storeLane(0)],
+  ...[...get(SOUT), ...get(SFRAME), op.i32Add, ...get(XR), ...storeLane(1)],
+  ...[...get(SOUT), ...get(SFRAME), ...i32(2), op.i32Mul, op.i32Add, ...get(XR), ...storeLane(2)],
+  ...[...get(SOUT), ...get(SFRAME), ...i32(3), op.i32Mul, op.i32Add, ...get(XR), ...storeLane(3)],
   ...[...get(STW), ...i32(32), op.i32Add, ...set(STW)],
-  ...[...get(SOUT), ...i32(16), op.i32Add, ...set(SOUT)],
+  ...[...get(SOUT), ...i32(4), op.i32Add, ...set(SOUT)],
   ...[...get(SB), ...i32(32), op.i32Sub, ...set(SB)],
   ...[...get(SA), ...i32(32), op.i32Add, op.localTee, SA, ...get(SEND), op.i32LeU, op.brIf, 0],
   op.end,
+  op.end,
+];
+
+/**
+ * e^x in float32, four lanes: the usual range reduction e^x = 2^n · e^r with n = round(x / ln 2)
+ * and r = x - n·ln 2 (ln 2 in two parts, so that r keeps its low bits), e^r by a degree-7
+ * polynomial on |r| ≤ ln 2 / 2 (Cephes's expf, within a few float32 roundings of e^x), and 2^n
+ * made from its bits (n + 127 in the exponent field). x is first clamped to -87..88, where 2^n
+ * stays a normal float: the gates need e^x only to saturate there, never to overflow to ∞.
+ * Leaves e^x on the stack; uses locals EXP_R and EXP_N.
+ */
+const exp = (x: number[], EXP_R: number, EXP_N: number) => [
+  // x = min(88, max(-87, x)): pmax(a, b) is b where a < b, pmin(a, b) is b where b < a
+  ...f32x4(simd.f32x4Pmin, splat(88), f32x4(simd.f32x4Pmax, splat(-87), x)),
+  ...set(EXP_R),
+  ...[...f32x4(simd.f32x4Nearest, f32x4(simd.f32x4Mul, get(EXP_R), splat(Math.LOG2E))), ...set(EXP_N)],
+  ...f32x4(
+    simd.f32x4Sub,
+    f32x4(simd.f32x4Sub, get(EXP_R), f32x4(simd.f32x4Mul, get(EXP_N), splat(0.693359375))),
+    f32x4(simd.f32x4Mul, get(EXP_N), splat(-2.1219444e-4)),
+  ),
+  ...set(EXP_R),
+  // p(r) = ((((c0·r + c1)·r + c2)·r + c3)·r + c4)·r + c5, then e^r = p·r² + r + 1
+  ...splat(1.98756915e-4),
+  ...[1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1].flatMap((c) => [
+    ...get(EXP_R),
+    ...simd.f32x4Mul,
+    ...splat(c),
+    ...simd.f32x4Add,
+  ]),
+  ...[...mul(EXP_R, EXP_R), ...simd.f32x4Mul, ...get(EXP_R), ...simd.f32x4Add, ...splat(1), ...simd.f32x4Add],
+  // × 2^n: the bits of (n + 127) << 23
+  ...[...get(EXP_N), ...simd.i32x4TruncSatF32x4S, ...splatI32(127), ...simd.i32x4Add, ...i32(23), ...simd.i32x4Shl],
+  ...simd.f32x4Mul,
+];
+
+/**
+ * lstmCell(gates, c, h, outWeight) → f32: one step of the LSTM cell over its 128 units, four at a
+ * time. `gates` holds the four gates' pre-activations (bias included) as [i ×128][f ×128][g ×128]
+ * [o ×128], PyTorch's order; c is the cell state, read and overwritten; the new h is written at h.
+ * Returns Σ outWeight[u] · max(0, h[u]): the output layer's 1×1 convolution after its ReLU, bias
+ * and sigmoid left to the caller.
+ *   i, f, o = σ(gate) = 1 / (1 + e^-gate); g = tanh(gate) = 1 - 2 / (e^(2·gate) + 1)
+ *   c = f·c + i·g; h = o·tanh(c)
+ * tanh written that way stays finite at either end (e^(2x) clamped: 1 - 2/∞-ish = 1, 1 - 2/1 = -1)
+ * and is off from tanh by at most a float32 rounding of 1, near 0 as elsewhere.
+ */
+const HIDDEN_BYTES = 128 * 4;
+const [LG, LC, LH, LOW, LU] = [0, 1, 2, 3, 4];
+const [GI, GF, GG, GO, CN, LACC, EXP_R, EXP_N] = [5, 6, 7, 8, 9, 10, 11, 12];
+const at = (base: number) => [...get(base), ...get(LU), op.i32Add];
+const sigmoid = (x: number[]) =>
+  f32x4(simd.f32x4Div, splat(1), f32x4(simd.f32x4Add, splat(1), exp(f32x4(simd.f32x4Neg, x), EXP_R, EXP_N)));
+const tanh = (x: number[]) =>
+  f32x4(
+    simd.f32x4Sub,
+    splat(1),
+    f32x4(simd.f32x4Div, splat(2), f32x4(simd.f32x4Add, exp(f32x4(simd.f32x4Add, x, x), EXP_R, EXP_N), splat(1))),
+  );
+const lstmBody = [
+  // locals: 1 × i32 (the unit's byte offset), 8 × v128
+  2,
+  1,
+  I32,
+  8,
+  V128,
+  ...[...splat(0), ...set(LACC)],
+  op.loop, // four units per turn
+  op.emptyBlockType,
+  ...[...sigmoid([...at(LG), ...load(0)]), ...set(GI)],
+  ...[...sigmoid([...at(LG), ...load(HIDDEN_BYTES)]), ...set(GF)],
+  ...[...tanh([...at(LG), ...load(2 * HIDDEN_BYTES)]), ...set(GG)],
+  ...[...sigmoid([...at(LG), ...load(3 * HIDDEN_BYTES)]), ...set(GO)],
+  // c = f·c + i·g
+  ...[...f32x4(simd.f32x4Add, f32x4(simd.f32x4Mul, get(GF), [...at(LC), ...load(0)]), mul(GI, GG)), ...set(CN)],
+  ...[...at(LC), ...get(CN), ...store(0)],
+  // h = o·tanh(c), kept in GO
+  ...[...f32x4(simd.f32x4Mul, get(GO), tanh(get(CN))), ...set(GO)],
+  ...[...at(LH), ...get(GO), ...store(0)],
+  // acc += outWeight · max(0, h)
+  ...f32x4(
+    simd.f32x4Add,
+    get(LACC),
+    f32x4(simd.f32x4Mul, [...at(LOW), ...load(0)], f32x4(simd.f32x4Pmax, splat(0), get(GO))),
+  ),
+  ...set(LACC),
+  ...[...get(LU), ...i32(16), op.i32Add, op.localTee, LU, op.i32Const, ...[0x80, 0x04], op.i32LtU, op.brIf, 0], // 512, the units' bytes, as a signed LEB128
+  op.end,
+  // the four lanes of acc added up: the function's result
+  ...[...get(LACC), ...simd.f32x4ExtractLane, 0, ...get(LACC), ...simd.f32x4ExtractLane, 1, op.f32Add],
+  ...[...get(LACC), ...simd.f32x4ExtractLane, 2, op.f32Add, ...get(LACC), ...simd.f32x4ExtractLane, 3, op.f32Add],
   op.end,
 ];
 
@@ -317,28 +450,35 @@ function code(body: number[]): number[] {
 function moduleBytes(pages: number): Uint8Array<ArrayBuffer> {
   return Uint8Array.from([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    // types 0, 1, 2: (i32 × 5), (i32 × 3), (i32 × 4) → ()
-    ...section(1, [3, 0x60, 5, I32, I32, I32, I32, I32, 0, 0x60, 3, I32, I32, I32, 0, 0x60, 4, I32, I32, I32, I32, 0]),
-    // functions 0, 1, 2 (gemv, fft4, spectrum4) have types 0, 1, 2
-    ...section(3, [3, 0, 1, 2]),
+    // types 0..3: (i32 × 6) → (), (i32 × 3) → (), (i32 × 5) → (), (i32 × 4) → (f32)
+    ...section(1, [
+      4,
+      ...[0x60, 6, I32, I32, I32, I32, I32, I32, 0],
+      ...[0x60, 3, I32, I32, I32, 0],
+      ...[0x60, 5, I32, I32, I32, I32, I32, 0],
+      ...[0x60, 4, I32, I32, I32, I32, 1, F32],
+    ]),
+    // functions 0..4 (gemv, gemvRelu, fft4, spectrum4, lstmCell) have types 0, 0, 1, 2, 3
+    ...section(3, [5, 0, 0, 1, 2, 3]),
     // one memory of `pages` 64 KiB pages, no maximum
     ...section(5, [1, 0x00, ...uleb(pages)]),
     ...section(7, [
-      4,
-      ...name('gemv'),
-      0x00,
-      0,
-      ...name('fft4'),
-      0x00,
-      1,
-      ...name('spectrum4'),
-      0x00,
-      2,
-      ...name('memory'),
-      0x02,
-      0,
+      6,
+      ...[...name('gemv'), 0x00, 0],
+      ...[...name('gemvRelu'), 0x00, 1],
+      ...[...name('fft4'), 0x00, 2],
+      ...[...name('spectrum4'), 0x00, 3],
+      ...[...name('lstmCell'), 0x00, 4],
+      ...[...name('memory'), 0x02, 0],
     ]),
-    ...section(10, [3, ...code(gemvBody), ...code(fftBody), ...code(spectrumBody)]),
+    ...section(10, [
+      5,
+      ...code(gemvBody(false)),
+      ...code(gemvBody(true)),
+      ...code(fftBody),
+      ...code(spectrumBody),
+      ...code(lstmBody),
+    ]),
   ]);
 }
 
@@ -351,9 +491,12 @@ interface WebAssemblyApi {
 export interface SimdKernels {
   /** The module's memory; views into it stay valid (it never grows). */
   readonly memory: { readonly buffer: ArrayBuffer };
-  gemv(w: number, x: number, y: number, rows: number, cols: number): void;
+  gemv(w: number, x: number, y: number, bias: number, rows: number, cols: number): void;
+  gemvRelu(w: number, x: number, y: number, bias: number, rows: number, cols: number): void;
   fft4(z: number, twiddles: number, end: number): void;
-  spectrum4(z: number, twiddles: number, out: number, end: number): void;
+  spectrum4(z: number, twiddles: number, out: number, end: number, frameBytes: number): void;
+  /** Returns the output layer's sum (before its bias), as a float32. */
+  lstmCell(gates: number, c: number, h: number, outWeight: number): number;
 }
 
 /** A module instance with `bytes` of memory (rounded up to whole pages). Synchronous: the module is tiny. */

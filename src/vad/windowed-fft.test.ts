@@ -68,7 +68,9 @@ describe('the four-frame FFT', () => {
       const hop = size / 2 + 3;
       const samplesAt = 4;
       for (let i = 0; i < 3 * hop + size; i++) heap[samplesAt + i] = Math.sin(i * 12.9898 + size);
-      const fft = new FourFrameFft(kernels, 16384, window);
+      // Each frame's bins 3 floats apart from the next frame's, to check the stride is honoured.
+      const frameFloats = size / 2 + 4;
+      const fft = new FourFrameFft(kernels, 16384, window, { at: 32768, frameFloats });
       fft.run(samplesAt, hop);
       for (let frame = 0; frame < 4; frame++) {
         const expected: number[] = [];
@@ -85,7 +87,7 @@ describe('the four-frame FFT', () => {
         }
         const peak = Math.max(...expected);
         expected.forEach((magnitude, k) => {
-          const actual = heap[fft.outAt / 4 + 4 * k + frame]!;
+          const actual = heap[fft.outAt / 4 + frame * frameFloats + k]!;
           expect(Math.abs(actual - magnitude), `N ${size}, frame ${frame}, bin ${k}`).toBeLessThan(1e-6 * peak);
         });
       }
@@ -94,6 +96,8 @@ describe('the four-frame FFT', () => {
 
   it('refuses a size that is not a power of two', () => {
     const kernels = createSimdKernels(65536);
-    expect(() => new FourFrameFft(kernels, 0, new Float32Array(12))).toThrow('not a power of two');
+    expect(() => new FourFrameFft(kernels, 0, new Float32Array(12), { at: 4096, frameFloats: 8 })).toThrow(
+      'not a power of two',
+    );
   });
 });

@@ -76,13 +76,15 @@ export class FourFrameFft {
   /** Bytes of module memory the transform needs, for a layout to set aside (16-byte multiple). */
   static bytes(size: number): number {
     const half = size / 2;
-    // points (one more for spectrum4), stage twiddles, split twiddles: 32 bytes each; bins: 16
-    return 32 * (half + 1) + 32 * (half - 1) + 32 * (half + 1) + 16 * (half + 1);
+    // points (one more for spectrum4), stage twiddles, split twiddles: 32 bytes each
+    return 32 * (half + 1) + 32 * (half - 1) + 32 * (half + 1);
   }
 
   readonly size: number;
-  /** Byte offset of the magnitudes: [bin][frame], N/2 + 1 bins of four frames. */
+  /** Byte offset of the magnitudes: frame by frame, each frame's N/2 + 1 bins together. */
   readonly outAt: number;
+  /** Bytes from one frame's magnitudes to the next's. */
+  private readonly frameBytes: number;
   private readonly kernels: SimdKernels;
   private readonly heap: Float32Array;
   /** w[n] / 2: spectrum4 leaves out the split's halving. */
@@ -94,11 +96,17 @@ export class FourFrameFft {
   private readonly stageTwiddlesAt: number;
   private readonly splitTwiddlesAt: number;
 
-  /** `at`: a 16-byte aligned byte offset with `FourFrameFft.bytes(window.length)` bytes free. */
-  constructor(kernels: SimdKernels, at: number, window: ArrayLike<number>) {
+  /**
+   * `at`: a 16-byte aligned byte offset with `FourFrameFft.bytes(window.length)` bytes free. The
+   * magnitudes go to `out`: frame f's bin k at float `out.at / 4 + f · out.frameFloats + k` (the
+   * network's first activations, read there by its first convolution).
+   */
+  constructor(kernels: SimdKernels, at: number, window: ArrayLike<number>, out: { at: number; frameFloats: number }) {
     const size = window.length;
     if (size < 4 || (size & (size - 1)) !== 0) throw new RangeError(`FFT size ${size} is not a power of two ≥ 4`);
     if (at % 16 !== 0) throw new RangeError(`FFT memory at ${at} is not 16-byte aligned`);
+    if (out.frameFloats < size / 2 + 1)
+      throw new RangeError(`FFT frames of ${out.frameFloats} floats hold no ${size / 2 + 1} bins`);
     const half = size / 2;
     this.size = size;
     this.kernels = kernels;
@@ -115,7 +123,8 @@ export class FourFrameFft {
     this.pointsEnd = at + 32 * half;
     this.stageTwiddlesAt = this.pointsEnd + 32;
     this.splitTwiddlesAt = this.stageTwiddlesAt + 32 * (half - 1);
-    this.outAt = this.splitTwiddlesAt + 32 * (half + 1);
+    this.outAt = out.at;
+    this.frameBytes = 4 * out.frameFloats;
     // A twiddle is [cos ×4][-sin ×4]: the same for every lane.
     const putTwiddle = (byteAt: number, angle: number) => {
       this.heap.fill(Math.cos(angle), byteAt / 4, byteAt / 4 + 4);
@@ -130,7 +139,7 @@ export class FourFrameFft {
 
   /**
    * Transforms the four frames that start at heap[framesAt + f·hop] (float offsets into the
-   * module's memory); the magnitudes are then at `outAt`.
+   * module's memory); the magnitudes are then at `outAt`, frame by frame.
    */
   run(framesAt: number, hop: number): void {
     const { heap, halfWindow, reversed } = this;
@@ -147,6 +156,6 @@ export class FourFrameFft {
       }
     }
     this.kernels.fft4(this.pointsAt, this.stageTwiddlesAt, this.pointsEnd);
-    this.kernels.spectrum4(this.pointsAt, this.splitTwiddlesAt, this.outAt, this.pointsEnd);
+    this.kernels.spectrum4(this.pointsAt, this.splitTwiddlesAt, this.outAt, this.pointsEnd, this.frameBytes);
   }
 }
