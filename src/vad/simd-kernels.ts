@@ -9,9 +9,9 @@
  *   time; nearly all of the network's work. `rows` and `cols` must be multiples of 4 (the network
  *   pads its matrices). `gemvRelu` is the same with max(0, ·) on each y[r]: a convolution's output
  *   frame, stored finished.
- * - `fft4(z, twiddles, end)` and `spectrum4(z, twiddles, out, end, frameBytes)`: the STFT's FFT of
- *   four frames at once, one frame per lane (described at their bodies below; windowed-fft.ts lays
- *   out their data).
+ * - `pack4(x, table, z, end, hopBytes)`, `fft4(z, twiddles, end)` and `spectrum4(z, twiddles,
+ *   out, end, frameBytes)`: the STFT's FFT of four frames at once, one frame per lane, from the
+ *   samples to the magnitudes (described at their bodies below; windowed-fft.ts lays out their data).
  * - `lstmCell(gates, c, h, outWeight)`: the LSTM's gates, new state and the output layer's sum, four
  *   units at a time, with a float32 `exp` of its own (WebAssembly has none; described below).
  *
@@ -34,6 +34,7 @@ const op = {
   localSet: 0x21,
   localTee: 0x22,
   f32Store: 0x38,
+  i32Load: 0x28,
   i32Const: 0x41,
   i32LtU: 0x49,
   i32LeU: 0x4d,
@@ -52,7 +53,9 @@ const simd = {
   v128Const: [0xfd, 0x0c],
   i8x16Shuffle: [0xfd, 0x0d],
   f32x4ExtractLane: [0xfd, 0x1f],
+  v128Load64Lane: [0xfd, 0x57],
   v128Store32Lane: [0xfd, 0x5a],
+  v128Load64Zero: [0xfd, 0x5d],
   f32x4Nearest: [0xfd, 0x6a],
   i32x4Shl: [0xfd, 0xab, 0x01],
   i32x4Add: [0xfd, 0xae, 0x01],
@@ -242,6 +245,49 @@ const gemvBody = (relu: boolean) => [
   op.brIf,
   0,
   op.end,
+  op.end,
+  op.end,
+];
+
+/**
+ * pack4(x, table, z, end, hopBytes): fft4's input from four frames of samples, the frames at x,
+ * x + hop, x + 2·hop, x + 3·hop (bytes). For each point z[p] (32 bytes, up to end), `table` holds
+ * 48 bytes: the byte offset in a frame of the sample pair that goes there (an i32, then 12 unused
+ * bytes), then [w_even ×4][w_odd ×4], the window's weights for that pair. z[p] = w_even·x[2m] +
+ * i·w_odd·x[2m+1] in each frame's lane: the pairs of the four frames loaded 8 bytes at a time, then
+ * their even and odd samples shuffled apart.
+ */
+const [PX, PTABLE, PZ, PEND, PHOP, PAT, PAIRS01, PAIRS23] = [0, 1, 2, 3, 4, 5, 6, 7];
+/** v128.load64_zero / v128.load64_lane (alignment 2^3): a frame's sample pair. */
+const loadPair = [...simd.v128Load64Zero, 3, 0];
+const loadPairInto = (lane: number) => [...simd.v128Load64Lane, 3, 0, lane];
+const packBody = [
+  // locals: 1 × i32 (the pair's address in frame 0), 2 × v128
+  2,
+  1,
+  I32,
+  2,
+  V128,
+  op.loop, // one point per turn
+  op.emptyBlockType,
+  ...[...get(PX), ...get(PTABLE), op.i32Load, 2, 0, op.i32Add, ...set(PAT)],
+  // pairs01 = [x0 y0 x1 y1] of frames 0 and 1, pairs23 the same of frames 2 and 3
+  ...[...get(PAT), ...loadPair, ...set(PAIRS01)],
+  ...[...get(PAT), ...get(PHOP), op.i32Add, ...get(PAIRS01), ...loadPairInto(1), ...set(PAIRS01)],
+  ...[...get(PAT), ...get(PHOP), ...i32(2), op.i32Mul, op.i32Add, ...loadPair, ...set(PAIRS23)],
+  ...[...get(PAT), ...get(PHOP), ...i32(3), op.i32Mul, op.i32Add, ...get(PAIRS23), ...loadPairInto(1), ...set(PAIRS23)],
+  ...[
+    ...get(PZ),
+    ...f32x4(simd.f32x4Mul, [...get(PAIRS01), ...get(PAIRS23), ...lanes([0, 2, 4, 6])], [...get(PTABLE), ...load(16)]),
+    ...store(0),
+  ],
+  ...[
+    ...get(PZ),
+    ...f32x4(simd.f32x4Mul, [...get(PAIRS01), ...get(PAIRS23), ...lanes([1, 3, 5, 7])], [...get(PTABLE), ...load(32)]),
+    ...store(16),
+  ],
+  ...[...get(PTABLE), ...i32(48), op.i32Add, ...set(PTABLE)],
+  ...[...get(PZ), ...i32(32), op.i32Add, op.localTee, PZ, ...get(PEND), op.i32LtU, op.brIf, 0],
   op.end,
   op.end,
 ];
@@ -458,23 +504,25 @@ function moduleBytes(pages: number): Uint8Array<ArrayBuffer> {
       ...[0x60, 5, I32, I32, I32, I32, I32, 0],
       ...[0x60, 4, I32, I32, I32, I32, 1, F32],
     ]),
-    // functions 0..4 (gemv, gemvRelu, fft4, spectrum4, lstmCell) have types 0, 0, 1, 2, 3
-    ...section(3, [5, 0, 0, 1, 2, 3]),
+    // functions 0..5 (gemv, gemvRelu, pack4, fft4, spectrum4, lstmCell) have types 0, 0, 2, 1, 2, 3
+    ...section(3, [6, 0, 0, 2, 1, 2, 3]),
     // one memory of `pages` 64 KiB pages, no maximum
     ...section(5, [1, 0x00, ...uleb(pages)]),
     ...section(7, [
-      6,
+      7,
       ...[...name('gemv'), 0x00, 0],
       ...[...name('gemvRelu'), 0x00, 1],
-      ...[...name('fft4'), 0x00, 2],
-      ...[...name('spectrum4'), 0x00, 3],
-      ...[...name('lstmCell'), 0x00, 4],
+      ...[...name('pack4'), 0x00, 2],
+      ...[...name('fft4'), 0x00, 3],
+      ...[...name('spectrum4'), 0x00, 4],
+      ...[...name('lstmCell'), 0x00, 5],
       ...[...name('memory'), 0x02, 0],
     ]),
     ...section(10, [
-      5,
+      6,
       ...code(gemvBody(false)),
       ...code(gemvBody(true)),
+      ...code(packBody),
       ...code(fftBody),
       ...code(spectrumBody),
       ...code(lstmBody),
@@ -493,6 +541,7 @@ export interface SimdKernels {
   readonly memory: { readonly buffer: ArrayBuffer };
   gemv(w: number, x: number, y: number, bias: number, rows: number, cols: number): void;
   gemvRelu(w: number, x: number, y: number, bias: number, rows: number, cols: number): void;
+  pack4(x: number, table: number, z: number, end: number, hopBytes: number): void;
   fft4(z: number, twiddles: number, end: number): void;
   spectrum4(z: number, twiddles: number, out: number, end: number, frameBytes: number): void;
   /** Returns the output layer's sum (before its bias), as a float32. */

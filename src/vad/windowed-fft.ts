@@ -76,8 +76,8 @@ export class FourFrameFft {
   /** Bytes of module memory the transform needs, for a layout to set aside (16-byte multiple). */
   static bytes(size: number): number {
     const half = size / 2;
-    // points (one more for spectrum4), stage twiddles, split twiddles: 32 bytes each
-    return 32 * (half + 1) + 32 * (half - 1) + 32 * (half + 1);
+    // points (one more for spectrum4), stage twiddles, split twiddles: 32 bytes each; pack4's table: 48
+    return 32 * (half + 1) + 32 * (half - 1) + 32 * (half + 1) + 48 * half;
   }
 
   readonly size: number;
@@ -86,15 +86,11 @@ export class FourFrameFft {
   /** Bytes from one frame's magnitudes to the next's. */
   private readonly frameBytes: number;
   private readonly kernels: SimdKernels;
-  private readonly heap: Float32Array;
-  /** w[n] / 2: spectrum4 leaves out the split's halving. */
-  private readonly halfWindow: Float64Array;
-  /** reversed[p]: the sample pair that goes to point p before the butterflies. */
-  private readonly reversed: Uint16Array;
   private readonly pointsAt: number;
   private readonly pointsEnd: number;
   private readonly stageTwiddlesAt: number;
   private readonly splitTwiddlesAt: number;
+  private readonly packTableAt: number;
 
   /**
    * `at`: a 16-byte aligned byte offset with `FourFrameFft.bytes(window.length)` bytes free. The
@@ -110,15 +106,7 @@ export class FourFrameFft {
     const half = size / 2;
     this.size = size;
     this.kernels = kernels;
-    this.heap = new Float32Array(kernels.memory.buffer);
-    this.halfWindow = Float64Array.from(window, (w) => w / 2);
-    this.reversed = new Uint16Array(half);
-    const bits = Math.log2(half);
-    for (let m = 0; m < half; m++) {
-      let r = 0;
-      for (let b = 0; b < bits; b++) r |= ((m >> b) & 1) << (bits - 1 - b);
-      this.reversed[r] = m;
-    }
+    const heap = new Float32Array(kernels.memory.buffer);
     this.pointsAt = at;
     this.pointsEnd = at + 32 * half;
     this.stageTwiddlesAt = this.pointsEnd + 32;
@@ -127,14 +115,27 @@ export class FourFrameFft {
     this.frameBytes = 4 * out.frameFloats;
     // A twiddle is [cos ×4][-sin ×4]: the same for every lane.
     const putTwiddle = (byteAt: number, angle: number) => {
-      this.heap.fill(Math.cos(angle), byteAt / 4, byteAt / 4 + 4);
-      this.heap.fill(-Math.sin(angle), byteAt / 4 + 4, byteAt / 4 + 8);
+      heap.fill(Math.cos(angle), byteAt / 4, byteAt / 4 + 4);
+      heap.fill(-Math.sin(angle), byteAt / 4 + 4, byteAt / 4 + 8);
     };
     let twiddleAt = this.stageTwiddlesAt;
     for (let span = 2; span <= half; span *= 2) {
       for (let j = 0; j < span / 2; j++, twiddleAt += 32) putTwiddle(twiddleAt, (2 * Math.PI * j) / span);
     }
     for (let k = 0; k <= half; k++) putTwiddle(this.splitTwiddlesAt + 32 * k, (2 * Math.PI * k) / size);
+    // pack4's table: point p (bit-reversed order) takes the sample pair m = reverse(p), weighted by
+    // w[n] / 2 (spectrum4 leaves out the split's halving).
+    this.packTableAt = this.splitTwiddlesAt + 32 * (half + 1);
+    const offsets = new Int32Array(kernels.memory.buffer);
+    const bits = Math.log2(half);
+    for (let m = 0; m < half; m++) {
+      let p = 0;
+      for (let b = 0; b < bits; b++) p |= ((m >> b) & 1) << (bits - 1 - b);
+      const entry = this.packTableAt / 4 + 12 * p;
+      offsets[entry] = 8 * m;
+      heap.fill(window[2 * m]! / 2, entry + 4, entry + 8);
+      heap.fill(window[2 * m + 1]! / 2, entry + 8, entry + 12);
+    }
   }
 
   /**
@@ -142,19 +143,7 @@ export class FourFrameFft {
    * module's memory); the magnitudes are then at `outAt`, frame by frame.
    */
   run(framesAt: number, hop: number): void {
-    const { heap, halfWindow, reversed } = this;
-    const half = this.size / 2;
-    let point = this.pointsAt / 4;
-    for (let p = 0; p < half; p++, point += 8) {
-      const even = 2 * reversed[p]!;
-      const wEven = halfWindow[even]!;
-      const wOdd = halfWindow[even + 1]!;
-      for (let frame = 0; frame < FFT_FRAMES; frame++) {
-        const x = framesAt + frame * hop + even;
-        heap[point + frame] = wEven * heap[x]!;
-        heap[point + 4 + frame] = wOdd * heap[x + 1]!;
-      }
-    }
+    this.kernels.pack4(4 * framesAt, this.packTableAt, this.pointsAt, this.pointsEnd, 4 * hop);
     this.kernels.fft4(this.pointsAt, this.stageTwiddlesAt, this.pointsEnd);
     this.kernels.spectrum4(this.pointsAt, this.splitTwiddlesAt, this.outAt, this.pointsEnd, this.frameBytes);
   }
