@@ -313,18 +313,22 @@ export class SileroNetwork {
       heap[c + i] = state[cAt + i]!;
     }
     this.stft(input, at);
-    const { gemvRelu } = this.kernels;
+    const { gemvRelu, gemvRelu2 } = this.kernels;
     for (const conv of this.convs) {
       // Output frame f's column starts at input frame f·stride - 1 + its first tap (-1: padding).
       const { input: from, output: to, layer } = conv;
-      const fromFrameBytes = 4 * from.frameFloats;
-      let columnAt = from.firstAt + (conv.taps[0]! - 1) * fromFrameBytes;
+      const columnStep = layer.stride * 4 * from.frameFloats;
+      const outStep = 4 * to.frameFloats;
+      let columnAt = from.firstAt + (conv.taps[0]! - 1) * 4 * from.frameFloats;
       let outAt = to.firstAt;
-      for (let frame = 0; frame < conv.outFrames; frame++) {
-        gemvRelu(conv.weightAt, columnAt, outAt, conv.biasAt, layer.outChannels, conv.width);
-        columnAt += layer.stride * fromFrameBytes;
-        outAt += 4 * to.frameFloats;
+      let frame = 0;
+      // Two frames at a time where there are two: each weight loaded once for both.
+      for (; frame + 1 < conv.outFrames; frame += 2) {
+        gemvRelu2(conv.weightAt, columnAt, outAt, conv.biasAt, layer.outChannels, conv.width, columnStep, outStep);
+        columnAt += 2 * columnStep;
+        outAt += 2 * outStep;
       }
+      if (frame < conv.outFrames) gemvRelu(conv.weightAt, columnAt, outAt, conv.biasAt, layer.outChannels, conv.width);
     }
     this.kernels.gemv(this.lstmWeightAt, this.lstmInputAt, this.gatesAt, this.lstmBiasAt, GATES, 2 * HIDDEN);
     const logit = this.kernels.lstmCell(this.gatesAt, this.cellAt, this.lstmInputAt + 4 * HIDDEN, this.outWeightAt);

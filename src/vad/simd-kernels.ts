@@ -114,140 +114,90 @@ const lanes = (picks: number[]) => [
   ...picks.flatMap((lane) => [0, 1, 2, 3].map((b) => 4 * lane + b)),
 ];
 
-// gemv's parameters and locals, by index.
-const [W, X, Y, BIAS, ROWS, COLS] = [0, 1, 2, 3, 4, 5];
-const [Y_END, STRIDE, C, W1, W2, W3] = [6, 7, 8, 9, 10, 11];
-const ACC = [12, 13, 14, 15] as const;
-const [XV, S01, S23] = [16, 17, 18];
-
-/** acc[k] += w_k[c..c+4) * xv, where w_k's address is on the stack. */
-const accumulate = (k: number, rowAddress: number[]) => [
-  ...get(ACC[k]!),
-  ...rowAddress,
-  ...get(C),
-  op.i32Add,
-  ...load(0),
-  ...get(XV),
-  ...simd.f32x4Mul,
-  ...simd.f32x4Add,
-  ...set(ACC[k]!),
-];
+// The products' parameters, by index: gemvRelu2 has two more.
+const [W, X, Y, BIAS, ROWS, COLS, X_STEP, Y_STEP] = [0, 1, 2, 3, 4, 5, 6, 7];
 
 /**
- * The four rows' sums as one f32x4 [Σacc0, Σacc1, Σacc2, Σacc3] plus their four biases, on the
- * stack: pairs of accumulators interleaved and added (lanes 0+2 and 1+3 of each), then the two
- * halves of those.
+ * gemv, gemvRelu or gemvRelu2, by `relu` and `frames`: four rows per turn of the outer loop, four
+ * columns per turn of the inner one, each row's products gathered in an f32x4 accumulator per
+ * frame; then y[r..r+4) = the four rows' sums plus their biases (with `relu`, pmax(0, v): v where
+ * v > 0, else 0), stored at once. With two frames, each weight loaded serves both: x and
+ * x + xStep, stored at y and y + yStep.
  */
-const fourSums = [
-  ...f32x4(
-    simd.f32x4Add,
-    [...get(ACC[0]), ...get(ACC[1]), ...lanes([0, 4, 1, 5])],
-    [...get(ACC[0]), ...get(ACC[1]), ...lanes([2, 6, 3, 7])],
-  ),
-  ...set(S01),
-  ...f32x4(
-    simd.f32x4Add,
-    [...get(ACC[2]), ...get(ACC[3]), ...lanes([0, 4, 1, 5])],
-    [...get(ACC[2]), ...get(ACC[3]), ...lanes([2, 6, 3, 7])],
-  ),
-  ...set(S23),
-  ...f32x4(
-    simd.f32x4Add,
-    [...get(S01), ...get(S23), ...lanes([0, 1, 4, 5])],
-    [...get(S01), ...get(S23), ...lanes([2, 3, 6, 7])],
-  ),
-  ...get(BIAS),
-  ...load(0),
-  ...simd.f32x4Add,
-];
-
-/**
- * gemv or, with `relu`, gemvRelu: y[r..r+4) = the four sums (their ReLU: pmax(0, v) is v where
- * v > 0, else 0) stored at once.
- */
-const gemvBody = (relu: boolean) => [
-  // locals: 6 × i32 (y end, row stride in bytes, column offset, rows 1..3 of the four), 7 × v128
-  2,
-  6,
-  I32,
-  7,
-  V128,
-  // yEnd = y + rows * 4; stride = cols * 4
-  ...get(Y),
-  ...get(ROWS),
-  ...i32(2),
-  op.i32Shl,
-  op.i32Add,
-  ...set(Y_END),
-  ...get(COLS),
-  ...i32(2),
-  op.i32Shl,
-  ...set(STRIDE),
-  op.block,
-  op.emptyBlockType,
-  op.loop, // four rows per turn
-  op.emptyBlockType,
-  ...get(W),
-  ...get(STRIDE),
-  op.i32Add,
-  op.localTee,
-  W1,
-  ...get(STRIDE),
-  op.i32Add,
-  op.localTee,
-  W2,
-  ...get(STRIDE),
-  op.i32Add,
-  ...set(W3),
-  ...[0, 1, 2, 3].flatMap((k) => [...splat(0), ...set(ACC[k]!)]),
-  ...i32(0),
-  ...set(C),
-  op.loop, // four columns per turn
-  op.emptyBlockType,
-  ...get(X),
-  ...get(C),
-  op.i32Add,
-  ...load(0),
-  ...set(XV),
-  ...accumulate(0, get(W)),
-  ...accumulate(1, get(W1)),
-  ...accumulate(2, get(W2)),
-  ...accumulate(3, get(W3)),
-  ...get(C),
-  ...i32(16),
-  op.i32Add,
-  op.localTee,
-  C,
-  ...get(STRIDE),
-  op.i32LtU,
-  op.brIf,
-  0,
-  op.end,
-  ...get(Y),
-  ...(relu ? f32x4(simd.f32x4Pmax, splat(0), fourSums) : fourSums),
-  ...store(0),
-  // w += 4 rows; bias and y += 4 floats; again while y < yEnd
-  ...get(W3),
-  ...get(STRIDE),
-  op.i32Add,
-  ...set(W),
-  ...get(BIAS),
-  ...i32(16),
-  op.i32Add,
-  ...set(BIAS),
-  ...get(Y),
-  ...i32(16),
-  op.i32Add,
-  op.localTee,
-  Y,
-  ...get(Y_END),
-  op.i32LtU,
-  op.brIf,
-  0,
-  op.end,
-  op.end,
-  op.end,
-];
+function gemvBody(relu: boolean, frames: 1 | 2): number[] {
+  // Locals, after the parameters: 6 × i32 (y end, row stride in bytes, column offset, rows 1..3 of
+  // the four), then v128s (4 accumulators and an x per frame, a weight, two partial sums).
+  const first = frames === 1 ? 6 : 8;
+  const [Y_END, STRIDE, C, W1, W2, W3] = [first, first + 1, first + 2, first + 3, first + 4, first + 5];
+  const ACC = [0, 1].slice(0, frames).map((f) => [0, 1, 2, 3].map((k) => first + 6 + 4 * f + k));
+  const XV = [0, 1].slice(0, frames).map((f) => first + 6 + 4 * frames + f);
+  const WV = first + 6 + 5 * frames;
+  const [S01, S23] = [WV + 1, WV + 2];
+  const rows = [get(W), get(W1), get(W2), get(W3)];
+  /**
+   * One frame's four row sums as one f32x4 plus their biases: its accumulators interleaved in
+   * pairs and added (lanes 0+2 and 1+3 of each), then the two halves of those.
+   */
+  const fourSums = (acc: number[]) => [
+    ...f32x4(
+      simd.f32x4Add,
+      [...get(acc[0]!), ...get(acc[1]!), ...lanes([0, 4, 1, 5])],
+      [...get(acc[0]!), ...get(acc[1]!), ...lanes([2, 6, 3, 7])],
+    ),
+    ...set(S01),
+    ...f32x4(
+      simd.f32x4Add,
+      [...get(acc[2]!), ...get(acc[3]!), ...lanes([0, 4, 1, 5])],
+      [...get(acc[2]!), ...get(acc[3]!), ...lanes([2, 6, 3, 7])],
+    ),
+    ...set(S23),
+    ...f32x4(
+      simd.f32x4Add,
+      [...get(S01), ...get(S23), ...lanes([0, 1, 4, 5])],
+      [...get(S01), ...get(S23), ...lanes([2, 3, 6, 7])],
+    ),
+    ...get(BIAS),
+    ...load(0),
+    ...simd.f32x4Add,
+  ];
+  const finished = (acc: number[]) => (relu ? f32x4(simd.f32x4Pmax, splat(0), fourSums(acc)) : fourSums(acc));
+  return [
+    // locals: 6 × i32, 5 × frames + 3 × v128
+    2,
+    6,
+    I32,
+    5 * frames + 3,
+    V128,
+    // yEnd = y + rows * 4; stride = cols * 4
+    ...[...get(Y), ...get(ROWS), ...i32(2), op.i32Shl, op.i32Add, ...set(Y_END)],
+    ...[...get(COLS), ...i32(2), op.i32Shl, ...set(STRIDE)],
+    op.loop, // four rows per turn
+    op.emptyBlockType,
+    ...[...get(W), ...get(STRIDE), op.i32Add, op.localTee, W1, ...get(STRIDE), op.i32Add, op.localTee, W2],
+    ...[...get(STRIDE), op.i32Add, ...set(W3)],
+    ...ACC.flat().flatMap((acc) => [...splat(0), ...set(acc)]),
+    ...[...i32(0), ...set(C)],
+    op.loop, // four columns per turn
+    op.emptyBlockType,
+    ...[...get(X), ...get(C), op.i32Add, ...load(0), ...set(XV[0]!)],
+    ...(frames === 2 ? [...get(X), ...get(X_STEP), op.i32Add, ...get(C), op.i32Add, ...load(0), ...set(XV[1]!)] : []),
+    // acc[f][k] += w_k[c..c+4) · xv[f]
+    ...rows.flatMap((row, k) => [
+      ...[...row, ...get(C), op.i32Add, ...load(0), ...set(WV)],
+      ...XV.flatMap((xv, f) => [...f32x4(simd.f32x4Add, get(ACC[f]![k]!), mul(WV, xv)), ...set(ACC[f]![k]!)]),
+    ]),
+    ...[...get(C), ...i32(16), op.i32Add, op.localTee, C, ...get(STRIDE), op.i32LtU, op.brIf, 0],
+    op.end,
+    ...[...get(Y), ...finished(ACC[0]!), ...store(0)],
+    ...(frames === 2 ? [...get(Y), ...get(Y_STEP), op.i32Add, ...finished(ACC[1]!), ...store(0)] : []),
+    // w += 4 rows; bias and y += 4 floats; again while y < yEnd
+    ...[...get(W3), ...get(STRIDE), op.i32Add, ...set(W)],
+    ...[...get(BIAS), ...i32(16), op.i32Add, ...set(BIAS)],
+    ...[...get(Y), ...i32(16), op.i32Add, op.localTee, Y, ...get(Y_END), op.i32LtU, op.brIf, 0],
+    op.end,
+    op.end,
+  ];
+}
 
 /**
  * pack4(x, table, z, end, hopBytes): fft4's input from four frames of samples, the frames at x,
@@ -496,32 +446,35 @@ function code(body: number[]): number[] {
 function moduleBytes(pages: number): Uint8Array<ArrayBuffer> {
   return Uint8Array.from([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    // types 0..3: (i32 × 6) → (), (i32 × 3) → (), (i32 × 5) → (), (i32 × 4) → (f32)
+    // types 0..4: (i32 × 6) → (), (i32 × 3) → (), (i32 × 5) → (), (i32 × 4) → (f32), (i32 × 8) → ()
     ...section(1, [
-      4,
+      5,
       ...[0x60, 6, I32, I32, I32, I32, I32, I32, 0],
       ...[0x60, 3, I32, I32, I32, 0],
       ...[0x60, 5, I32, I32, I32, I32, I32, 0],
       ...[0x60, 4, I32, I32, I32, I32, 1, F32],
+      ...[0x60, 8, I32, I32, I32, I32, I32, I32, I32, I32, 0],
     ]),
-    // functions 0..5 (gemv, gemvRelu, pack4, fft4, spectrum4, lstmCell) have types 0, 0, 2, 1, 2, 3
-    ...section(3, [6, 0, 0, 2, 1, 2, 3]),
+    // functions 0..6 (gemv, gemvRelu, gemvRelu2, pack4, fft4, spectrum4, lstmCell): types 0, 0, 4, 2, 1, 2, 3
+    ...section(3, [7, 0, 0, 4, 2, 1, 2, 3]),
     // one memory of `pages` 64 KiB pages, no maximum
     ...section(5, [1, 0x00, ...uleb(pages)]),
     ...section(7, [
-      7,
+      8,
       ...[...name('gemv'), 0x00, 0],
       ...[...name('gemvRelu'), 0x00, 1],
-      ...[...name('pack4'), 0x00, 2],
-      ...[...name('fft4'), 0x00, 3],
-      ...[...name('spectrum4'), 0x00, 4],
-      ...[...name('lstmCell'), 0x00, 5],
+      ...[...name('gemvRelu2'), 0x00, 2],
+      ...[...name('pack4'), 0x00, 3],
+      ...[...name('fft4'), 0x00, 4],
+      ...[...name('spectrum4'), 0x00, 5],
+      ...[...name('lstmCell'), 0x00, 6],
       ...[...name('memory'), 0x02, 0],
     ]),
     ...section(10, [
-      6,
-      ...code(gemvBody(false)),
-      ...code(gemvBody(true)),
+      7,
+      ...code(gemvBody(false, 1)),
+      ...code(gemvBody(true, 1)),
+      ...code(gemvBody(true, 2)),
       ...code(packBody),
       ...code(fftBody),
       ...code(spectrumBody),
@@ -541,6 +494,16 @@ export interface SimdKernels {
   readonly memory: { readonly buffer: ArrayBuffer };
   gemv(w: number, x: number, y: number, bias: number, rows: number, cols: number): void;
   gemvRelu(w: number, x: number, y: number, bias: number, rows: number, cols: number): void;
+  gemvRelu2(
+    w: number,
+    x: number,
+    y: number,
+    bias: number,
+    rows: number,
+    cols: number,
+    xStep: number,
+    yStep: number,
+  ): void;
   pack4(x: number, table: number, z: number, end: number, hopBytes: number): void;
   fft4(z: number, twiddles: number, end: number): void;
   spectrum4(z: number, twiddles: number, out: number, end: number, frameBytes: number): void;
