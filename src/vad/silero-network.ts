@@ -12,6 +12,17 @@
  * docs/cost-per-call.md). silero-network.test.ts checks its outputs, states and the VAD's
  * decisions against onnxruntime's on the fixtures and the held-apart clips.
  *
+ * What runs where, per window: JavaScript copies the window's samples (with the STFT's reflect
+ * padding) and the stream's LSTM state into the module's memory, calls the kernels in order, and
+ * copies the new state out and takes the final sigmoid. Everything between runs in WebAssembly, on
+ * numbers that stay in the module's memory: the FFT's packing, butterflies and magnitudes; each
+ * convolution, reading its columns in place from activations laid out frame by frame with a frame
+ * of zeros either side (its padding), bias and ReLU applied as the product is stored, two output
+ * frames per pass over the weights; the last convolution writing next to h, so that [x; h] is the
+ * LSTM's input as it lies; the LSTM's product with its bias; and its gates, new state and the
+ * output layer's sum, with a float32 exp (simd-kernels.ts: its error is a few float32 roundings,
+ * far inside what the tests allow against onnxruntime).
+ *
  * The graph, per stream (8 kHz; 16 kHz doubles the STFT's sizes):
  *   x = [context 32 | window 256], reflect-padded on the right by 32 samples (352 → 4 frames)
  *   STFT: conv(130 filters of 128 taps, stride 64), magnitude of the 65 real/imaginary pairs

@@ -8,7 +8,8 @@
  * - `gemv(w, x, y, bias, rows, cols)`: y[r] = bias[r] + Σ_c w[r·cols + c] · x[c], four rows at a
  *   time; nearly all of the network's work. `rows` and `cols` must be multiples of 4 (the network
  *   pads its matrices). `gemvRelu` is the same with max(0, ·) on each y[r]: a convolution's output
- *   frame, stored finished.
+ *   frame, stored finished; `gemvRelu2(…, xStep, yStep)` does two frames (x and x + xStep, stored
+ *   at y and y + yStep) in one pass over the weights.
  * - `pack4(x, table, z, end, hopBytes)`, `fft4(z, twiddles, end)` and `spectrum4(z, twiddles,
  *   out, end, frameBytes)`: the STFT's FFT of four frames at once, one frame per lane, from the
  *   samples to the magnitudes (described at their bodies below; windowed-fft.ts lays out their data).
@@ -26,7 +27,6 @@ const F32 = 0x7d;
 const V128 = 0x7b;
 
 const op = {
-  block: 0x02,
   loop: 0x03,
   brIf: 0x0d,
   end: 0x0b,
@@ -350,29 +350,33 @@ const spectrumBody = [
 
 /**
  * e^x in float32, four lanes: the usual range reduction e^x = 2^n · e^r with n = round(x / ln 2)
- * and r = x - n·ln 2 (ln 2 in two parts, so that r keeps its low bits), e^r by a degree-7
- * polynomial on |r| ≤ ln 2 / 2 (Cephes's expf, within a few float32 roundings of e^x), and 2^n
- * made from its bits (n + 127 in the exponent field). x is first clamped to -87..88, where 2^n
+ * and r = x - n·ln 2, then e^r by its Taylor series to r^7 and 2^n made from its bits (n + 127 in
+ * the exponent field). ln 2 is taken in two parts, 355/512 (exact in 9 bits, so n times it is
+ * exact) and the rest, so that r keeps its low bits. On |r| ≤ ln 2 / 2 the series' first term left
+ * out, r^8/8!, is under 6e-9, a tenth of a float32 rounding: the error is the roundings of the
+ * float32 arithmetic, a few units in the last place. x is first clamped to -87..88, where 2^n
  * stays a normal float: the gates need e^x only to saturate there, never to overflow to ∞.
  * Leaves e^x on the stack; uses locals EXP_R and EXP_N.
  */
+const LN2_HI = 355 / 512;
 const exp = (x: number[], EXP_R: number, EXP_N: number) => [
   // x = min(88, max(-87, x)): pmax(a, b) is b where a < b, pmin(a, b) is b where b < a
   ...f32x4(simd.f32x4Pmin, splat(88), f32x4(simd.f32x4Pmax, splat(-87), x)),
   ...set(EXP_R),
   ...[...f32x4(simd.f32x4Nearest, f32x4(simd.f32x4Mul, get(EXP_R), splat(Math.LOG2E))), ...set(EXP_N)],
+  // r = x - n·ln2hi - n·ln2lo
   ...f32x4(
     simd.f32x4Sub,
-    f32x4(simd.f32x4Sub, get(EXP_R), f32x4(simd.f32x4Mul, get(EXP_N), splat(0.693359375))),
-    f32x4(simd.f32x4Mul, get(EXP_N), splat(-2.1219444e-4)),
+    f32x4(simd.f32x4Sub, get(EXP_R), f32x4(simd.f32x4Mul, get(EXP_N), splat(LN2_HI))),
+    f32x4(simd.f32x4Mul, get(EXP_N), splat(Math.LN2 - LN2_HI)),
   ),
   ...set(EXP_R),
-  // p(r) = ((((c0·r + c1)·r + c2)·r + c3)·r + c4)·r + c5, then e^r = p·r² + r + 1
-  ...splat(1.98756915e-4),
-  ...[1.3981999507e-3, 8.3334519073e-3, 4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1].flatMap((c) => [
+  // p = 1/2! + r/3! + … + r^5/7!, by Horner's rule from 1/7!; then e^r = 1 + r + r²·p
+  ...splat(1 / 5040),
+  ...[720, 120, 24, 6, 2].flatMap((factorial) => [
     ...get(EXP_R),
     ...simd.f32x4Mul,
-    ...splat(c),
+    ...splat(1 / factorial),
     ...simd.f32x4Add,
   ]),
   ...[...mul(EXP_R, EXP_R), ...simd.f32x4Mul, ...get(EXP_R), ...simd.f32x4Add, ...splat(1), ...simd.f32x4Add],
@@ -389,8 +393,9 @@ const exp = (x: number[], EXP_R: number, EXP_N: number) => [
  * and sigmoid left to the caller.
  *   i, f, o = σ(gate) = 1 / (1 + e^-gate); g = tanh(gate) = 1 - 2 / (e^(2·gate) + 1)
  *   c = f·c + i·g; h = o·tanh(c)
- * tanh written that way stays finite at either end (e^(2x) clamped: 1 - 2/∞-ish = 1, 1 - 2/1 = -1)
- * and is off from tanh by at most a float32 rounding of 1, near 0 as elsewhere.
+ * tanh written that way stays finite at either end (exp's clamp: 2 / (e^88 + 1) leaves 1, and
+ * 2 / (e^-87 + 1) leaves -1), and is off from tanh by about a float32 rounding of 1 at most, near
+ * 0 as elsewhere: absolute errors of 1e-7, where onnxruntime's own float32 tanh has its own.
  */
 const HIDDEN_BYTES = 128 * 4;
 const [LG, LC, LH, LOW, LU] = [0, 1, 2, 3, 4];
