@@ -1,3 +1,4 @@
+import type { Plugin } from 'vite';
 import { defineConfig } from 'vitest/config';
 import LongestFirstSequencer from './test/helpers/longest-first-sequencer.js';
 import { findPostgres } from './test/helpers/postgres-server.js';
@@ -52,16 +53,41 @@ const PROCESS_TESTS = [
   'test/integration/shutdown-drain.test.ts',
 ];
 
+/**
+ * Files that load onnxruntime-node in their own process (the Silero network checked against it).
+ * Its native addon aborts the whole process when a worker thread that loaded it is torn down
+ * ("terminate called after throwing an instance of 'Napi::Error'", seen once when vitest ended an
+ * idle thread), so these run in child processes of their own, apart from the call group's threads.
+ */
+const ONNXRUNTIME_TESTS = ['src/vad/silero.test.ts', 'src/vad/silero-network.test.ts'];
+
 const postgres = findPostgres();
 if (!postgres.ok) console.warn(`\n[postgres] skipped: ${postgres.reason}; the store tests run on SQLite only\n`);
 const redis = findRedis();
 if (postgres.ok && !redis.ok) console.warn(`\n[cluster] skipped: ${redis.reason}; the several-node tests need Redis\n`);
 
+/**
+ * Keeps every worker thread of a run alive until its end (as many at least as at most, whatever
+ * `--maxWorkers` says): vitest otherwise ends idle threads mid-run, and tinypool reports each
+ * ending as an unhandled rejection ("Terminating worker thread") that fails a run whose tests all
+ * passed. Only the threads pool: the forks pool starts its minimum at once, and its files end
+ * their process by design.
+ */
+const keepThreadsUp: Plugin = {
+  name: 'switchboard:keep-threads-up',
+  configureVitest({ vitest }) {
+    const pools = vitest.config.poolOptions ?? {};
+    vitest.config.poolOptions = { ...pools, threads: { ...pools.threads, minThreads: vitest.config.maxWorkers } };
+  },
+};
+
 export default defineConfig({
+  plugins: [keepThreadsUp],
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,
-    // Integration tests open real sockets and SQLite files; forks keep native addons isolated.
+    // Tests that start processes, PostgreSQL and Redis run in forks, one fresh process per file:
+    // they set the process's umask, env and signal handlers. The call group overrides this (below).
     pool: 'forks',
     // Most files are whole calls that spend their time waiting for audio played in real time,
     // not on the CPU, so several run at once even on two cores (vitest's default is one fewer
@@ -70,6 +96,13 @@ export default defineConfig({
     // eight (it waits more than it computes), then the rest with these four: one pool size
     // serves every project of a run (docs/testing.md).
     maxWorkers: 4,
+    // Only the call group runs in threads, and there each thread runs file after file with the
+    // modules it already loaded: a fresh process per file spent about 0.4 s of CPU starting and
+    // loading the same modules again (over a hundred files: a third of the group's CPU,
+    // docs/testing.md). Every file makes its own servers, ports, data dirs and vendors, and none
+    // changes the process (umask, cwd, signals): those are the process tests', in forks. (Vitest
+    // sizes and isolates each pool from this root config, not from a project's.)
+    poolOptions: { threads: { isolate: false } },
     // Each group's longest files first, so no long file runs alone at the end of its group.
     sequence: { sequencer: LongestFirstSequencer },
     projects: [
@@ -78,8 +111,21 @@ export default defineConfig({
         test: {
           name: 'default',
           include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
-          exclude: ['test/postgres/**', 'test/cluster/**', '**/node_modules/**', ...PROCESS_TESTS],
+          exclude: [
+            'test/postgres/**',
+            'test/cluster/**',
+            '**/node_modules/**',
+            ...PROCESS_TESTS,
+            ...ONNXRUNTIME_TESTS,
+          ],
+          // Worker threads that run file after file with the modules they already loaded (the
+          // threads pool's `isolate: false`, above).
+          pool: 'threads',
         },
+      },
+      {
+        extends: true,
+        test: { name: 'onnxruntime', include: ONNXRUNTIME_TESTS },
       },
       {
         extends: true,

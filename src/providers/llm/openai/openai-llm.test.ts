@@ -241,21 +241,25 @@ describe('OpenAI-compatible LLM against the emulator', () => {
   });
 
   it('headers without any event time out too', async () => {
+    // A second, not less: the headers and the first tokens must come before it even on a
+    // saturated machine, so that only the stall can end the request.
     emulator.faults.next({ kind: 'stall', afterTokens: 0 });
     const llm = createOpenAiCompatibleLlm(
       'openai',
-      settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }),
+      settings({ serviceOptions: { base_url: server.url, timeout_ms: 1000 } }),
     );
     const err = await failure(collect(llm));
     expect(err.retryable).toBe(true);
-    expect(err.message).toMatch(/no events within 150 ms/);
+    expect(err.message).toMatch(/no events within 1000 ms/);
   });
 
   it('a stream that stalls mid-way times out after yielding what came', async () => {
+    // A second, not less: the headers and the first tokens must come before it even on a
+    // saturated machine, so that only the stall can end the request.
     emulator.faults.next({ kind: 'stall', afterTokens: 2 });
     const llm = createOpenAiCompatibleLlm(
       'openai',
-      settings({ serviceOptions: { base_url: server.url, timeout_ms: 150 } }),
+      settings({ serviceOptions: { base_url: server.url, timeout_ms: 1000 } }),
     );
     const seen: LlmDelta[] = [];
     const err = await failure(
@@ -264,7 +268,7 @@ describe('OpenAI-compatible LLM against the emulator', () => {
       })(),
     );
     expect(err.retryable).toBe(true);
-    expect(err.message).toMatch(/stalled for 150 ms/);
+    expect(err.message).toMatch(/stalled for 1000 ms/);
     expect(text(seen)).toBe('You said: ');
   });
 
