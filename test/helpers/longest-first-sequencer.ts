@@ -17,7 +17,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * testResults entry).
  */
 const MEASURED_SECONDS: Record<string, number> = {
-  'default:test/integration/s2s-call.test.ts': 80,
+  'default:test/integration/s2s-call.test.ts': 57,
   'default:test/integration/room.test.ts': 71,
   'processes:test/integration/readme-walkthroughs.test.ts': 66,
   'cluster:test/cluster/two-nodes.test.ts': 62,
@@ -39,6 +39,7 @@ const MEASURED_SECONDS: Record<string, number> = {
   'cluster:test/cluster/loadtest.test.ts': 24,
   'default:test/integration/dialout.test.ts': 23,
   'default:test/integration/call-records.test.ts': 22,
+  'default:test/integration/s2s-function-calls.test.ts': 24,
   'processes:test/integration/cli-usage.test.ts': 22,
   'processes:test/browser/room-page.test.ts': 22,
   'default:test/integration/pipecat-room.test.ts': 20,
