@@ -36,21 +36,30 @@ const BUILD = 'test/helpers/built-cli.ts';
  * the calls, so the two never compete for a small machine's cores.
  */
 const PROCESS_TESTS = [
-  'src/security/service-keys.test.ts',
   'test/browser/*.test.ts',
+  'test/integration/file-modes.test.ts',
+  'test/integration/loadtest.test.ts',
+  'test/integration/node-lts.test.ts',
+  'test/integration/readme-walkthroughs.test.ts',
+  'test/integration/readme-dial-walkthroughs.test.ts',
+  'test/integration/call-records-crash.test.ts',
+  'test/integration/shutdown-drain.test.ts',
+];
+
+/**
+ * Process tests that place no call (the CLI's commands, the build, the store across restarts):
+ * nothing in them is paced in real time or timed in milliseconds, so `npm test` runs them at the
+ * lowest priority beside the call group, in the CPU its calls leave idle, as it does the type check
+ * (docs/testing.md). Their own timeouts are tens of seconds.
+ */
+const CALL_FREE_PROCESS_TESTS = [
+  'src/security/service-keys.test.ts',
   'test/integration/cli-db.test.ts',
   'test/integration/cli-keys.test.ts',
   'test/integration/cli-usage.test.ts',
   'test/integration/dist-build.test.ts',
-  'test/integration/file-modes.test.ts',
-  'test/integration/loadtest.test.ts',
-  'test/integration/node-lts.test.ts',
   'test/integration/persistence.test.ts',
-  'test/integration/readme-walkthroughs.test.ts',
-  'test/integration/readme-dial-walkthroughs.test.ts',
   'test/integration/recordings-api.test.ts',
-  'test/integration/call-records-crash.test.ts',
-  'test/integration/shutdown-drain.test.ts',
 ];
 
 /**
@@ -116,6 +125,7 @@ export default defineConfig({
             'test/cluster/**',
             '**/node_modules/**',
             ...PROCESS_TESTS,
+            ...CALL_FREE_PROCESS_TESTS,
             ...ONNXRUNTIME_TESTS,
           ],
           // Worker threads that run file after file with the modules they already loaded (the
@@ -130,6 +140,15 @@ export default defineConfig({
       {
         extends: true,
         test: { name: 'processes', include: PROCESS_TESTS, sequence: { groupOrder: 1 }, globalSetup: [BUILD] },
+      },
+      {
+        extends: true,
+        test: {
+          name: 'processes-without-calls',
+          include: CALL_FREE_PROCESS_TESTS,
+          sequence: { groupOrder: 1 },
+          globalSetup: [BUILD],
+        },
       },
       ...(postgres.ok
         ? [

@@ -21,7 +21,7 @@ const MEASURED_SECONDS: Record<string, number> = {
   'default:test/integration/room.test.ts': 71,
   'processes:test/integration/readme-walkthroughs.test.ts': 66,
   'cluster:test/cluster/two-nodes.test.ts': 62,
-  'processes:test/integration/dist-build.test.ts': 61,
+  'processes-without-calls:test/integration/dist-build.test.ts': 61,
   'default:test/integration/instant-barge-in.test.ts': 61,
   'default:test/integration/phone-call.test.ts': 59,
   'processes:test/integration/loadtest.test.ts': 52,
@@ -40,11 +40,11 @@ const MEASURED_SECONDS: Record<string, number> = {
   'default:test/integration/dialout.test.ts': 23,
   'default:test/integration/call-records.test.ts': 22,
   'default:test/integration/s2s-function-calls.test.ts': 24,
-  'processes:test/integration/cli-usage.test.ts': 22,
+  'processes-without-calls:test/integration/cli-usage.test.ts': 22,
   'processes:test/browser/room-page.test.ts': 22,
   'default:test/integration/pipecat-room.test.ts': 20,
   'default:src/lifecycle/quiet-memory.test.ts': 19,
-  'processes:test/integration/cli-db.test.ts': 19,
+  'processes-without-calls:test/integration/cli-db.test.ts': 19,
 };
 
 export default class LongestFirstSequencer extends BaseSequencer {
