@@ -6,11 +6,16 @@ import { findRedis } from './test/helpers/redis-server.js';
 
 /**
  * Store tests run twice: on the embedded SQLite store (the `default` and `processes` projects,
- * with everything else) and on a real PostgreSQL (the `postgres` project, one throwaway cluster
+ * with everything else) and on a real PostgreSQL (the `postgres` projects, one throwaway cluster
  * per run). Tests only about PostgreSQL live in test/postgres. Without PostgreSQL binaries the
- * `postgres` project is left out, and the run says so.
+ * `postgres` projects are left out, and the run says so.
+ *
+ * The ones that place no call and time nothing in milliseconds (`postgres-without-calls`) run at
+ * the lowest priority beside the call tests, as the process tests without calls do (below); the
+ * crash test places a call, and the key rotation waits on every node's key refresh, which a
+ * starved node could miss, so those two run after the calls (`postgres`).
  */
-const STORE_TESTS = [
+const STORE_TESTS_WITHOUT_CALLS = [
   'test/integration/bot-configs-api.test.ts',
   'test/integration/phone-numbers.test.ts',
   'test/integration/pinless-config.test.ts',
@@ -19,11 +24,15 @@ const STORE_TESTS = [
   'test/integration/persistence.test.ts',
   'test/integration/store-repositories.test.ts',
   // Not call-records.test.ts: a whole call measured against its recording is a call test, which
-  // must not share the cores with the process tests this project runs beside; the records'
-  // PostgreSQL side is covered by the API and crash tests.
+  // must not share the cores with the process tests; the records' PostgreSQL side is covered by
+  // the API and crash tests.
   'test/integration/call-records-api.test.ts',
-  'test/integration/call-records-crash.test.ts',
+  // db-copy, multi-node and any new PostgreSQL test, less the two below.
   'test/postgres/**/*.test.ts',
+];
+const STORE_TESTS_WITH_CALLS_OR_WAITS = [
+  'test/integration/call-records-crash.test.ts',
+  'test/postgres/key-fingerprints.test.ts',
 ];
 
 /** Compiles dist/ once per run for the projects whose tests start the built CLI. */
@@ -90,6 +99,22 @@ const keepThreadsUp: Plugin = {
   },
 };
 
+/** Store tests on a throwaway PostgreSQL cluster of the run's own. */
+function postgresProject(name: string, include: string[], exclude: string[] = []) {
+  return {
+    extends: true as const,
+    test: {
+      name,
+      include,
+      exclude,
+      env: { SWITCHBOARD_TEST_STORE: 'postgres' },
+      // Their CLI and multi-node tests start processes (see PROCESS_TESTS).
+      sequence: { groupOrder: 1 },
+      globalSetup: ['test/helpers/postgres-global-setup.ts', BUILD],
+    },
+  };
+}
+
 export default defineConfig({
   plugins: [keepThreadsUp],
   test: {
@@ -101,9 +126,10 @@ export default defineConfig({
     // Most files are whole calls that spend their time waiting for audio played in real time,
     // not on the CPU, so several run at once even on two cores (vitest's default is one fewer
     // than the cores: one at a time there). Each file has its own servers on free ports, data
-    // dirs and env; `--maxWorkers` overrides. `npm test` runs the `default` project alone with
-    // eight (it waits more than it computes), then the rest with these four: one pool size
-    // serves every project of a run (docs/testing.md).
+    // dirs and env; `--maxWorkers` overrides. `npm test` runs the call group (`default` and
+    // `onnxruntime`) with eight (it waits more than it computes), the process tests without calls
+    // beside it with two, then the rest with these four: one pool size serves every project of a
+    // run (docs/testing.md).
     maxWorkers: 4,
     // Only the call group runs in threads, and there each thread runs file after file with the
     // modules it already loaded: a fresh process per file spent about 0.4 s of CPU starting and
@@ -152,17 +178,8 @@ export default defineConfig({
       },
       ...(postgres.ok
         ? [
-            {
-              extends: true as const,
-              test: {
-                name: 'postgres',
-                include: STORE_TESTS,
-                env: { SWITCHBOARD_TEST_STORE: 'postgres' },
-                // Its CLI and multi-node tests start processes (see PROCESS_TESTS).
-                sequence: { groupOrder: 1 },
-                globalSetup: ['test/helpers/postgres-global-setup.ts', BUILD],
-              },
-            },
+            postgresProject('postgres', STORE_TESTS_WITH_CALLS_OR_WAITS),
+            postgresProject('postgres-without-calls', STORE_TESTS_WITHOUT_CALLS, STORE_TESTS_WITH_CALLS_OR_WAITS),
             // Several `switchboard serve` processes on one PostgreSQL and one Redis (test/cluster).
             {
               extends: true as const,
