@@ -11,39 +11,40 @@ npx biome check . || exit 1
 # type check (15-20 s of CPU) and the process tests that place no call (the CLI, the build, the
 # store across restarts: no real-time audio, timeouts of tens of seconds) take that idle CPU at the
 # lowest priority, so the calls' audio and barge-in timing hardly wait for them. Their output is
-# held and printed after the calls', so it is not lost among them.
+# held and printed at the end, so it is not lost among the others'.
 typecheck_output=$(mktemp)
 quiet_output=$(mktemp)
 trap 'rm -f "$typecheck_output" "$quiet_output"' EXIT
 nice -n 19 npx tsc -p tsconfig.check.json >"$typecheck_output" 2>&1 &
 typecheck=$!
-nice -n 19 npx vitest run --project processes-without-calls --project postgres-without-calls --maxWorkers=3 >"$quiet_output" 2>&1 &
+nice -n 19 npx vitest run --project processes-without-calls --project postgres-without-calls --maxWorkers=3 \
+  >"$quiet_output" 2>&1 &
 quiet=$!
 
 npx vitest run --project default --project onnxruntime --maxWorkers=8
 calls=$?
-wait "$typecheck"
-typed=$?
-if [ "$typed" -ne 0 ]; then
-  cat "$typecheck_output"
-  echo "the type check failed (npm run typecheck)" >&2
-fi
 
-# The process tests that place calls, once the call tests are done. A run without calls that is
-# still going goes on beside them, at its low priority. (postgres and cluster are left out of the
-# config when PostgreSQL is missing; naming them is harmless.)
+# The process tests that place calls, once the call tests are done; the low-priority runs still
+# going go on beside them. (postgres and cluster are left out of the config when PostgreSQL is
+# missing; naming them is harmless.)
 processes=0
-if [ "$calls" -eq 0 ] && [ "$typed" -eq 0 ]; then
+if [ "$calls" -eq 0 ]; then
   npx vitest run --project processes --project postgres --project cluster
   processes=$?
 fi
+
 wait "$quiet"
 quieted=$?
 echo
 echo "process tests without calls (run beside the call tests):"
 cat "$quiet_output"
-
-[ "$typed" -eq 0 ] || exit 1
+wait "$typecheck"
+typed=$?
+if [ "$typed" -ne 0 ]; then
+  cat "$typecheck_output"
+  echo "the type check failed (npm run typecheck)" >&2
+  exit 1
+fi
 [ "$calls" -eq 0 ] || exit "$calls"
 [ "$quieted" -eq 0 ] || exit "$quieted"
 exit "$processes"
