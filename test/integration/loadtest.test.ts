@@ -64,8 +64,11 @@ describe('switchboard loadtest', () => {
     expect(result.workers).toBe(2);
     expect(result.stoppedEarly).toBe(false);
     expect(result.calls.map((c) => c.index)).toEqual([0, 1, 2]);
-    // Ramp-up: the three calls start about 167 ms apart, not all at once.
-    expect(result.calls[2]!.startedAtMs - result.calls[0]!.startedAtMs).toBeGreaterThanOrEqual(300);
+    // Ramp-up: the three calls are started 500/3 ms apart, not all at once. Checked as each call's
+    // earliest start in the run (a timer never fires more than a millisecond early), not as the gap
+    // between two starts: a first start held up by a busy machine narrowed that gap to 283 ms once.
+    expect(result.calls[1]!.startedAtMs).toBeGreaterThanOrEqual(165);
+    expect(result.calls[2]!.startedAtMs).toBeGreaterThanOrEqual(332);
     const a = result.aggregate;
     expect(a.calls).toMatchObject({ total: 3, ok: 3, failed: 0 });
     expect(a.firstBotAudioMs.count).toBe(3);
