@@ -6,16 +6,11 @@ import { findRedis } from './test/helpers/redis-server.js';
 
 /**
  * Store tests run twice: on the embedded SQLite store (the `default` and `processes` projects,
- * with everything else) and on a real PostgreSQL (the `postgres` projects, one throwaway cluster
+ * with everything else) and on a real PostgreSQL (the `postgres` project, one throwaway cluster
  * per run). Tests only about PostgreSQL live in test/postgres. Without PostgreSQL binaries the
- * `postgres` projects are left out, and the run says so.
- *
- * The ones that place no call and time nothing in milliseconds (`postgres-without-calls`) run at
- * the lowest priority beside the call tests, as the process tests without calls do (below); the
- * crash test places a call, and the key rotation waits on every node's key refresh, which a
- * starved node could miss, so those two run after the calls (`postgres`).
+ * `postgres` project is left out, and the run says so.
  */
-const STORE_TESTS_WITHOUT_CALLS = [
+const STORE_TESTS = [
   'test/integration/bot-configs-api.test.ts',
   'test/integration/phone-numbers.test.ts',
   'test/integration/pinless-config.test.ts',
@@ -24,15 +19,11 @@ const STORE_TESTS_WITHOUT_CALLS = [
   'test/integration/persistence.test.ts',
   'test/integration/store-repositories.test.ts',
   // Not call-records.test.ts: a whole call measured against its recording is a call test, which
-  // must not share the cores with the process tests; the records' PostgreSQL side is covered by
-  // the API and crash tests.
+  // must not share the cores with the process tests this project runs beside; the records'
+  // PostgreSQL side is covered by the API and crash tests.
   'test/integration/call-records-api.test.ts',
-  // db-copy, multi-node and any new PostgreSQL test, less the two below.
-  'test/postgres/**/*.test.ts',
-];
-const STORE_TESTS_WITH_CALLS_OR_WAITS = [
   'test/integration/call-records-crash.test.ts',
-  'test/postgres/key-fingerprints.test.ts',
+  'test/postgres/**/*.test.ts',
 ];
 
 /** Compiles dist/ once per run for the projects whose tests start the built CLI. */
@@ -99,22 +90,6 @@ const keepThreadsUp: Plugin = {
   },
 };
 
-/** Store tests on a throwaway PostgreSQL cluster of the run's own. */
-function postgresProject(name: string, include: string[], exclude: string[] = []) {
-  return {
-    extends: true as const,
-    test: {
-      name,
-      include,
-      exclude,
-      env: { SWITCHBOARD_TEST_STORE: 'postgres' },
-      // Their CLI and multi-node tests start processes (see PROCESS_TESTS).
-      sequence: { groupOrder: 1 },
-      globalSetup: ['test/helpers/postgres-global-setup.ts', BUILD],
-    },
-  };
-}
-
 export default defineConfig({
   plugins: [keepThreadsUp],
   test: {
@@ -178,8 +153,17 @@ export default defineConfig({
       },
       ...(postgres.ok
         ? [
-            postgresProject('postgres', STORE_TESTS_WITH_CALLS_OR_WAITS),
-            postgresProject('postgres-without-calls', STORE_TESTS_WITHOUT_CALLS, STORE_TESTS_WITH_CALLS_OR_WAITS),
+            {
+              extends: true as const,
+              test: {
+                name: 'postgres',
+                include: STORE_TESTS,
+                env: { SWITCHBOARD_TEST_STORE: 'postgres' },
+                // Its CLI and multi-node tests start processes (see PROCESS_TESTS).
+                sequence: { groupOrder: 1 },
+                globalSetup: ['test/helpers/postgres-global-setup.ts', BUILD],
+              },
+            },
             // Several `switchboard serve` processes on one PostgreSQL and one Redis (test/cluster).
             {
               extends: true as const,

@@ -17,8 +17,7 @@ quiet_output=$(mktemp)
 trap 'rm -f "$typecheck_output" "$quiet_output"' EXIT
 nice -n 19 npx tsc -p tsconfig.check.json >"$typecheck_output" 2>&1 &
 typecheck=$!
-nice -n 19 npx vitest run --project processes-without-calls --project postgres-without-calls --maxWorkers=3 \
-  >"$quiet_output" 2>&1 &
+nice -n 19 npx vitest run --project processes-without-calls --maxWorkers=2 >"$quiet_output" 2>&1 &
 quiet=$!
 
 npx vitest run --project default --project onnxruntime --maxWorkers=8
