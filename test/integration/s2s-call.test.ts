@@ -32,7 +32,10 @@ afterEach(async () => {
   emulators = undefined;
 });
 
-/** Milliseconds of bot audio the simulator played from the start of the segment to the clear. */
+/**
+ * The OpenAI Realtime emulator and a server on it, with a bot configured for a phone call: its audio
+ * generated at `realTimeFactor` times real time, the call on `clock`.
+ */
 async function startOpenAi(
   protocol: 'ga' | 'beta' = 'ga',
   realTimeFactor = FAST.ttsRealTimeFactor,
