@@ -170,13 +170,7 @@ function removeLeftovers(dist: string, keep: Set<string>, prefix = ''): void {
 async function acquireLock(lock: string, waitMs: number): Promise<void> {
   const deadline = Date.now() + waitMs;
   for (;;) {
-    try {
-      mkdirSync(lock);
-      writeFileSync(join(lock, 'pid'), String(process.pid));
-      return;
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-    }
+    if (tryTakeLock(lock)) return;
     if (!ownerAlive(lock)) {
       rmSync(lock, { recursive: true, force: true });
       continue;
@@ -186,19 +180,47 @@ async function acquireLock(lock: string, waitMs: number): Promise<void> {
   }
 }
 
-function ownerAlive(lock: string): boolean {
-  let pid: number;
+/**
+ * Creates the lock with its owner's pid already inside: the pid goes into a fresh folder that is
+ * then renamed to the lock's name, which fails if the lock is there. Creating the lock and then
+ * writing the pid into it left a moment in which a second build read an empty pid file, took the
+ * lock for a dead owner's and compiled beside the first (seen on a loaded machine).
+ */
+function tryTakeLock(lock: string): boolean {
+  const staging = mkdtempSync(`${lock}-`);
   try {
-    pid = Number(readFileSync(join(lock, 'pid'), 'utf8'));
+    writeFileSync(join(staging, 'pid'), String(process.pid));
+    renameSync(staging, lock);
+    return true;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOTEMPTY' || code === 'EEXIST') return false;
+    throw err;
+  } finally {
+    rmSync(staging, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Whether the build holding the lock still runs. A lock without a readable pid (one made by an
+ * older version of this script, which created the folder first and wrote the pid after) is
+ * taken for alive while it is young, then for stale.
+ */
+function ownerAlive(lock: string): boolean {
+  let text = '';
+  try {
+    text = readFileSync(join(lock, 'pid'), 'utf8').trim();
   } catch {
-    // Just created, pid not written yet: alive. A lock left without a pid for long is stale.
+    // No pid file: handled below, as an empty one.
+  }
+  const pid = Number(text);
+  if (text === '' || !Number.isInteger(pid) || pid <= 0) {
     try {
       return Date.now() - statSync(lock).mtimeMs < 10_000;
     } catch {
       return false;
     }
   }
-  if (!Number.isInteger(pid) || pid <= 0) return false;
   try {
     process.kill(pid, 0);
     return true;

@@ -1,11 +1,21 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { cpSync, existsSync, mkdtempSync, readdirSync, statSync, symlinkSync, utimesSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  statSync,
+  symlinkSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { builtCli, isDistCurrent } from '../../scripts/build-dist.js';
+import { buildDist, builtCli, isDistCurrent } from '../../scripts/build-dist.js';
 import { requireBuilt } from '../helpers/built-cli.js';
 import { checkoutLookalike, runScript } from '../helpers/readme-blocks.js';
 import { removeDir } from '../helpers/test-app.js';
@@ -122,6 +132,19 @@ describe('building dist/', () => {
     // The CLI did start while the compiler wrote.
     expect(existsSync(writing)).toBe(true);
     expect(starts.length).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a lock whose pid is not written yet is waited for, never taken over', async () => {
+    const checkout = copyOfCheckout();
+    utimesSync(builtCli(checkout), 0, 0);
+    // What another build's lock looks like between creating its folder and writing its pid (an
+    // older version of the script made its lock in two such steps; a build that read the empty
+    // pid as a dead owner's took the lock and compiled beside the first).
+    mkdirSync(join(checkout, '.dist-lock'));
+    writeFileSync(join(checkout, '.dist-lock', 'pid'), '');
+    await expect(buildDist({ root: checkout, lockWaitMs: 500 })).rejects.toThrow(/another build of this checkout/);
+    expect(existsSync(join(checkout, '.dist-lock', 'pid'))).toBe(true);
+    expect(readdirSync(checkout).filter((entry) => entry.startsWith('.dist-next-'))).toEqual([]);
   });
 
   it('npx in a folder of the checkout leaves a current dist/ as it is', { timeout: BUILD_TIMEOUT_MS }, async () => {
