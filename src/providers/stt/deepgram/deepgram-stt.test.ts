@@ -297,7 +297,14 @@ describe('Deepgram STT against the emulator', () => {
 
   it('replays the unfinalized audio after a drop that happens once the caller has paused', async () => {
     const events = new Events();
-    const stream = await quickStt().open(context(), events.push);
+    // 500 ms endpointing, so the clip's own 300 ms pause (in its first 800 ms) never ends the
+    // utterance before the drop: with the default 300 ms, a final that went out before the drop
+    // on a loaded machine covered that audio, and nothing was left to replay.
+    const endpointing = settings({ serviceOptions: { base_url: server.url, endpointing: 500 } });
+    const stream = await new DeepgramStt({ ...deepgramSttConfig(endpointing), reconnectBackoffMs: 10 }).open(
+      context(),
+      events.push,
+    );
     feed(stream, silence(200));
     feed(stream, BIRCH.subarray(0, 800 * 8));
     await events.waitFor((e) => e.type === 'interim');
