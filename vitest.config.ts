@@ -103,8 +103,8 @@ export default defineConfig({
     // than the cores: one at a time there). Each file has its own servers on free ports, data
     // dirs and env; `--maxWorkers` overrides. `npm test` runs the call group (`default` and
     // `onnxruntime`) with eight (it waits more than it computes), the process tests without calls
-    // beside it with two, then the rest with these four: one pool size serves every project of a
-    // run (docs/testing.md).
+    // beside it with two, then the rest with five: one pool size serves every project of a run
+    // (docs/testing.md).
     maxWorkers: 4,
     // Only the call group runs in threads, and there each thread runs file after file with the
     // modules it already loaded: a fresh process per file spent about 0.4 s of CPU starting and

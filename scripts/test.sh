@@ -23,12 +23,12 @@ quiet=$!
 npx vitest run --project default --project onnxruntime --maxWorkers=8
 calls=$?
 
-# The process tests that place calls, once the call tests are done; the low-priority runs still
-# going go on beside them. (postgres and cluster are left out of the config when PostgreSQL is
-# missing; naming them is harmless.)
+# The process tests that place calls, once the call tests are done, five files at once; the
+# low-priority runs still going go on beside them. (postgres and cluster are left out of the config
+# when PostgreSQL is missing; naming them is harmless.)
 processes=0
 if [ "$calls" -eq 0 ]; then
-  npx vitest run --project processes --project postgres --project cluster
+  npx vitest run --project processes --project postgres --project cluster --maxWorkers=5
   processes=$?
 fi
 
