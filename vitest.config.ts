@@ -147,6 +147,11 @@ export default defineConfig({
         test: {
           name: 'processes-without-calls',
           include: CALL_FREE_PROCESS_TESTS,
+          // `npm test` runs these at the lowest priority beside the call tests, where a CLI run
+          // can wait seconds for a core: none of them times anything, so the timeouts only guard
+          // against a hang (a test here once ran out of 30 s with every step passing, starved).
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
           sequence: { groupOrder: 1 },
           globalSetup: [BUILD],
         },

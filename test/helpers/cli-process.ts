@@ -41,6 +41,8 @@ export async function runCli(
   return { code: code ?? -1, stdout, stderr };
 }
 
+const START_TIMEOUT_MS = 60_000;
+
 /** Starts `switchboard serve` (on port 0 unless `env` or `args` say otherwise) and resolves with its address once it logs that it listens. */
 export async function startServeProcess(
   env: Record<string, string>,
@@ -49,10 +51,12 @@ export async function startServeProcess(
   const child = spawnCli(['serve', ...args], { PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env });
   let output = '';
   const baseUrl = await new Promise<string>((resolve, reject) => {
+    // Only against a hang: a server started at the lowest priority beside the call tests
+    // (processes-without-calls, docs/testing.md) can wait long for a core.
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`server did not start:\n${output}`));
-    }, 20_000);
+      reject(new Error(`server did not start within ${START_TIMEOUT_MS / 1000} s:\n${output}`));
+    }, START_TIMEOUT_MS);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       const match = /"address":"(http:\/\/[^"]+)".*"msg":"switchboard listening"/.exec(output);
