@@ -8,7 +8,7 @@ import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 
 /**
  * The calls page in real headless Chromium, over a real call with a barge-in: sign in with the

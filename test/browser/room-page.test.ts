@@ -8,7 +8,7 @@ import { encodePcm16Wav } from '../../src/audio/wav.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { fixturePcm } from '../helpers/room-client.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 
 /**
  * The room page in real headless Chromium: its fake microphone plays a fixture recording, the

@@ -12,7 +12,7 @@ import { OpenAiEmulator } from '../../src/tools/emulators/openai-emulator.js';
 import { startServeProcess } from '../helpers/cli-process.js';
 import { findRedis, type RedisServer, startRedis } from '../helpers/redis-server.js';
 import { type RoundRobinProxy, startRoundRobinProxy } from '../helpers/round-robin-proxy.js';
-import { TEST_KEY, removeDir, tempDataDir } from '../helpers/test-app.js';
+import { TEST_KEY, removeDir, tempDataDir } from '../helpers/test-data.js';
 import { createTestDatabase } from '../helpers/test-store.js';
 
 export const FAST = {

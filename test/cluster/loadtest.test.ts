@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli-process.js';
-import { removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 import { type Cluster, clusterView, redisLookup, startCluster, until } from './cluster-harness.js';
 
 const CALLS = 4;

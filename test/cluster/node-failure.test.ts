@@ -8,7 +8,7 @@ import { PhoneCall } from '../../src/tools/simulator/phone-call.js';
 import type { TimelineEvent } from '../../src/tools/simulator/call-report.js';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { RoomClient } from '../helpers/room-client.js';
-import { sampleConfig } from '../helpers/test-app.js';
+import { sampleConfig } from '../helpers/test-data.js';
 import { type Cluster, NODE_TIMEOUT_SECS, clusterView, redisLookup, startCluster, until } from './cluster-harness.js';
 
 const START_BODY = {

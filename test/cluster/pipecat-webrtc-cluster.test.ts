@@ -23,7 +23,7 @@ import {
   type WebRtcSdkEvent,
   watchedPage,
 } from '../browser/pipecat-harness.js';
-import { sampleConfig } from '../helpers/test-app.js';
+import { sampleConfig } from '../helpers/test-data.js';
 import { ANSWER, type Cluster, clusterView, GREETING, redisLookup, startCluster, until } from './cluster-harness.js';
 
 const untilEvent = untilSdkEvent<WebRtcSdkEvent>;

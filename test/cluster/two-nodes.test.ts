@@ -10,7 +10,7 @@ import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
 import type { TimelineEvent } from '../../src/tools/simulator/call-report.js';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { RoomClient, fixturePcm } from '../helpers/room-client.js';
-import { sampleConfig } from '../helpers/test-app.js';
+import { sampleConfig } from '../helpers/test-data.js';
 import { encodeMicrophone, WebRtcRoomPeer } from '../helpers/webrtc-room-peer.js';
 import { type Cluster, clusterView, redisLookup, startCluster, until } from './cluster-harness.js';
 

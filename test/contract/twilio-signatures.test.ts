@@ -7,7 +7,7 @@ import { CarrierMessages } from '../../src/tools/simulator/carrier-messages.js';
 import { PhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { buildStreamTwiml } from '../../src/telephony/twiml.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
-import { auth } from '../helpers/test-app.js';
+import { auth } from '../helpers/test-data.js';
 import { API_KEY, type Vendors, startVendors } from './vendors.js';
 
 /**

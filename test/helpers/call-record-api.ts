@@ -1,5 +1,5 @@
 import type { CallRecordView } from '../../src/records/call-record.js';
-import { TEST_KEY } from './test-app.js';
+import { TEST_KEY } from './test-data.js';
 
 /**
  * The record of the server's one ended call, as the API serves it, once the call's end has been

@@ -1,5 +1,3 @@
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/env.js';
@@ -10,7 +8,8 @@ import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
 import type { Clock } from '../../src/shared/clock.js';
 import { simulatedCallee } from '../../src/tools/simulator/sandbox-callee.js';
-import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from './test-app.js';
+import { onFreePort } from './free-port.js';
+import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from './test-data.js';
 import { testStoreEnv } from './test-store.js';
 
 export interface CallServer {
@@ -120,26 +119,4 @@ export async function startCallServer(
   };
 }
 
-/**
- * Starts something on a port nothing listens on. freePort() can only say the port was free a
- * moment ago: another test file running alongside may take it before `start` binds it, so an
- * EADDRINUSE from `start` means trying again on another port.
- */
-export async function onFreePort<T>(start: (port: number) => Promise<T>, attempts = 5): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await start(await freePort());
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= attempts) throw error;
-    }
-  }
-}
-
-/** A port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
+export { freePort, onFreePort } from './free-port.js';

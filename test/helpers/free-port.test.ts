@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { type Server, createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { onFreePort } from './call-server.js';
+import { onFreePort } from './free-port.js';
 
 /**
  * Test files run side by side, each starting servers on ports freePort() found free: another file

@@ -4,9 +4,9 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll } from 'vitest';
 import { parseWav } from '../../src/audio/wav.js';
 import { requireBuilt } from './built-cli.js';
-import { freePort } from './call-server.js';
+import { freePort } from './free-port.js';
 import { type ShellBlock, checkoutLookalike, runScript, shellBlocks, substitute } from './readme-blocks.js';
-import { TEST_KEY, removeDir, tempDataDir } from './test-app.js';
+import { TEST_KEY, removeDir, tempDataDir } from './test-data.js';
 
 /**
  * The README's walk-throughs, run as printed (`readme-walkthroughs.test.ts` and

@@ -1,6 +1,3 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/app.js';
 import { type AppConfig, loadConfig } from '../../src/config/env.js';
@@ -8,13 +5,10 @@ import { createLogger } from '../../src/observability/logger.js';
 import { type ServiceKeys, loadServiceKeys } from '../../src/security/service-keys.js';
 import { AccountsRepo } from '../../src/store/accounts-repo.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
+import { TEST_KEY, tempDataDir } from './test-data.js';
 import { TEST_STORE, type TestStore, testStoreEnv } from './test-store.js';
 
-export const TEST_KEY = 'sb_test_default_account_key_0001';
-
-export function tempDataDir(): string {
-  return mkdtempSync(join(tmpdir(), 'switchboard-test-'));
-}
+export { TEST_KEY, auth, removeDir, sampleConfig, tempDataDir } from './test-data.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -59,41 +53,5 @@ export async function createTestApp(
       await app.close();
       await database.close();
     },
-  };
-}
-
-export function removeDir(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
-}
-
-export const auth = (key = TEST_KEY) => ({ authorization: `Bearer ${key}` });
-
-/** A valid telephony configuration body, with overrides. */
-export function sampleConfig(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    bot_profile: 'telephony_ws_voice_2024_09',
-    services: { stt: 'deepgram', llm: 'openai', tts: 'cartesia' },
-    config: [
-      { service: 'vad', options: [{ name: 'params', value: { stop_secs: 0.3 } }] },
-      {
-        service: 'llm',
-        options: [
-          { name: 'model', value: 'gpt-4o-mini' },
-          {
-            name: 'initial_messages',
-            value: [{ role: 'system', content: [{ type: 'text', text: 'You are a helpful phone assistant.' }] }],
-          },
-          { name: 'run_on_config', value: true },
-        ],
-      },
-      { service: 'tts', options: [{ name: 'voice', value: 'voice-1' }] },
-    ],
-    max_duration: 600,
-    api_keys: {
-      openai: 'sk-test-openai-0123456789',
-      deepgram: 'dg-test-key-abcdefgh',
-      cartesia: 'sk_car_test_0123456789',
-    },
-    ...overrides,
   };
 }

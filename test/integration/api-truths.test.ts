@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { ERROR_TYPES } from '../../src/shared/api-error.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
-import { TEST_KEY, sampleConfig } from '../helpers/test-app.js';
+import { TEST_KEY, sampleConfig } from '../helpers/test-data.js';
 
 /** What the README promises about errors, close codes and profiles, checked against a running server. */
 

@@ -10,7 +10,7 @@ import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 
 /**
  * Call records over real sockets, with real Silero VAD and Playout: a recorded call the caller

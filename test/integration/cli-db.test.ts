@@ -2,9 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
-import { freePort } from '../helpers/call-server.js';
+import { freePort } from '../helpers/free-port.js';
 import { runCli } from '../helpers/cli-process.js';
-import { removeDir, tempDataDir } from '../helpers/test-app.js';
+import { removeDir, tempDataDir } from '../helpers/test-data.js';
 
 const dirs: string[] = [];
 afterEach(() => {

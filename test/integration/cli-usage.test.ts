@@ -3,9 +3,9 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/call-server.js';
+import { freePort } from '../helpers/free-port.js';
 import { runCli, startServeProcess } from '../helpers/cli-process.js';
-import { TEST_KEY, removeDir, tempDataDir } from '../helpers/test-app.js';
+import { TEST_KEY, removeDir, tempDataDir } from '../helpers/test-data.js';
 
 /**
  * The CLI as an operator meets it: every command answers --help on stdout with exit 0, misuse is

@@ -8,7 +8,7 @@ import { PhoneCall, runPhoneCall } from '../../src/tools/simulator/phone-call.js
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 import { waitFor } from '../helpers/wait.js';
 
 const SECRET = Buffer.alloc(32, 9).toString('base64');

@@ -5,7 +5,7 @@ import { twilioSignatureFor } from '../../src/telephony/twilio-signature.js';
 import { startFakeTwilioRest } from '../fakes/fake-twilio-rest.js';
 import { type ScriptedToolTurn, ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 import { waitFor } from '../helpers/wait.js';
 import { type Clock, scaledClock } from '../../src/shared/clock.js';
 

@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDist, builtCli, isDistCurrent } from '../../scripts/build-dist.js';
 import { requireBuilt } from '../helpers/built-cli.js';
 import { checkoutLookalike, runScript } from '../helpers/readme-blocks.js';
-import { removeDir } from '../helpers/test-app.js';
+import { removeDir } from '../helpers/test-data.js';
 
 /**
  * `dist/` is what every process test and the README's `npm start` run, so a build must never be

@@ -6,7 +6,7 @@ import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { runCli, startServeProcess } from '../helpers/cli-process.js';
-import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**

@@ -9,7 +9,7 @@ import { parseScenario } from '../../src/tools/simulator/scenario.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, freePort, startCallServer } from '../helpers/call-server.js';
 import { runCli } from '../helpers/cli-process.js';
-import { removeDir, tempDataDir } from '../helpers/test-app.js';
+import { removeDir, tempDataDir } from '../helpers/test-data.js';
 
 const SCENARIO = fileURLToPath(new URL('../../scenarios/default.json', import.meta.url));
 const FUNCTION_SCENARIO = fileURLToPath(new URL('../../scenarios/function-calls.json', import.meta.url));

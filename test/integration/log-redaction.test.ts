@@ -7,9 +7,9 @@ import { builtinRegistry, defaultRuntime } from '../../src/runtime.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { openDatabase } from '../../src/store/database.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
-import { freePort } from '../helpers/call-server.js';
+import { freePort } from '../helpers/free-port.js';
 import { RoomClient } from '../helpers/room-client.js';
-import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**

@@ -4,9 +4,9 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { freePort } from '../helpers/call-server.js';
+import { freePort } from '../helpers/free-port.js';
 import { runCli, spawnCli } from '../helpers/cli-process.js';
-import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 import { waitFor } from '../helpers/wait.js';
 
 /**

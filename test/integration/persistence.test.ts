@@ -4,7 +4,7 @@ import { loadConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { startServer } from '../../src/server.js';
 import { startServeProcess } from '../helpers/cli-process.js';
-import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 import { TEST_STORE, testStoreEnv } from '../helpers/test-store.js';
 
 const dirs: string[] = [];

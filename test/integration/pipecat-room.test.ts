@@ -5,7 +5,7 @@ import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.j
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { PipecatWsClient } from '../helpers/pipecat-ws-client.js';
 import { fixturePcm } from '../helpers/room-client.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 
 /**
  * Rooms spoken to the way Pipecat's websocket transport speaks (protobuf frames made by the

@@ -10,7 +10,7 @@ import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ASSUMED_ACCESS_KEY_ID, FakeS3Server } from '../fakes/fake-s3-server.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 
 /**
  * Recorded phone calls over real sockets: the simulator plays a fixture the way Twilio does, the

@@ -4,7 +4,7 @@ import { MAX_CLIENT_RESULT_BYTES } from '../../src/rooms/room-client-tools.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { PipecatWsClient } from '../helpers/pipecat-ws-client.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 
 /**
  * Functions answered by a room's client over RTVI, spoken to the way Pipecat's websocket

@@ -10,7 +10,7 @@ import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { ScriptedLlm, type ScriptedLlmOptions, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { fixturePcm, RoomClient } from '../helpers/room-client.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 import { type Clock, REAL_CLOCK, scaledClock } from '../../src/shared/clock.js';
 
 /**

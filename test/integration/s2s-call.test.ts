@@ -9,7 +9,7 @@ import type { Scenario } from '../../src/tools/simulator/scenario.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { type Clock, REAL_CLOCK } from '../../src/shared/clock.js';
 import { S2S_CALL_CLOCK as CALL_CLOCK, S2S_LATENCIES as FAST, s2sClips as clips } from '../helpers/s2s-phone-call.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 
 /**
  * Phone calls on the speech-to-speech profiles, through the real adapters and the vendors'

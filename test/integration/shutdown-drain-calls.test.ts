@@ -12,7 +12,7 @@ import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
 import { RoomClient } from '../helpers/room-client.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 
 /**
  * The drain for each kind of live call, in process over real sockets: rooms, speech-to-speech

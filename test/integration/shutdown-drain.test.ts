@@ -19,9 +19,9 @@ import { readMulawFile } from '../../src/tools/simulator/clip-file.js';
 import { PhoneCall } from '../../src/tools/simulator/phone-call.js';
 import type { Scenario } from '../../src/tools/simulator/scenario.js';
 import { CLOSE } from '../../src/shared/close-codes.js';
-import { freePort } from '../helpers/call-server.js';
+import { freePort } from '../helpers/free-port.js';
 import { startServeProcess } from '../helpers/cli-process.js';
-import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 
 /**
  * SIGTERM with calls in progress, against `switchboard serve` as a real process: the vendors are

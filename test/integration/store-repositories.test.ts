@@ -13,7 +13,7 @@ import { DialinConfigsRepo } from '../../src/store/dialin-configs-repo.js';
 import { PhoneNumbersRepo } from '../../src/store/phone-numbers-repo.js';
 import { RecordingsRepo } from '../../src/store/recordings-repo.js';
 import { ServiceKeysRepo } from '../../src/store/service-keys-repo.js';
-import { removeDir, tempDataDir } from '../helpers/test-app.js';
+import { removeDir, tempDataDir } from '../helpers/test-data.js';
 import { TEST_STORE, testStoreEnv } from '../helpers/test-store.js';
 
 let dataDir: string;

@@ -5,7 +5,7 @@ import { loadConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { SecretBox } from '../../src/security/secret-box.js';
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
-import { TEST_KEY, auth, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { TEST_KEY, auth, removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 
 /**
  * A value sealed with a secret key the server no longer holds (rotated away, or written by a node

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { RoomTokens } from '../../src/rooms/room-tokens.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
-import { TEST_KEY } from '../helpers/test-app.js';
+import { TEST_KEY } from '../helpers/test-data.js';
 import { connectWebRtc, offerSdp, type TestWebRtcClient } from '../helpers/webrtc-client.js';
 
 /**

@@ -10,7 +10,7 @@ import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../../src/store/accounts-rep
 import { COPIED_TABLES } from '../../src/store/copy-store.js';
 import { RecordingsRepo } from '../../src/store/recordings-repo.js';
 import { CallRecordsRepo } from '../../src/store/call-records-repo.js';
-import { freePort } from '../helpers/call-server.js';
+import { freePort } from '../helpers/free-port.js';
 import { runCli } from '../helpers/cli-process.js';
 import { type TestApp, auth, createTestApp, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
 import { createTestDatabase } from '../helpers/test-store.js';

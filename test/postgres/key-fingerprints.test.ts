@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/database.js';
 import { SecretBox } from '../../src/security/secret-box.js';
 import { runCli, startServeProcess } from '../helpers/cli-process.js';
-import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 import { createTestDatabase } from '../helpers/test-store.js';
 
 const children: ChildProcess[] = [];

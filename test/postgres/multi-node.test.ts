@@ -20,7 +20,7 @@ import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../../src/store/accounts-rep
 import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
 import { MIGRATION_NAMES } from '../../src/store/migrations.js';
 import { RecordingsRepo } from '../../src/store/recordings-repo.js';
-import { freePort } from '../helpers/call-server.js';
+import { freePort } from '../helpers/free-port.js';
 import { type TestApp, auth, createTestApp, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
 import { createTestDatabase } from '../helpers/test-store.js';
 
