@@ -118,5 +118,3 @@ export async function startCallServer(
     },
   };
 }
-
-export { freePort, onFreePort } from './free-port.js';

@@ -8,8 +8,6 @@ import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
 import { TEST_KEY, tempDataDir } from './test-data.js';
 import { TEST_STORE, type TestStore, testStoreEnv } from './test-store.js';
 
-export { TEST_KEY, auth, removeDir, sampleConfig, tempDataDir } from './test-data.js';
-
 export interface TestApp {
   app: FastifyInstance;
   config: AppConfig;

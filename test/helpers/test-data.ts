@@ -4,9 +4,9 @@ import { join } from 'node:path';
 
 /**
  * What tests share about the service without loading it: the default account's key, data dirs,
- * a valid configuration body. The tests that start `switchboard serve` as processes import this,
- * not test-app.ts, so each of their test processes does not load the whole server only to read a
- * constant (about a second of CPU per file).
+ * a valid configuration body. test-app.ts and call-server.ts load the whole server, so a test that
+ * starts `switchboard serve` as a process, in a fresh test process of its own, took about a second
+ * of CPU to collect when it imported these from there (docs/testing.md).
  */
 
 export const TEST_KEY = 'sb_test_default_account_key_0001';

@@ -2,7 +2,8 @@ import type { InjectOptions } from 'fastify';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type TestApp, auth, createTestApp, removeDir, sampleConfig } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir, sampleConfig } from '../helpers/test-data.js';
 
 let t: TestApp;
 beforeEach(async () => {

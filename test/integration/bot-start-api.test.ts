@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { RoomTokens } from '../../src/rooms/room-tokens.js';
-import { type TestApp, auth, createTestApp, removeDir, sampleConfig } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir, sampleConfig } from '../helpers/test-data.js';
 
 let t: TestApp | undefined;
 

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../../src/store/accounts-repo.js';
 import { CallRecordsRepo } from '../../src/store/call-records-repo.js';
-import { type TestApp, TEST_KEY, createTestApp, removeDir, tempDataDir } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { TEST_KEY, removeDir, tempDataDir } from '../helpers/test-data.js';
 
 /**
  * The call records API over a real socket, on the test run's store (SQLite, and PostgreSQL in

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli-process.js';
-import { auth, createTestApp, removeDir, tempDataDir } from '../helpers/test-app.js';
+import { createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir, tempDataDir } from '../helpers/test-data.js';
 import { testStoreEnv } from '../helpers/test-store.js';
 
 const dirs: string[] = [];

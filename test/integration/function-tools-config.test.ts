@@ -1,6 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type TestApp, auth, createTestApp, removeDir, sampleConfig } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir, sampleConfig } from '../helpers/test-data.js';
 
 /**
  * Save-time checks of function calling, over a real socket: `webhook_tools` against the llm

@@ -7,7 +7,8 @@ import { type LoadProgress, runLoadTest } from '../../src/tools/loadtest/run-loa
 import { loadScenarioClips } from '../../src/tools/simulator/clip-file.js';
 import { parseScenario } from '../../src/tools/simulator/scenario.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
-import { type CallServer, freePort, startCallServer } from '../helpers/call-server.js';
+import { type CallServer, startCallServer } from '../helpers/call-server.js';
+import { freePort } from '../helpers/free-port.js';
 import { runCli } from '../helpers/cli-process.js';
 import { removeDir, tempDataDir } from '../helpers/test-data.js';
 

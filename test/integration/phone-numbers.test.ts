@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startFakeTwilioRest } from '../fakes/fake-twilio-rest.js';
-import { type TestApp, auth, createTestApp, removeDir } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir } from '../helpers/test-data.js';
 
 let t: TestApp | undefined;
 

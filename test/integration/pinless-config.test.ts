@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { startWebhookReceiver } from '../fakes/webhook-receiver.js';
-import { type TestApp, auth, createTestApp, removeDir } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir } from '../helpers/test-data.js';
 
 let t: TestApp | undefined;
 const closers: Array<() => Promise<void>> = [];

@@ -6,7 +6,8 @@ import { OpenAiEmulator } from '../../src/tools/emulators/openai-emulator.js';
 import { runPhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { ScriptedLlm, ScriptedStt, ToneTts } from '../fakes/scripted-providers.js';
 import { type CallServer, startCallServer } from '../helpers/call-server.js';
-import { type TestApp, auth, createTestApp, removeDir, sampleConfig } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir, sampleConfig } from '../helpers/test-data.js';
 
 /**
  * service_options.<provider>.base_url is chosen by whoever writes the bot configuration, and the

@@ -3,7 +3,8 @@ import { type IncomingMessage, createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { WebSocket, WebSocketServer } from 'ws';
-import { type TestApp, auth, createTestApp, removeDir, sampleConfig } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir, sampleConfig } from '../helpers/test-data.js';
 
 /**
  * Provider keys travel in HTTP headers (Authorization, x-api-key, websocket upgrades). A key Node

@@ -9,7 +9,8 @@ import { encodePcm16Wav, parseWav } from '../../src/audio/wav.js';
 import { UrlSigner } from '../../src/security/url-signer.js';
 import { AccountsRepo, DEFAULT_ACCOUNT_NAME } from '../../src/store/accounts-repo.js';
 import { RecordingsRepo } from '../../src/store/recordings-repo.js';
-import { type TestApp, auth, createTestApp, removeDir, tempDataDir } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir, tempDataDir } from '../helpers/test-data.js';
 import { testStoreEnv } from '../helpers/test-store.js';
 
 let testApp: TestApp | undefined;

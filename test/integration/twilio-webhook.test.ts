@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { twilioSignatureFor } from '../../src/telephony/twilio-signature.js';
-import { type TestApp, auth, createTestApp, removeDir, sampleConfig } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir, sampleConfig } from '../helpers/test-data.js';
 
 const PUBLIC_URL = 'https://bots.example.com';
 const AUTH_TOKEN = 'twilio-auth-token-for-tests';

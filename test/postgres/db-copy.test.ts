@@ -12,7 +12,8 @@ import { RecordingsRepo } from '../../src/store/recordings-repo.js';
 import { CallRecordsRepo } from '../../src/store/call-records-repo.js';
 import { freePort } from '../helpers/free-port.js';
 import { runCli } from '../helpers/cli-process.js';
-import { type TestApp, auth, createTestApp, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 import { createTestDatabase } from '../helpers/test-store.js';
 
 const apps: TestApp[] = [];

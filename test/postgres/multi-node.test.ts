@@ -21,7 +21,8 @@ import { type OpenedDatabase, openDatabase } from '../../src/store/database.js';
 import { MIGRATION_NAMES } from '../../src/store/migrations.js';
 import { RecordingsRepo } from '../../src/store/recordings-repo.js';
 import { freePort } from '../helpers/free-port.js';
-import { type TestApp, auth, createTestApp, removeDir, sampleConfig, tempDataDir } from '../helpers/test-app.js';
+import { type TestApp, createTestApp } from '../helpers/test-app.js';
+import { auth, removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 import { createTestDatabase } from '../helpers/test-store.js';
 
 const apps: TestApp[] = [];
