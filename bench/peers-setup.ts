@@ -1,11 +1,10 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pinnedCommand } from './cpu-pinning.js';
+import { freePort } from './server-process.js';
 
 /**
  * The two Twilio samples `npm run bench:peers` compares Switchboard with: which commit of each, the
@@ -98,14 +97,6 @@ export function preparePeer(peer: PeerDefinition, dir: string, reinstall: boolea
     notes.push(locked ? 'npm ci from its lock file' : 'npm install (it ships no lock file)');
   }
   return notes.join(', ');
-}
-
-export async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 export interface PeerProcess {

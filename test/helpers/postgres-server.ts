@@ -6,9 +6,9 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { freePort } from './free-port.js';
 
 export interface PostgresBinaries {
   /** Directory holding initdb and postgres. */
@@ -49,14 +49,6 @@ export function findPostgres(): PostgresLookup {
   } catch {
     return { ok: false, reason: 'running as root, and there is no `postgres` OS user to run PostgreSQL as' };
   }
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 function spawnAs(binaries: PostgresBinaries, program: string, args: string[], cwd: string): ChildProcess {
