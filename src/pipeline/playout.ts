@@ -68,11 +68,19 @@ export class Playout {
 
   private generationValue = 0;
   private markSeq = 0;
-  /** Whole frames waiting to be sent, and the partial tail of the last chunk. */
-  private queue: Uint8Array[] = [];
-  private queueHead = 0;
-  private partial = new Uint8Array(FRAME_BYTES);
-  private partialBytes = 0;
+  /**
+   * The reply's audio in one buffer that lives as long as the call: `[keptFrom, sendFrom)` was sent
+   * and is not yet proven heard (the last echoed mark is at `keptFrom`; a pause sends it again from
+   * its heard point), `[sendFrom, writeEnd)` waits to be sent, its last frame possibly partial.
+   * Offsets stay whole frames apart. One buffer rather than an object per frame: queued audio
+   * outlives V8's young-generation collections (a voice sends faster than real time), and an object
+   * per 20 ms frame was most of what a talking call kept alive, so promoted, and collected again by
+   * full collections (docs/cost-per-call.md).
+   */
+  private audio = new Uint8Array(AUDIO_BUFFER_BYTES);
+  private keptFrom = 0;
+  private sendFrom = 0;
+  private writeEnd = 0;
 
   /** Reply state. */
   private replyOpen = false;
@@ -83,11 +91,7 @@ export class Playout {
   private lastEchoReplyMs = 0;
   private lastEchoAtMs = 0;
 
-  /**
-   * Frames sent and not yet proven heard (from the last echoed mark on, at reply time
-   * `sentBaseMs`): what a pause puts back in the queue to send again on resume.
-   */
-  private sentFrames: Uint8Array[] = [];
+  /** Reply time (ms) at `keptFrom`: the last echoed mark's. */
   private sentBaseMs = 0;
   /** Paused (speech suspected over the bot): the carrier was cleared, nothing is sent; the heard point. */
   private pausedAtMs: number | undefined;
@@ -115,8 +119,7 @@ export class Playout {
   /** True while audio of the current reply is queued or not yet confirmed played. */
   get active(): boolean {
     return (
-      this.replyOpen &&
-      (this.queuedFrames() > 0 || this.partialBytes > 0 || this.pendingMarks.length > 0 || !this.replyEnded)
+      this.replyOpen && (this.writeEnd > this.sendFrom || this.pendingMarks.length > 0 || !this.replyEnded)
     );
   }
 
@@ -142,7 +145,7 @@ export class Playout {
     this.lastEchoAtMs = 0;
     this.replyMsBeforeRun = 0;
     this.runSentMs = 0;
-    this.sentFrames = [];
+    this.forgetAudio();
     this.sentBaseMs = 0;
     this.pausedAtMs = undefined;
     return this.generationValue;
@@ -151,39 +154,21 @@ export class Playout {
   /** Adds mu-law audio of a reply. Any length; frames are cut here. Stale generations are dropped. */
   enqueue(generation: number, mulaw: Uint8Array): void {
     if (generation !== this.generationValue || !this.replyOpen || this.replyEnded) return;
-    let offset = 0;
-    if (this.partialBytes > 0) {
-      const take = Math.min(FRAME_BYTES - this.partialBytes, mulaw.length);
-      this.partial.set(mulaw.subarray(0, take), this.partialBytes);
-      this.partialBytes += take;
-      offset = take;
-      if (this.partialBytes === FRAME_BYTES) {
-        this.queue.push(this.partial);
-        this.partial = new Uint8Array(FRAME_BYTES);
-        this.partialBytes = 0;
-      }
-    }
-    const wholeEnd = offset + Math.floor((mulaw.length - offset) / FRAME_BYTES) * FRAME_BYTES;
-    if (wholeEnd > offset) {
-      // One copy per chunk, then frames are views into it: the producer may reuse its buffer.
-      const copy = mulaw.slice(offset, wholeEnd);
-      for (let at = 0; at < copy.length; at += FRAME_BYTES) this.queue.push(copy.subarray(at, at + FRAME_BYTES));
-    }
-    if (wholeEnd < mulaw.length) {
-      this.partial.set(mulaw.subarray(wholeEnd), 0);
-      this.partialBytes = mulaw.length - wholeEnd;
-    }
+    this.makeRoom(mulaw.length);
+    this.audio.set(mulaw, this.writeEnd);
+    this.writeEnd += mulaw.length;
     this.pump();
   }
 
   /** The reply has no more audio: pad the tail to a whole frame and mark the end. */
   endReply(generation: number): void {
     if (generation !== this.generationValue || !this.replyOpen || this.replyEnded) return;
-    if (this.partialBytes > 0) {
-      this.partial.fill(0xff, this.partialBytes);
-      this.queue.push(this.partial);
-      this.partial = new Uint8Array(FRAME_BYTES);
-      this.partialBytes = 0;
+    const partialBytes = (this.writeEnd - this.sendFrom) % FRAME_BYTES;
+    if (partialBytes > 0) {
+      // Mu-law silence up to a whole frame.
+      this.makeRoom(FRAME_BYTES - partialBytes);
+      this.audio.fill(0xff, this.writeEnd, this.writeEnd + FRAME_BYTES - partialBytes);
+      this.writeEnd += FRAME_BYTES - partialBytes;
     }
     this.replyEnded = true;
     this.pump();
@@ -208,11 +193,10 @@ export class Playout {
       return;
     }
     while (this.queuedFrames() > 0 && this.runSentMs - carrierPlayedMs < this.leadMs) {
-      const frame = this.queue[this.queueHead]!;
-      this.queue[this.queueHead] = EMPTY;
-      this.queueHead += 1;
+      // Lent to the sink for this call only (call-transport.ts): the bytes stay here until heard.
+      const frame = this.audio.subarray(this.sendFrom, this.sendFrom + FRAME_BYTES);
+      this.sendFrom += FRAME_BYTES;
       if (this.replySentMs === 0) this.events.onFirstFrame?.(this.generationValue, now);
-      this.sentFrames.push(frame);
       this.sink.sendMedia(frame);
       this.runSentMs += FRAME_MS;
       this.replySentMs += FRAME_MS;
@@ -223,10 +207,6 @@ export class Playout {
   }
 
   private afterSending(): void {
-    if (this.queueHead > 256 && this.queueHead * 2 > this.queue.length) {
-      this.queue = this.queue.slice(this.queueHead);
-      this.queueHead = 0;
-    }
     if (this.replyEnded && this.queuedFrames() === 0 && this.framesSinceMark > 0) this.sendMark();
     if (this.replyEnded && this.queuedFrames() === 0 && this.pendingMarks.length === 0) this.finishReply();
   }
@@ -240,7 +220,8 @@ export class Playout {
     this.lastEchoReplyMs = mark.replyMs;
     this.lastEchoAtMs = this.now();
     // Heard for sure: no pause can need these frames again.
-    this.sentFrames.splice(0, (mark.replyMs - this.sentBaseMs) / FRAME_MS);
+    const heardFrames = Math.max(0, (mark.replyMs - this.sentBaseMs) / FRAME_MS);
+    this.keptFrom = Math.min(this.sendFrom, this.keptFrom + heardFrames * FRAME_BYTES);
     this.sentBaseMs = mark.replyMs;
     if (this.pausedAtMs !== undefined) return;
     if (this.replyEnded && this.queuedFrames() === 0 && this.pendingMarks.length === 0) this.finishReply();
@@ -268,11 +249,8 @@ export class Playout {
     // reply's carrier was cleared already).
     const cleared = this.replyOpen && this.pausedAtMs === undefined && this.replySentMs > this.lastEchoReplyMs;
     if (cleared) this.sink.sendClear();
-    this.queue = [];
-    this.queueHead = 0;
-    this.partialBytes = 0;
+    this.forgetAudio();
     this.pendingMarks = [];
-    this.sentFrames = [];
     this.pausedAtMs = undefined;
     this.replyOpen = false;
     this.replyEnded = false;
@@ -290,16 +268,16 @@ export class Playout {
   pause(): number | undefined {
     if (!this.replyOpen || this.pausedAtMs !== undefined) return undefined;
     const heard = Math.max(this.sentBaseMs, this.heardMs());
-    const heardFrames = Math.min(this.sentFrames.length, Math.floor((heard - this.sentBaseMs) / FRAME_MS));
+    const sentFrames = (this.sendFrom - this.keptFrom) / FRAME_BYTES;
+    const heardFrames = Math.min(sentFrames, Math.floor((heard - this.sentBaseMs) / FRAME_MS));
     const heardAtMs = this.sentBaseMs + heardFrames * FRAME_MS;
-    const unheard = this.sentFrames.splice(heardFrames);
     const outstanding = this.replySentMs > this.lastEchoReplyMs;
     // Marks first: a room's transport echoes pending marks inside sendClear.
     this.pendingMarks = [];
     this.pausedAtMs = heardAtMs;
     if (outstanding) this.sink.sendClear();
-    this.queue = [...unheard, ...this.queue.slice(this.queueHead)];
-    this.queueHead = 0;
+    // What was sent past the heard point is sent again on resume.
+    this.sendFrom = this.keptFrom + heardFrames * FRAME_BYTES;
     this.replySentMs = heardAtMs;
     this.replyMsBeforeRun = heardAtMs;
     this.runSentMs = 0;
@@ -340,12 +318,40 @@ export class Playout {
     this.events.onReplyPlayed?.(generation);
   }
 
+  /** Whole frames waiting to be sent. */
   private queuedFrames(): number {
-    return this.queue.length - this.queueHead;
+    return Math.floor((this.writeEnd - this.sendFrom) / FRAME_BYTES);
+  }
+
+  /** Room for `bytes` more at the end: the heard audio goes, and the buffer grows only when it must. */
+  private makeRoom(bytes: number): void {
+    if (this.writeEnd + bytes <= this.audio.length) return;
+    const keptBytes = this.writeEnd - this.keptFrom;
+    if (keptBytes + bytes <= this.audio.length) {
+      this.audio.copyWithin(0, this.keptFrom, this.writeEnd);
+    } else {
+      const grown = new Uint8Array(Math.max(this.audio.length * 2, keptBytes + bytes));
+      grown.set(this.audio.subarray(this.keptFrom, this.writeEnd));
+      this.audio = grown;
+    }
+    this.sendFrom -= this.keptFrom;
+    this.writeEnd -= this.keptFrom;
+    this.keptFrom = 0;
+  }
+
+  /** No audio of a reply is kept; a buffer a long reply grew goes back to the usual size. */
+  private forgetAudio(): void {
+    this.keptFrom = 0;
+    this.sendFrom = 0;
+    this.writeEnd = 0;
+    if (this.audio.length > MAX_KEPT_AUDIO_BUFFER_BYTES) this.audio = new Uint8Array(AUDIO_BUFFER_BYTES);
   }
 }
 
-const EMPTY = new Uint8Array(0);
+/** A call's audio buffer: 2 s of 8 kHz mu-law, enough for the lead and what a voice sends ahead. */
+const AUDIO_BUFFER_BYTES = 16_000;
+/** A buffer grown past this (a reply sent far ahead of real time) is not kept for the next reply. */
+const MAX_KEPT_AUDIO_BUFFER_BYTES = 4 * AUDIO_BUFFER_BYTES;
 
 /**
  * One timer for every call's Playout in the process, instead of one per call: 300 calls should

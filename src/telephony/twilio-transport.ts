@@ -69,8 +69,12 @@ export class TwilioTransport implements CallTransport {
   private mediaPrefix = '';
   /** This tick's messages are held until it ends (see holdForTick()). */
   private held = false;
-  /** Frames sent this tick, not yet written (see holdForTick()). */
-  private pendingMedia: Uint8Array[] = [];
+  /**
+   * Audio of the frames sent this tick, not yet written (see holdForTick()): copied, since a frame
+   * is only lent for the call that hands it over (call-transport.ts). The buffer is the call's.
+   */
+  private pendingMedia = Buffer.alloc(PENDING_MEDIA_BYTES);
+  private pendingMediaBytes = 0;
   private readonly endListeners: Array<() => void> = [];
 
   /**
@@ -116,7 +120,13 @@ export class TwilioTransport implements CallTransport {
   sendMedia(frame: Uint8Array): void {
     if (!this.writable() || !this.streamSid) return;
     this.stats.mediaOut += 1;
-    this.pendingMedia.push(frame);
+    if (this.pendingMediaBytes + frame.length > this.pendingMedia.length) {
+      const grown = Buffer.alloc(Math.max(this.pendingMedia.length * 2, this.pendingMediaBytes + frame.length));
+      this.pendingMedia.copy(grown, 0, 0, this.pendingMediaBytes);
+      this.pendingMedia = grown;
+    }
+    this.pendingMedia.set(frame, this.pendingMediaBytes);
+    this.pendingMediaBytes += frame.length;
     this.holdForTick();
   }
 
@@ -148,17 +158,16 @@ export class TwilioTransport implements CallTransport {
 
   /** The frames held this tick, as one media message. */
   private flushMedia(): void {
-    const frames = this.pendingMedia;
-    if (frames.length === 0) return;
-    this.pendingMedia = [];
+    const bytes = this.pendingMediaBytes;
+    if (bytes === 0) return;
+    this.pendingMediaBytes = 0;
     if (this.socket.readyState !== this.socket.OPEN || !this.streamSid) return;
     // The JSON around the payload is built once per stream.
     if (this.mediaPrefixSid !== this.streamSid) {
       this.mediaPrefixSid = this.streamSid;
       this.mediaPrefix = outboundMediaPrefix(this.streamSid);
     }
-    const audio = frames.length === 1 ? frames[0]! : Buffer.concat(frames);
-    const payload = Buffer.from(audio.buffer, audio.byteOffset, audio.byteLength).toString('base64');
+    const payload = this.pendingMedia.toString('base64', 0, bytes);
     this.socket.send(this.mediaPrefix + payload + OUTBOUND_MEDIA_SUFFIX);
   }
 
@@ -166,7 +175,7 @@ export class TwilioTransport implements CallTransport {
     if (!this.writable() || !this.streamSid) return;
     this.stats.clearsOut += 1;
     // Frames held this tick would be cleared at once by the carrier: they are not sent at all.
-    this.pendingMedia = [];
+    this.pendingMediaBytes = 0;
     this.socket.send(outboundClear(this.streamSid));
   }
 
@@ -313,6 +322,9 @@ export class TwilioTransport implements CallTransport {
     }
   }
 }
+
+/** Frames held in a tick: a call's Playout sends two (playout.ts); more only after a stall. */
+const PENDING_MEDIA_BYTES = 640;
 
 /** Bytes a base64 string decodes to (3 for every 4 characters, less the padding). */
 function base64DecodedBytes(base64: string): number {
