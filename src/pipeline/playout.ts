@@ -118,9 +118,7 @@ export class Playout {
 
   /** True while audio of the current reply is queued or not yet confirmed played. */
   get active(): boolean {
-    return (
-      this.replyOpen && (this.writeEnd > this.sendFrom || this.pendingMarks.length > 0 || !this.replyEnded)
-    );
+    return this.replyOpen && (this.writeEnd > this.sendFrom || this.pendingMarks.length > 0 || !this.replyEnded);
   }
 
   /** True while the caller may be hearing bot audio (sent and not yet confirmed played, or queued). */
