@@ -4,7 +4,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pinnedCommand } from './cpu-pinning.js';
-import { freePort } from './server-process.js';
+import { freePort } from '../test/helpers/free-port.js';
 
 /**
  * The two Twilio samples `npm run bench:peers` compares Switchboard with: which commit of each, the

@@ -1,12 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CallSummary } from '../src/pipeline/call-metrics.js';
+import { freePort } from '../test/helpers/free-port.js';
 import { pinnedCommand } from './cpu-pinning.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -21,15 +20,6 @@ export interface ServerProcess {
   /** Resolves once the server has logged a line whose message is `msg` (e.g. 'voice activity model ready'). */
   logged(msg: string, timeoutMs?: number): Promise<void>;
   stop(): Promise<void>;
-}
-
-/** A port nothing listens on right now. */
-export async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as AddressInfo;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 /**
