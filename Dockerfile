@@ -1,6 +1,6 @@
 # Switchboard on Node 24 LTS.
 # Dependencies are installed in layers of their own, before any source is copied, so a source
-# change rebuilds only the TypeScript, never better-sqlite3.
+# change reruns only the build, never the install of better-sqlite3.
 
 # Production dependencies: better-sqlite3 compiles from source (no prebuilt binary is fetched);
 # onnxruntime-node keeps only this platform's binaries (the others are ~250 MB).
@@ -16,14 +16,16 @@ RUN npm ci --omit=dev --ignore-scripts \
   && find node_modules/onnxruntime-node/bin/napi-v6 -mindepth 2 -maxdepth 2 -type d \
        ! -path "*/napi-v6/$platform" -exec rm -rf {} +
 
-# The TypeScript build, with the development dependencies (no install scripts: the compiler needs none).
+# The build (a bundle, scripts/build-dist.ts), with the development dependencies (no install
+# scripts: esbuild's binary comes as an optional dependency, and the build needs nothing else).
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json ./
+COPY scripts/build-dist.ts ./scripts/
 COPY src ./src
-RUN npx tsc -p .
+RUN npx tsx scripts/build-dist.ts --force
 
 FROM node:24-bookworm-slim
 ENV NODE_ENV=production \

@@ -1,4 +1,6 @@
-import { createRequire } from 'node:module';
+import { readFileSync } from 'node:fs';
+import { packagePath } from './shared/package-files.js';
 
-/** The package version, read once from package.json (one directory above src/ and dist/). */
-export const VERSION: string = (createRequire(import.meta.url)('../package.json') as { version: string }).version;
+/** The package version, read once from package.json. */
+export const VERSION: string = (JSON.parse(readFileSync(packagePath('package.json'), 'utf8')) as { version: string })
+  .version;

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packagePath } from '../shared/package-files.js';
 import type { Distribution } from '../tools/loadtest/aggregate.js';
 import { type LoadProgress, type LoadTestOptions, runLoadTest } from '../tools/loadtest/run-loadtest.js';
 import type { LoadTestReport } from '../tools/loadtest/load-test-report.js';
@@ -11,7 +11,7 @@ import { clipsPlayedBy, parseScenario } from '../tools/simulator/scenario.js';
 import { type FunctionReceiver, startFunctionReceiver } from '../tools/loadtest/function-receiver.js';
 import { USAGE_EXIT, UsageError, listenFailure, parseCommandLine, portOption, usageLine } from './usage.js';
 
-const DEFAULT_SCENARIO = fileURLToPath(new URL('../../scenarios/default.json', import.meta.url));
+const DEFAULT_SCENARIO = packagePath('scenarios', 'default.json');
 
 const HELP = `usage: switchboard loadtest (--server URL --config ID | --wss URL | --url WEBHOOK) [options]
 

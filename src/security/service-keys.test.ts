@@ -74,13 +74,14 @@ describe('service keys on the SQLite store', () => {
 
   it('gives processes creating the same key file at once one key, never a partly written one', async () => {
     const path = join(tempDir(), 'link-signing.key');
-    // The compiled module (dist/ is built once per run for the tests that start processes):
-    // through tsx, each of the four processes would first transpile it.
-    const module = new URL('../../dist/security/service-keys.js', import.meta.url).href;
+    // The source module through tsx: dist/ is a bundle, with no module of its own per file.
+    const module = new URL('./service-keys.ts', import.meta.url).href;
     const script = `import(${JSON.stringify(module)}).then((m) => process.stdout.write(m.readOrCreateKeyFile(${JSON.stringify(path)}).toString('base64')))`;
     const outputs = await Promise.all(
       Array.from({ length: 4 }, async () => {
-        const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const child = spawn(process.execPath, ['--import', 'tsx', '-e', script], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
         let out = '';
         child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
         const [code] = (await once(child, 'exit')) as [number];

@@ -14,7 +14,7 @@ interface Pending<Result> {
 }
 
 export interface WorkerRpcOptions<Response, Result> {
-  /** The client's import.meta.url: the worker module sits beside it. */
+  /** The folder the worker module is in (`moduleDirUrl` for the package's own workers). */
   besideUrl: string;
   /** The worker module's file name without extension, e.g. `flite-worker`. */
   name: string;

@@ -3,9 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 
 /**
- * Starts the worker module `name` that sits next to `besideUrl` (the caller's import.meta.url):
- * the compiled .js when there is one (dist/), or, from the TypeScript sources (tests, tsx), the
- * .ts file through tsx.
+ * Starts the worker module `name` in the folder `besideUrl` (a URL ending in `/`): the built .js
+ * when there is one (dist/), or, from the TypeScript sources (tests, tsx), the .ts file through
+ * tsx.
  */
 export function startModuleWorker(besideUrl: string, name: string): Worker {
   const compiled = new URL(`./${name}.js`, besideUrl);

@@ -31,7 +31,7 @@ import { removeDir } from '../helpers/test-data.js';
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BUILD_SCRIPT = join(ROOT, 'scripts/build-dist.ts');
 const SLOW_WRITES = pathToFileURL(join(ROOT, 'test/helpers/slow-writes.ts')).href;
-// tsc takes over a minute of wall time on a loaded two-core machine.
+// The build takes a few seconds; npx's install in the last test takes most of this on a loaded machine.
 const BUILD_TIMEOUT_MS = 300_000;
 
 const dirs: string[] = [];
@@ -86,7 +86,7 @@ function snapshot(dist: string): Record<string, string> {
 }
 
 describe('building dist/', () => {
-  it('the CLI starts whole while two builds run at once, and only one of them compiles', {
+  it('the CLI starts whole while two builds run at once, and only one of them builds', {
     timeout: BUILD_TIMEOUT_MS,
   }, async () => {
     const checkout = copyOfCheckout();
@@ -94,9 +94,9 @@ describe('building dist/', () => {
     utimesSync(builtCli(checkout), 0, 0);
     expect(isDistCurrent(checkout)).toBe(false);
 
-    // Every file write of the compiler is slow, as on a loaded machine, so the CLI starts below
+    // Every file write of the build is slow, as on a loaded machine, so the CLI starts below
     // import modules while they are being written (if the build writes them where they are read).
-    const writing = join(checkout, '.compiler-writing');
+    const writing = join(checkout, '.build-writing');
     const env = { NODE_OPTIONS: `--import tsx --import ${SLOW_WRITES}`, SLOW_WRITES_STARTED: writing };
     const builds = Promise.all([
       run(['--import', 'tsx', BUILD_SCRIPT], { cwd: checkout, env }),
@@ -110,17 +110,17 @@ describe('building dist/', () => {
     // start after another: with each write paused halfway, some module is half written at almost
     // every moment of the writing, so a build that wrote where the CLI reads would break most of
     // the starts (about one a second here), not one in many. A second loop beside this one would
-    // only take the compiler's CPU on a two-core machine.
+    // only take the build's CPU on a two-core machine.
     const starts: Run[] = [];
     const keepStarting = async () => {
-      // From the compiler's first write (type checking before it takes most of the time) to the end.
+      // From the build's first write to the end.
       while (building && !existsSync(writing)) await new Promise((resolve) => setTimeout(resolve, 50));
       while (building) starts.push(await run([builtCli(checkout), 'serve', '--help'], { cwd: checkout }));
     };
     const [outcomes] = await Promise.all([builds, keepStarting()]);
 
     for (const build of outcomes) expect(build.code, build.output).toBe(0);
-    // One compiled; the other waited for it, then found dist/ current.
+    // One built; the other waited for it, then found dist/ current.
     const said = outcomes.map((build) => (/^dist\/ built in/m.test(build.output) ? 'built' : build.output.trim()));
     expect(said.sort()).toEqual([
       'built',
@@ -129,7 +129,7 @@ describe('building dist/', () => {
     expect(isDistCurrent(checkout)).toBe(true);
     const broken = starts.filter((start) => start.code !== 0 || !start.output.startsWith('usage: switchboard serve'));
     expect(broken.map((start) => start.output)).toEqual([]);
-    // The CLI did start while the compiler wrote.
+    // The CLI did start while the build wrote.
     expect(existsSync(writing)).toBe(true);
     expect(starts.length).toBeGreaterThanOrEqual(2);
   });

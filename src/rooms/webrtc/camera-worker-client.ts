@@ -4,11 +4,12 @@
  * next starts a new one.
  */
 
+import { moduleDirUrl } from '../../shared/package-files.js';
 import { WorkerRpc } from '../../shared/worker-rpc.js';
 import type { CameraWorkerRequest, CameraWorkerResponse } from './camera-worker.js';
 
 const camera = new WorkerRpc<CameraWorkerRequest, CameraWorkerResponse, string | undefined>({
-  besideUrl: import.meta.url,
+  besideUrl: moduleDirUrl('rooms/webrtc'),
   name: 'camera-worker',
   result: (response) => response.jpegBase64,
 });

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { moduleDirUrl } from '../../shared/package-files.js';
 import type { CallerClip } from '../simulator/caller-clip.js';
 import type { PhoneCallTarget } from '../simulator/phone-call.js';
 import type { Scenario } from '../simulator/scenario.js';
@@ -69,13 +70,15 @@ export function defaultWorkerCount(concurrency: number): number {
 }
 
 /**
- * Starts a generator thread: the compiled worker next to this file, or, when running from the
- * TypeScript sources (tests, tsx), the .ts worker through tsx's loader, registered in the thread.
+ * Starts a generator thread: the built worker (an entry of the build of its own), or, when running
+ * from the TypeScript sources (tests, tsx), the .ts worker through tsx's loader, registered in the
+ * thread.
  */
 function startWorker(init: WorkerInit): Worker {
-  const compiled = new URL('./loadtest-worker.js', import.meta.url);
+  const folder = moduleDirUrl('tools/loadtest');
+  const compiled = new URL('./loadtest-worker.js', folder);
   if (existsSync(fileURLToPath(compiled))) return new Worker(compiled, { workerData: init });
-  const source = new URL('./loadtest-worker.ts', import.meta.url).href;
+  const source = new URL('./loadtest-worker.ts', folder).href;
   // Resolved here, from this file, as the thread's eval'd code would resolve it from the working
   // directory. Under vitest import.meta.resolve is missing, but vitest runs from the project root.
   const tsxApi = typeof import.meta.resolve === 'function' ? import.meta.resolve('tsx/esm/api') : 'tsx/esm/api';

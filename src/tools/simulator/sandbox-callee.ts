@@ -1,5 +1,5 @@
-import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
+import { packagePath } from '../../shared/package-files.js';
 import type { AnsweredSandboxCall, SandboxCallee } from '../../telephony/carrier/sandbox-call.js';
 import type { CallerClip } from './caller-clip.js';
 import { readMulawFile } from './clip-file.js';
@@ -12,7 +12,7 @@ const MAX_CALLEE_MS = 120_000;
 export const TRANSFERRED_TALK_MS = 3000;
 /** Two things the callee says, from the project's recorded speech, each after the bot has spoken. */
 const CALLEE_CLIPS = ['A04_cheetah_platforms.ulaw', 'A06_birch_canoe.ulaw'];
-const FIXTURES_DIR = fileURLToPath(new URL('../../../fixtures/audio/', import.meta.url));
+const FIXTURES_DIR = `${packagePath('fixtures', 'audio')}/`;
 
 let clipsLoaded: Promise<Record<string, CallerClip>> | undefined;
 

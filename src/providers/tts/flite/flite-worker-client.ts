@@ -11,6 +11,7 @@
  * (about half a second on the 2-core reference box, docs/cost-per-call.md).
  */
 
+import { moduleDirUrl } from '../../../shared/package-files.js';
 import { WorkerRpc } from '../../../shared/worker-rpc.js';
 import type { FliteAudio, FliteOptions } from './flite-engine.js';
 import { DEFAULT_FLITE_VOICE, findFliteVoice, UnknownFliteVoiceError } from './flite-voices.js';
@@ -27,7 +28,7 @@ export function setFliteIdleMs(ms: number): void {
 
 // Pure WebAssembly, no native call to interrupt: stopping it when idle is safe.
 const flite = new WorkerRpc<FliteWorkerRequest, FliteWorkerResponse, FliteAudio>({
-  besideUrl: import.meta.url,
+  besideUrl: moduleDirUrl('providers/tts/flite'),
   name: 'flite-worker',
   result: (response) => ({ sampleRateHz: response.sampleRateHz, samples: response.samples }),
   idleMs: () => idleMs,
