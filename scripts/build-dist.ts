@@ -22,9 +22,10 @@ import { build } from 'esbuild';
  *
  * - `dist/` is a bundle: esbuild, from the entries below, with the dependencies it can carry,
  *   split into chunks shared by the entries and loaded as they are needed. A server that loads
- *   about 1,400 files as modules keeps a module record, a scope and the source text of each; as a
- *   bundle it was 12 MB smaller when idle (docs/cost-per-call.md, "dist/ as a bundle"). Not
- *   minified, so stack traces keep their names; source maps sit beside (`--enable-source-maps`).
+ *   about 1,200 files as modules keeps a module record, a scope and the source text of each; as a
+ *   bundle it reads about 210 and was 8–12 MB smaller when idle (docs/cost-per-call.md, "dist/ as
+ *   a bundle"). Not minified, so stack traces keep their names; source maps sit beside
+ *   (`--enable-source-maps`).
  * - esbuild writes into a fresh directory beside `dist/`, and each file is then renamed into
  *   place: a rename replaces a file in one step (a process importing it at that moment never
  *   reads an empty or partial module). `cli/main.js` goes last, so its time stamp says "built"
@@ -235,7 +236,7 @@ function removeLeftovers(dist: string, keep: Set<string>, prefix = ''): void {
 }
 
 function recentChunk(dist: string, path: string): boolean {
-  return path.startsWith(`chunks/`) && Date.now() - statSync(join(dist, path)).mtimeMs < SUPERSEDED_CHUNK_KEEP_MS;
+  return path.startsWith('chunks/') && Date.now() - statSync(join(dist, path)).mtimeMs < SUPERSEDED_CHUNK_KEEP_MS;
 }
 
 /** Takes the checkout's build lock (a directory: creating one is atomic), taking over one whose owner died. */

@@ -12,7 +12,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const HERE = fileURLToPath(import.meta.url);
 
 /** The folder holding package.json: the first one up from this module that has it. */
-export const PACKAGE_ROOT: string = findRoot(dirname(HERE));
+const PACKAGE_ROOT: string = findRoot(dirname(HERE));
 
 /** Whether this code runs from the build rather than from the TypeScript sources (tests, tsx). */
 const FROM_BUILD = !relative(join(PACKAGE_ROOT, 'dist'), HERE).startsWith('..');
