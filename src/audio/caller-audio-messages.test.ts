@@ -58,4 +58,28 @@ describe('CallerAudioMessages', () => {
     messages.drain();
     expect(received[0]!.every((b) => b === 0xff)).toBe(true);
   });
+
+  it('keeps no view on a Buffer it was lent, and each message has its frames in order', () => {
+    const received: number[][] = [];
+    const messages = new CallerAudioMessages((mulaw) => received.push([...mulaw]), false);
+    // Quiet frames from one Buffer, as the carrier's come from Node's shared pool: each a view.
+    const pool = Buffer.alloc(160 * 12);
+    for (let i = 0; i < 12; i++) pool.fill(0xf0 + i, i * 160, (i + 1) * 160);
+    for (let i = 0; i < 12; i++) messages.push(pool.subarray(i * 160, (i + 1) * 160));
+    pool.fill(0);
+    messages.drain();
+    const frames = received.flatMap((message) =>
+      Array.from({ length: message.length / 160 }, (_, f) => message[f * 160]),
+    );
+    expect(received.map((message) => message.length)).toEqual([800, 800, 320]);
+    expect(frames).toEqual(Array.from({ length: 12 }, (_, i) => 0xf0 + i));
+  });
+
+  it('takes a frame longer than a message whole', () => {
+    const received: number[] = [];
+    const messages = new CallerAudioMessages((mulaw) => received.push(mulaw.length), false);
+    messages.push(new Uint8Array(160).fill(0xff));
+    messages.push(new Uint8Array(2000).fill(0xff));
+    expect(received).toEqual([2160]);
+  });
 });

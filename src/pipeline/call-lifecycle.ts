@@ -199,7 +199,8 @@ export class HeldFrames {
   constructor(private readonly maxFrames: number) {}
 
   hold(frame: Uint8Array): void {
-    if (this.frames.length < this.maxFrames) this.frames.push(frame.slice());
+    // A copy: a Buffer's slice() is a view that would keep the carrier's 8 KB pool chunk alive.
+    if (this.frames.length < this.maxFrames) this.frames.push(new Uint8Array(frame));
   }
 
   /** Hands every held frame to `sink`, oldest first, and forgets them. */

@@ -42,7 +42,8 @@ export class SttInput {
       this.droppedMs += mulaw.length / MULAW_BYTES_PER_MS;
       return;
     }
-    this.held.push(mulaw.slice());
+    // A copy: a Buffer's slice() is a view that would keep the carrier's 8 KB pool chunk alive.
+    this.held.push(new Uint8Array(mulaw));
     this.heldFrames += 1;
   }
 
