@@ -97,7 +97,13 @@ describe('building dist/', () => {
     // Every file write of the build is slow, as on a loaded machine, so the CLI starts below
     // import modules while they are being written (if the build writes them where they are read).
     const writing = join(checkout, '.build-writing');
-    const env = { NODE_OPTIONS: `--import tsx --import ${SLOW_WRITES}`, SLOW_WRITES_STARTED: writing };
+    // 150 ms per file: the bundle is about 50 files written in a second, and a CLI start on a
+    // loaded machine takes a second or two, so the writing must last long enough for several.
+    const env = {
+      NODE_OPTIONS: `--import tsx --import ${SLOW_WRITES}`,
+      SLOW_WRITES_STARTED: writing,
+      SLOW_WRITE_PAUSE_MS: '150',
+    };
     const builds = Promise.all([
       run(['--import', 'tsx', BUILD_SCRIPT], { cwd: checkout, env }),
       run(['--import', 'tsx', BUILD_SCRIPT], { cwd: checkout, env }),
