@@ -1,3 +1,4 @@
+import { ByteLog } from './byte-log.js';
 import { TELEPHONY_SAMPLE_RATE_HZ, VENDOR_AUDIO_MESSAGE_MULAW_BYTES } from './frames.js';
 import { mulawByteToLinear } from './mulaw.js';
 
@@ -24,13 +25,12 @@ export class CallerAudioMessages {
   private speechFrames = 0;
   private quietFrames = Number.POSITIVE_INFINITY;
   /**
-   * The frames waiting, copied into a buffer of this object's own: a frame is lent only for the
-   * call that hands it over. (A Buffer's `slice()` is a view, not a copy: it kept the carrier's
-   * frame, and the 8 KB of Node's shared pool it sits in, for the 100 ms a quiet message waits.)
-   * No allocation per frame or per message; `send` gets a view that the next frame overwrites.
+   * The frames waiting, copied into a log of this object's own: a frame is lent only for the call
+   * that hands it over. (A Buffer's `slice()` is a view, not a copy: it kept the carrier's frame,
+   * and the 8 KB of Node's shared pool it sits in, for the 100 ms a quiet message waits.) No
+   * allocation per frame or per message; `send` gets a view that the next frame overwrites.
    */
-  private waiting = Buffer.allocUnsafeSlow(QUIET_MESSAGE_MULAW_BYTES);
-  private waitingBytesValue = 0;
+  private readonly waiting = new ByteLog(QUIET_MESSAGE_MULAW_BYTES);
 
   /** @param send takes a message's audio for the duration of the call (it must not keep it). */
   constructor(
@@ -39,42 +39,32 @@ export class CallerAudioMessages {
   ) {}
 
   get waitingBytes(): number {
-    return this.waitingBytesValue;
+    return this.waiting.length;
   }
 
   /** One caller frame (any length; normally 20 ms). */
   push(mulaw: Uint8Array): void {
     if (mulaw.length === 0) return;
     const limit = this.messageBytes(mulaw);
-    if (this.waitingBytesValue === 0 && mulaw.length >= limit) {
+    if (this.waiting.length === 0 && mulaw.length >= limit) {
       this.send(mulaw);
       return;
     }
-    this.reserve(this.waitingBytesValue + mulaw.length);
-    this.waiting.set(mulaw, this.waitingBytesValue);
-    this.waitingBytesValue += mulaw.length;
-    if (this.waitingBytesValue >= limit) this.drain();
+    this.waiting.append(mulaw);
+    if (this.waiting.length >= limit) this.drain();
   }
 
   /** Sends what is waiting now (before a Finalize, or when nothing was sent for a while). */
   drain(): void {
-    if (this.waitingBytesValue === 0) return;
-    const message = this.waiting.subarray(0, this.waitingBytesValue);
+    if (this.waiting.length === 0) return;
+    const message = this.waiting.view();
     this.reset();
     this.send(message);
   }
 
   /** Forgets what is waiting (the socket it was for is gone). */
   reset(): void {
-    this.waitingBytesValue = 0;
-  }
-
-  /** Room for `bytes` waiting (frames are normally 20 ms; a longer one grows the buffer). */
-  private reserve(bytes: number): void {
-    if (bytes <= this.waiting.length) return;
-    const grown = Buffer.allocUnsafeSlow(Math.max(bytes, this.waiting.length * 2));
-    grown.set(this.waiting.subarray(0, this.waitingBytesValue));
-    this.waiting = grown;
+    this.waiting.clear();
   }
 
   /** How many bytes may wait, this frame included, before they go (see the class comment). */

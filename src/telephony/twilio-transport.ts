@@ -9,6 +9,7 @@ import {
   PeerBudget,
   type PeerRefusal,
 } from '../audio/audio-rate-limit.js';
+import { ByteLog } from '../audio/byte-log.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import {
   INBOUND_EVENTS,
@@ -73,8 +74,7 @@ export class TwilioTransport implements CallTransport {
    * Audio of the frames sent this tick, not yet written (see holdForTick()): copied, since a frame
    * is only lent for the call that hands it over (call-transport.ts). The buffer is the call's.
    */
-  private pendingMedia = Buffer.alloc(PENDING_MEDIA_BYTES);
-  private pendingMediaBytes = 0;
+  private readonly pendingMedia = new ByteLog(PENDING_MEDIA_BYTES);
   private readonly endListeners: Array<() => void> = [];
 
   /**
@@ -120,13 +120,7 @@ export class TwilioTransport implements CallTransport {
   sendMedia(frame: Uint8Array): void {
     if (!this.writable() || !this.streamSid) return;
     this.stats.mediaOut += 1;
-    if (this.pendingMediaBytes + frame.length > this.pendingMedia.length) {
-      const grown = Buffer.alloc(Math.max(this.pendingMedia.length * 2, this.pendingMediaBytes + frame.length));
-      this.pendingMedia.copy(grown, 0, 0, this.pendingMediaBytes);
-      this.pendingMedia = grown;
-    }
-    this.pendingMedia.set(frame, this.pendingMediaBytes);
-    this.pendingMediaBytes += frame.length;
+    this.pendingMedia.append(frame);
     this.holdForTick();
   }
 
@@ -158,24 +152,24 @@ export class TwilioTransport implements CallTransport {
 
   /** The frames held this tick, as one media message. */
   private flushMedia(): void {
-    const bytes = this.pendingMediaBytes;
-    if (bytes === 0) return;
-    this.pendingMediaBytes = 0;
+    if (this.pendingMedia.length === 0) return;
+    const audio = this.pendingMedia.view();
+    // The bytes stay as they are until the next append, which comes after this returns.
+    this.pendingMedia.clear();
     if (this.socket.readyState !== this.socket.OPEN || !this.streamSid) return;
     // The JSON around the payload is built once per stream.
     if (this.mediaPrefixSid !== this.streamSid) {
       this.mediaPrefixSid = this.streamSid;
       this.mediaPrefix = outboundMediaPrefix(this.streamSid);
     }
-    const payload = this.pendingMedia.toString('base64', 0, bytes);
-    this.socket.send(this.mediaPrefix + payload + OUTBOUND_MEDIA_SUFFIX);
+    this.socket.send(this.mediaPrefix + audio.toString('base64') + OUTBOUND_MEDIA_SUFFIX);
   }
 
   sendClear(): void {
     if (!this.writable() || !this.streamSid) return;
     this.stats.clearsOut += 1;
     // Frames held this tick would be cleared at once by the carrier: they are not sent at all.
-    this.pendingMediaBytes = 0;
+    this.pendingMedia.clear();
     this.socket.send(outboundClear(this.streamSid));
   }
 

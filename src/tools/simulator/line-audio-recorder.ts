@@ -1,34 +1,15 @@
+import { ByteLog } from '../../audio/byte-log.js';
 import { MULAW_FRAME_BYTES, MULAW_SILENCE_BYTE, TELEPHONY_SAMPLE_RATE_HZ } from '../../audio/frames.js';
 import { decodeMulaw } from '../../audio/mulaw.js';
 import { encodePcm16Wav } from '../../audio/wav.js';
-
-/** An append-only byte log that doubles its capacity, so recording costs no allocation per frame. */
-class ByteLog {
-  private bytes = new Uint8Array(64 * 1024);
-  length = 0;
-
-  append(frame: Uint8Array, count: number): void {
-    if (this.length + count > this.bytes.length) {
-      const grown = new Uint8Array(Math.max(this.bytes.length * 2, this.length + count));
-      grown.set(this.bytes.subarray(0, this.length));
-      this.bytes = grown;
-    }
-    this.bytes.set(count === frame.length ? frame : frame.subarray(0, count), this.length);
-    this.length += count;
-  }
-
-  view(): Uint8Array {
-    return this.bytes.subarray(0, this.length);
-  }
-}
 
 /**
  * Both sides of the call as the line carried them, one 20 ms frame per clock tick from stream
  * start, so the two tracks share a timeline: the bot track is silence wherever nothing played.
  */
 export class CallRecorder {
-  private readonly caller = new ByteLog();
-  private readonly bot = new ByteLog();
+  private readonly caller = new ByteLog(RECORDING_START_BYTES);
+  private readonly bot = new ByteLog(RECORDING_START_BYTES);
   private readonly padding = new Uint8Array(MULAW_FRAME_BYTES).fill(MULAW_SILENCE_BYTE);
 
   /** One tick: the caller's frame, and the first `botBytes` of `botFrame` (padded with silence). */
@@ -79,3 +60,6 @@ export class CallRecorder {
     return wav;
   }
 }
+
+/** Each track starts with room for 8 s of mu-law and doubles as the call goes on. */
+const RECORDING_START_BYTES = 64 * 1024;
