@@ -1,7 +1,6 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { moduleDirUrl } from '../../shared/package-files.js';
+import { startModuleWorker } from '../../shared/worker-thread.js';
 import type { CallerClip } from '../simulator/caller-clip.js';
 import type { PhoneCallTarget } from '../simulator/phone-call.js';
 import type { Scenario } from '../simulator/scenario.js';
@@ -69,23 +68,6 @@ export function defaultWorkerCount(concurrency: number): number {
   return Math.max(1, Math.ceil(concurrency / CALLS_PER_WORKER));
 }
 
-/**
- * Starts a generator thread: the built worker (an entry of the build of its own), or, when running
- * from the TypeScript sources (tests, tsx), the .ts worker through tsx's loader, registered in the
- * thread.
- */
-function startWorker(init: WorkerInit): Worker {
-  const folder = moduleDirUrl('tools/loadtest');
-  const compiled = new URL('./loadtest-worker.js', folder);
-  if (existsSync(fileURLToPath(compiled))) return new Worker(compiled, { workerData: init });
-  const source = new URL('./loadtest-worker.ts', folder).href;
-  // Resolved here, from this file, as the thread's eval'd code would resolve it from the working
-  // directory. Under vitest import.meta.resolve is missing, but vitest runs from the project root.
-  const tsxApi = typeof import.meta.resolve === 'function' ? import.meta.resolve('tsx/esm/api') : 'tsx/esm/api';
-  const bootstrap = `import(${JSON.stringify(tsxApi)}).then(({ register }) => { register(); return import(${JSON.stringify(source)}); });`;
-  return new Worker(bootstrap, { eval: true, workerData: init });
-}
-
 /** Resolves once every worker has posted 'ready'; rejects if one fails or exits first. */
 async function whenReady(workers: readonly Worker[]): Promise<void> {
   await Promise.all(
@@ -131,7 +113,9 @@ export async function runLoadTest(options: LoadTestOptions): Promise<LoadTestRes
     authToken: options.authToken,
     liveIntervalMs: PROGRESS_INTERVAL_MS,
   };
-  const workers = Array.from({ length: workerCount }, () => startWorker(init));
+  const workers = Array.from({ length: workerCount }, () =>
+    startModuleWorker(moduleDirUrl('tools/loadtest'), 'loadtest-worker', init),
+  );
   try {
     await whenReady(workers);
   } catch (err) {
