@@ -23,7 +23,7 @@ WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
 RUN npm ci --ignore-scripts
 COPY tsconfig.json ./
-COPY scripts/build-dist.ts ./scripts/
+COPY scripts/build-dist.ts scripts/ascii-source.ts ./scripts/
 COPY src ./src
 RUN npx tsx scripts/build-dist.ts --force
 
@@ -39,11 +39,13 @@ COPY --from=deps /app/node_modules ./node_modules
 COPY fixtures ./fixtures
 COPY scenarios ./scenarios
 COPY --from=build /app/dist ./dist
+COPY bin ./bin
 RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME ["/data"]
 EXPOSE 8080
 HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-ENTRYPOINT ["node", "dist/cli/main.js"]
+# The launcher sets malloc's environment, then runs node in its place (bin/switchboard).
+ENTRYPOINT ["bin/switchboard"]
 CMD ["serve"]

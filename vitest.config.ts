@@ -58,6 +58,7 @@ const CALL_FREE_PROCESS_TESTS = [
   'test/integration/cli-keys.test.ts',
   'test/integration/cli-usage.test.ts',
   'test/integration/dist-build.test.ts',
+  'test/integration/launcher.test.ts',
   'test/integration/persistence.test.ts',
   'test/integration/recordings-api.test.ts',
 ];

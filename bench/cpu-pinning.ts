@@ -35,5 +35,10 @@ export function cpuPinning(): CpuPinning {
 
 /** The command and arguments that run `args` (node and its arguments) on `cpus`. */
 export function pinnedCommand(cpus: string | undefined, args: string[]): [string, string[]] {
-  return cpus === undefined ? [process.execPath, args] : ['taskset', ['-c', cpus, process.execPath, ...args]];
+  return pinnedProgram(cpus, process.execPath, args);
+}
+
+/** The command and arguments that run `program` with `args` on `cpus`. */
+export function pinnedProgram(cpus: string | undefined, program: string, args: string[]): [string, string[]] {
+  return cpus === undefined ? [program, args] : ['taskset', ['-c', cpus, program, ...args]];
 }

@@ -1,12 +1,12 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CallSummary } from '../src/pipeline/call-metrics.js';
 import { freePort } from '../test/helpers/free-port.js';
-import { pinnedCommand } from './cpu-pinning.js';
+import { pinnedCommand, pinnedProgram } from './cpu-pinning.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 export const BENCH_API_KEY = 'sb_bench_key_0123456789abcdef';
@@ -23,6 +23,23 @@ export interface ServerProcess {
 }
 
 /**
+ * How a checkout's server starts: as operators start it, through its launcher (`bin/switchboard`,
+ * what `npm start` and the image run, which sets malloc's environment), with `nodeArgs` in
+ * NODE_OPTIONS (so only options node allows there); a build from before the launcher, as node on
+ * dist/cli/main.js.
+ */
+function serverCommand(
+  root: string,
+  nodeArgs: string[],
+  cpus: string | undefined,
+): [string, string[], Record<string, string>] {
+  const launcher = join(root, 'bin/switchboard');
+  if (!existsSync(launcher))
+    return [...pinnedCommand(cpus, [...nodeArgs, join(root, 'dist/cli/main.js'), 'serve']), {}];
+  return [...pinnedProgram(cpus, launcher, ['serve']), nodeArgs.length > 0 ? { NODE_OPTIONS: nodeArgs.join(' ') } : {}];
+}
+
+/**
  * `nodeArgs`: options for node itself, e.g. `--cpu-prof` (bench/profile.ts); `cpus`: taskset's CPU
  * list to run the server on (cpu-pinning.ts); `root`: the checkout whose build runs (bench/cost-ab.ts
  * compares two).
@@ -35,11 +52,12 @@ export async function startServerProcess(
 ): Promise<ServerProcess> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'switchboard-bench-'));
-  const [command, args] = pinnedCommand(cpus, [...nodeArgs, join(root, 'dist/cli/main.js'), 'serve']);
+  const [command, args, nodeOptions] = serverCommand(root, nodeArgs, cpus);
   const child = spawn(command, args, {
     cwd: root,
     env: {
       PATH: process.env.PATH ?? '',
+      ...nodeOptions,
       PORT: String(port),
       HOST: '127.0.0.1',
       SWITCHBOARD_PUBLIC_URL: `http://127.0.0.1:${port}`,

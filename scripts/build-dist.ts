@@ -15,6 +15,7 @@ import {
 import { dirname, join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { asciiSource } from './ascii-source.js';
 
 /**
  * Builds `dist/` from `src/` (`npm run build`, and `npm ci`'s `prepare`) so that a process
@@ -202,7 +203,11 @@ async function runEsbuild(root: string, outDir: string): Promise<void> {
   });
   for (const file of result.outputFiles) {
     mkdirSync(dirname(file.path), { recursive: true });
-    writeFileSync(file.path, file.contents);
+    // One byte per character in V8's copy of the source (scripts/ascii-source.ts).
+    writeFileSync(
+      file.path,
+      file.path.endsWith('.js') ? asciiSource(file.text, relative(outDir, file.path)) : file.contents,
+    );
   }
 }
 

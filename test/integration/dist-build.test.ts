@@ -5,6 +5,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readFileSync,
   readdirSync,
   statSync,
   symlinkSync,
@@ -46,7 +47,7 @@ afterAll(() => {
 function copyOfCheckout(): string {
   const dir = mkdtempSync(join(tmpdir(), 'switchboard-build-'));
   dirs.push(dir);
-  for (const entry of ['src', 'package.json', 'tsconfig.json']) {
+  for (const entry of ['src', 'bin', 'package.json', 'tsconfig.json']) {
     cpSync(join(ROOT, entry), join(dir, entry), { recursive: true });
   }
   for (const entry of ['node_modules', 'scripts']) symlinkSync(join(ROOT, entry), join(dir, entry));
@@ -133,6 +134,11 @@ describe('building dist/', () => {
       'dist/ is newer than every source: left as it is (npm run build rebuilds it)',
     ]);
     expect(isDistCurrent(checkout)).toBe(true);
+    // Every module is plain ASCII, so V8 keeps its source at one byte a character (scripts/ascii-source.ts).
+    const notAscii = readdirSync(join(checkout, 'dist'), { recursive: true, encoding: 'utf8' }).filter(
+      (file) => file.endsWith('.js') && /[\u0080-\uffff]/.test(readFileSync(join(checkout, 'dist', file), 'utf8')),
+    );
+    expect(notAscii).toEqual([]);
     const broken = starts.filter((start) => start.code !== 0 || !start.output.startsWith('usage: switchboard serve'));
     expect(broken.map((start) => start.output)).toEqual([]);
     // The CLI did start while the build wrote.

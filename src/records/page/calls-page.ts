@@ -5,7 +5,9 @@
  * reads the calls API with it: recent calls with outcome and latency, and one call's transcript
  * beside a waterfall of each turn (drawn on a canvas), barge-ins marked, the recording playable.
  *
- * The script is plain ES2020 in a String.raw literal: it must not contain backticks or "${".
+ * The script is plain ES2020 in a String.raw literal: it must not contain backticks or "${", and
+ * says any character outside ASCII as a \u escape in a string (the raw literal passes the escape to
+ * the browser): the build keeps every module plain ASCII (scripts/ascii-source.ts).
  */
 
 /** Stage colours of the waterfall (the legend and the tests read them). */
@@ -56,6 +58,7 @@ const SCRIPT = String.raw`
   var KEY = 'switchboard.calls.credential';
   var COLOURS = JSON.parse(document.body.getAttribute('data-colours'));
   var olderCursor = null;
+  var DASH = '\u2013';
 
   function credential() { return sessionStorage.getItem(KEY); }
   function showError(text) { $('error').textContent = text || ''; }
@@ -74,7 +77,7 @@ const SCRIPT = String.raw`
   }
 
   function ms(value) {
-    if (value === null || value === undefined) return '–';
+    if (value === null || value === undefined) return DASH;
     return value >= 10000 ? (value / 1000).toFixed(1) + ' s' : Math.round(value) + ' ms';
   }
   function clock(msValue) {
@@ -103,12 +106,12 @@ const SCRIPT = String.raw`
         tr.setAttribute('data-call', call.id);
         cell(tr, new Date(call.started_at).toLocaleString());
         cell(tr, call.kind);
-        cell(tr, call.from || call.room_name || '–');
-        cell(tr, call.to || '–');
+        cell(tr, call.from || call.room_name || DASH);
+        cell(tr, call.to || DASH);
         cell(tr, call.outcome || call.status, 'outcome ' + (call.outcome || call.status));
-        cell(tr, call.duration_ms === null ? '–' : clock(call.duration_ms));
-        cell(tr, call.counts ? String(call.counts.turns) : '–');
-        cell(tr, call.counts ? String(call.counts.barge_ins) : '–');
+        cell(tr, call.duration_ms === null ? DASH : clock(call.duration_ms));
+        cell(tr, call.counts ? String(call.counts.turns) : DASH);
+        cell(tr, call.counts ? String(call.counts.barge_ins) : DASH);
         cell(tr, ms(call.median_response_ms));
         tr.addEventListener('click', function () { location.hash = 'call=' + call.id; });
         body.appendChild(tr);
@@ -219,14 +222,14 @@ const SCRIPT = String.raw`
     $('transcript').textContent = '';
     $('recording').hidden = true;
     return api('/calls/' + encodeURIComponent(id)).then(function (call) {
-      $('call-title').textContent = (call.from || call.room_name || call.kind) + ' — ' + new Date(call.started_at).toLocaleString();
+      $('call-title').textContent = (call.from || call.room_name || call.kind) + ' \u2014 ' + new Date(call.started_at).toLocaleString();
       $('call-facts').textContent = [
         'outcome: ' + (call.outcome || call.status),
         call.duration_ms === null ? null : 'duration ' + clock(call.duration_ms),
         call.counts ? call.counts.turns + ' turns, ' + call.counts.barge_ins + ' barge-ins' : null,
         'median response ' + ms(call.median_response_ms),
         call.services ? Object.keys(call.services).map(function (k) { return k + ': ' + call.services[k]; }).join(', ') : null,
-      ].filter(Boolean).join(' · ');
+      ].filter(Boolean).join(' \u00b7 ');
       drawWaterfall(call.turns);
       if (call.recording_id) {
         api('/recordings/' + encodeURIComponent(call.recording_id) + '/access-link').then(function (link) {
