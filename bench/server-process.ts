@@ -25,7 +25,7 @@ export interface ServerProcess {
 /**
  * How a checkout's server starts: as operators start it, through its launcher (`bin/switchboard`,
  * what `npm start` and the image run, which sets malloc's environment), with `nodeArgs` in
- * NODE_OPTIONS (so only options node allows there); a build from before the launcher, as node on
+ * SWITCHBOARD_NODE_ARGS; a build from before the launcher, as node on
  * dist/cli/main.js.
  */
 function serverCommand(
@@ -36,7 +36,10 @@ function serverCommand(
   const launcher = join(root, 'bin/switchboard');
   if (!existsSync(launcher))
     return [...pinnedCommand(cpus, [...nodeArgs, join(root, 'dist/cli/main.js'), 'serve']), {}];
-  return [...pinnedProgram(cpus, launcher, ['serve']), nodeArgs.length > 0 ? { NODE_OPTIONS: nodeArgs.join(' ') } : {}];
+  return [
+    ...pinnedProgram(cpus, launcher, ['serve']),
+    nodeArgs.length > 0 ? { SWITCHBOARD_NODE_ARGS: nodeArgs.join(' ') } : {},
+  ];
 }
 
 /**

@@ -71,6 +71,19 @@ describe('bin/switchboard', () => {
     expect(procStrings(child.pid!, 'environ')).toContain('MALLOC_MMAP_THRESHOLD_=131072');
   });
 
+  it('gives node the options in SWITCHBOARD_NODE_ARGS, before the script', { timeout: 60_000 }, async () => {
+    requireBuilt();
+    const child = await startThrough(join(ROOT, 'bin/switchboard'), {
+      SWITCHBOARD_NODE_ARGS: '--stack-trace-limit=7 --max-semi-space-size=4',
+    });
+    expect(procStrings(child.pid!, 'cmdline').slice(0, 4)).toEqual([
+      'node',
+      '--stack-trace-limit=7',
+      '--max-semi-space-size=4',
+      join(ROOT, 'dist/cli/main.js'),
+    ]);
+  });
+
   it("keeps an operator's own threshold", { timeout: 60_000 }, async () => {
     requireBuilt();
     const child = await startThrough(join(ROOT, 'bin/switchboard'), { MALLOC_MMAP_THRESHOLD_: '262144' });
