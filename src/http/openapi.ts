@@ -1,7 +1,4 @@
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
-import type { FastifyInstance, FastifySchema, RouteOptions } from 'fastify';
-import { createJsonSchemaTransform, createJsonSchemaTransformObject } from 'fastify-type-provider-zod';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema, RouteOptions } from 'fastify';
 import { z } from 'zod';
 
 /** Where the API's own routes live; the document's paths are relative to it. */
@@ -24,32 +21,6 @@ export function named<T extends z.ZodType>(app: FastifyInstance, id: string, sch
 }
 
 /**
- * The document names a schema used as input `<id>Input` and as output `<id>`; each of ours is
- * used one way, so it keeps its plain name and the unused twin goes.
- */
-function oneNamePerSchema(document: Record<string, unknown>): Record<string, unknown> {
-  const text = JSON.stringify(document);
-  const uses = (id: string) => text.split(`"#/components/schemas/${id}"`).length - 1;
-  const doc = JSON.parse(text) as { components: { schemas: Record<string, unknown> } };
-  const schemas = doc.components.schemas;
-  const renamed = new Set<string>();
-  for (const inputId of Object.keys(schemas).filter((name) => name.endsWith('Input'))) {
-    const id = inputId.slice(0, -'Input'.length);
-    if (!(id in schemas)) continue;
-    if (uses(inputId) === 0) delete schemas[inputId];
-    else if (uses(id) === 0) {
-      schemas[id] = schemas[inputId];
-      delete schemas[inputId];
-      renamed.add(id);
-    }
-  }
-  const refs = /"#\/components\/schemas\/(\w+)Input"/g;
-  return JSON.parse(
-    JSON.stringify(doc).replace(refs, (ref, id: string) => (renamed.has(id) ? `"#/components/schemas/${id}"` : ref)),
-  );
-}
-
-/**
  * onRoute hook: routes outside /v1 are documented against the server root and need no API key;
  * websocket routes, which the websocket plugin hides, are shown too (their upgrade and close
  * codes are part of the API).
@@ -60,34 +31,40 @@ function placeRoute(route: RouteOptions): void {
   route.schema = { servers: [{ url: '/' }], security: [], ...route.schema } as FastifySchema;
 }
 
+/** Headers of the docs app's answer that belong to its own connection, not to the relayed one. */
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date']);
+
+/** The Swagger UI's routes, relayed to the docs app rather than documented. */
+function isDocsUi(url: string): boolean {
+  return url === '/docs' || url.startsWith('/docs/');
+}
+
 /**
  * /openapi.json and the Swagger UI at /docs, generated from the zod schemas the routes validate
  * with. Register before any route: the document is built from the routes registered after it.
+ * What builds it (@fastify/swagger, the UI and its assets: openapi-docs.ts) loads on the first
+ * request for either, a few hundred ms once, so a server nobody asks for its docs never holds it.
  */
 export async function openApiRoutes(app: FastifyInstance, opts: { version: string }): Promise<void> {
   const schemas: ApiSchemas = z.registry<{ id?: string }>();
   app.decorate('apiSchemas', schemas);
   app.addHook('onRoute', placeRoute);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Switchboard',
-        version: opts.version,
-        description:
-          'Self-hosted voice-bot hosting: bots in rooms and on phone numbers, numbers, pinless dial-in, dial-out and recordings.',
-      },
-      servers: [{ url: API_PREFIX }],
-      security: [{ bearer: [] }],
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
-    },
-    transform: createJsonSchemaTransform({ schemaRegistry: schemas, skipList: [] }),
-    transformObject: (input) =>
-      oneNamePerSchema(
-        createJsonSchemaTransformObject({ schemaRegistry: schemas })(input) as Record<string, unknown>,
-      ) as never,
+  // What @fastify/swagger would have collected: every route but the HEAD twins of GETs.
+  const documented: RouteOptions[] = [];
+  app.addHook('onRoute', (route) => {
+    if (route.method !== 'HEAD' && !isDocsUi(route.url)) documented.push(route);
   });
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  let docsApp: Promise<FastifyInstance> | undefined;
+  const docs = () => {
+    // A build that failed is tried again on the next request, not answered with its error for good.
+    docsApp ??= import('./openapi-docs.js')
+      .then(({ buildDocsApp }) => buildDocsApp(documented, schemas, opts.version))
+      .catch((err: unknown) => {
+        docsApp = undefined;
+        throw err;
+      });
+    return docsApp;
+  };
   app.get(
     '/openapi.json',
     {
@@ -96,6 +73,17 @@ export async function openApiRoutes(app: FastifyInstance, opts: { version: strin
         response: { 200: z.looseObject({ openapi: z.string(), paths: z.record(z.string(), z.unknown()) }) },
       },
     },
-    async () => app.swagger(),
+    async () => (await docs()).swagger(),
   );
+  const relay = async (request: FastifyRequest, reply: FastifyReply) => {
+    // Always a GET: for a HEAD, Fastify sends this route's answer without its body, with its length.
+    const answer = await (await docs()).inject({ method: 'GET', url: request.url, headers: request.headers });
+    reply.code(answer.statusCode);
+    for (const [name, value] of Object.entries(answer.headers)) {
+      if (value !== undefined && !HOP_BY_HOP.has(name)) reply.header(name, value);
+    }
+    return reply.send(answer.rawPayload);
+  };
+  app.get('/docs', { schema: { hide: true } }, relay);
+  app.get('/docs/*', { schema: { hide: true } }, relay);
 }

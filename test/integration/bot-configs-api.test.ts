@@ -438,5 +438,16 @@ describe('operator endpoints', () => {
     const docs = await t.app.inject({ method: 'GET', url: '/docs/' });
     expect(docs.statusCode).toBe(200);
     expect(docs.headers['content-type']).toContain('text/html');
+    // The UI's assets, relayed from the app built on the first request: a HEAD gives the GET's length.
+    const css = await t.app.inject({ method: 'GET', url: '/docs/static/swagger-ui.css' });
+    expect(css.statusCode).toBe(200);
+    expect(css.headers['content-type']).toContain('text/css');
+    const head = await t.app.inject({ method: 'HEAD', url: '/docs/static/swagger-ui.css' });
+    expect({ status: head.statusCode, length: head.headers['content-length'], body: head.body }).toEqual({
+      status: 200,
+      length: String(css.rawPayload.length),
+      body: '',
+    });
+    expect((await t.app.inject({ method: 'GET', url: '/docs/static/nothing.js' })).statusCode).toBe(404);
   });
 });
