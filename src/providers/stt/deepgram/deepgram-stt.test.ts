@@ -344,7 +344,12 @@ describe('Deepgram STT against the emulator', () => {
 
   it('repeats a Finalize that was lost with the socket once it is back', async () => {
     const events = new Events();
-    const stream = await quickStt().open(context(), events.push);
+    // Endpointing longer than the clip's pauses: on a slow machine the emulator could otherwise end
+    // the utterance on its own before the drop, where only the Finalize may.
+    const stream = await new DeepgramStt({
+      ...deepgramSttConfig(settings({ serviceOptions: { base_url: server.url, endpointing: 2000 } })),
+      reconnectBackoffMs: 10,
+    }).open(context(), events.push);
     feed(stream, BIRCH.subarray(0, 1000 * 8));
     await events.waitFor((e) => e.type === 'interim');
     emulator.dropConnections('listen');
