@@ -31,7 +31,7 @@ function placeRoute(route: RouteOptions): void {
   route.schema = { servers: [{ url: '/' }], security: [], ...route.schema } as FastifySchema;
 }
 
-/** Headers of the docs app's answer that belong to its own connection, not to the relayed one. */
+/** Headers of the docs app's answer that are about its own (injected) connection: the server's answer sets its own. */
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'date']);
 
 /** The Swagger UI's routes, relayed to the docs app rather than documented. */
