@@ -74,3 +74,37 @@ export async function startServeProcess(
   });
   return { child, baseUrl, output: () => output };
 }
+
+/** Stops the processes a test started that are still running (`signal`, then waits for each exit), and forgets them. */
+export async function stopProcesses(children: ChildProcess[], signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  for (const child of children.splice(0)) {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill(signal);
+      await once(child, 'exit');
+    }
+  }
+}
+
+/**
+ * The first match of `pattern` in what `child` writes to stdout; rejects, with what it wrote, if it
+ * exits first or after `timeoutMs` (only against a hang).
+ */
+export function untilOutput(child: ChildProcess, pattern: RegExp, timeoutMs = 20_000): Promise<RegExpExecArray> {
+  let output = '';
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms:\n${output}`)), timeoutMs);
+    child.stdout!.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = pattern.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve(match);
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`exited with ${code} before ${pattern}:\n${output}`));
+    });
+  });
+}

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PhoneCall } from '../../src/tools/simulator/phone-call.js';
 import { freePort } from '../helpers/free-port.js';
-import { spawnCli, startServeProcess } from '../helpers/cli-process.js';
+import { spawnCli, startServeProcess, stopProcesses, untilOutput } from '../helpers/cli-process.js';
 import { TEST_KEY, removeDir, sampleConfig, tempDataDir } from '../helpers/test-data.js';
 import { testStoreEnv } from '../helpers/test-store.js';
 
@@ -17,31 +17,14 @@ const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
 afterEach(async () => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      await once(child, 'exit');
-    }
-  }
+  await stopProcesses(children);
   for (const dir of dirs.splice(0)) removeDir(dir);
 });
 
 async function startEmulate(): Promise<string> {
   const child = spawnCli(['emulate', '--port', '0', '--reply', 'We have a table for two at eight.'], {});
   children.push(child);
-  let output = '';
-  return new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`emulate did not start:\n${output}`)), 20_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolve(match[1]);
-      }
-    });
-    child.once('exit', (code) => reject(new Error(`emulate exited with ${code}:\n${output}`)));
-  });
+  return (await untilOutput(child, /listening on (http:\/\/\S+)/))[1]!;
 }
 
 async function api(baseUrl: string, method: string, path: string, body?: unknown) {

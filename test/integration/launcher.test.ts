@@ -1,11 +1,11 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, readFileSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { requireBuilt } from '../helpers/built-cli.js';
+import { stopProcesses, untilOutput } from '../helpers/cli-process.js';
 import { removeDir } from '../helpers/test-data.js';
 
 /**
@@ -19,12 +19,7 @@ const children: ChildProcess[] = [];
 const dirs: string[] = [];
 
 afterEach(async () => {
-  for (const child of children.splice(0)) {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      await once(child, 'exit');
-    }
-  }
+  await stopProcesses(children);
   for (const dir of dirs.splice(0)) removeDir(dir);
 });
 
@@ -35,15 +30,7 @@ async function startThrough(launcher: string, env: Record<string, string> = {}):
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.push(child);
-  let output = '';
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  await new Promise<void>((resolve, reject) => {
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      if (output.includes('vendor emulators listening on')) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`exited with ${code}:\n${output}`)));
-  });
+  await untilOutput(child, /vendor emulators listening on/);
   return child;
 }
 
