@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { decodeMulaw } from '../audio/mulaw.js';
-import { SileroVad } from './silero.js';
+import { SETTLED, SileroVad } from './silero.js';
 import { SileroBatcher, type SileroBatchRunner } from './silero-batcher.js';
 import { networkRunner } from './silero-network.js';
 
@@ -20,14 +20,18 @@ async function feed(vad: SileroVad, pcm: Int16Array): Promise<void> {
 
 describe('batched Silero inference', () => {
   it('gives every call the probabilities it would get alone, while running calls together', async () => {
-    const batcher = new SileroBatcher(networkRunner(8000));
+    // Without runNow, as onnxruntime's runner: windows wait for a turn of the event loop, and those
+    // of the same turn run as one batch.
+    const runner = networkRunner(8000);
+    const batcher = new SileroBatcher({ run: runner.run });
+    expect(batcher.runNow).toBeUndefined();
     const clips = CLIPS.map(pcmOf);
 
-    // Alone: one stream at a time, so every batch holds one window.
+    // Alone: one stream at a time, each window run as it completes (runNow, as calls run them).
     const alone: number[][] = [];
     for (const pcm of clips) {
       const seen: number[] = [];
-      const vad = new SileroVad({ batcher, onWindow: (p) => seen.push(p) });
+      const vad = new SileroVad({ batcher: new SileroBatcher(networkRunner(8000)), onWindow: (p) => seen.push(p) });
       await feed(vad, pcm);
       alone.push(seen);
     }
@@ -46,6 +50,42 @@ describe('batched Silero inference', () => {
     });
     // Speech scores high somewhere, the dishes clip never as high as speech does.
     expect(Math.max(...together[2]!)).toBeGreaterThan(0.9);
+  });
+
+  it('runs a window before the push that completes it returns, on a runner in this thread', async () => {
+    const batcher = new SileroBatcher(networkRunner(8000));
+    const seen: number[] = [];
+    const vad = new SileroVad({ batcher, onWindow: (p) => seen.push(p) });
+    const pcm = pcmOf('A06_birch_canoe');
+    // The first push waits for the batcher (it is handed over a turn later); after that, none does.
+    await vad.push(pcm.subarray(0, 160));
+    for (let at = 160; at + 160 <= pcm.length; at += 160) {
+      const expected = Math.floor((at + 160) / 256);
+      expect(vad.push(pcm.subarray(at, at + 160))).toBe(SETTLED);
+      expect(seen.length).toBe(expected);
+    }
+    expect(batcher.runs).toBe(seen.length);
+    expect(Math.max(...seen)).toBeGreaterThan(0.9);
+  });
+
+  it('rejects the push whose window fails to run now, and runs the next ones', async () => {
+    let fail = true;
+    const runner = networkRunner(8000);
+    const batcher = new SileroBatcher({
+      run: runner.run,
+      runNow(rows, steps, state) {
+        if (fail) throw new Error('no model');
+        return runner.runNow!(rows, steps, state);
+      },
+    });
+    const seen: number[] = [];
+    const vad = new SileroVad({ batcher, onWindow: (p) => seen.push(p) });
+    await vad.push(new Int16Array(160));
+    const pcm = pcmOf('A06_birch_canoe');
+    await expect(vad.push(pcm.subarray(0, 160))).rejects.toThrow('no model');
+    fail = false;
+    for (let at = 160; at + 160 <= 16_000; at += 160) expect(vad.push(pcm.subarray(at, at + 160))).toBe(SETTLED);
+    expect(seen.length).toBeGreaterThan(50);
   });
 
   it('fails every window of a run whose inference fails, and keeps serving afterwards', async () => {

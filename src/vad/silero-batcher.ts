@@ -23,6 +23,12 @@ const MAX_BATCH = 256;
  * the returned promise settles.
  */
 export interface SileroBatchRunner {
+  /**
+   * Runs one stream's `steps` consecutive rows of `rows` (each context + window) at once, in this
+   * thread; `state` ([2, 1, 128]) is read and overwritten with the state after the last step.
+   * Returns the last step's probability. Only a runner that computes in this thread has it.
+   */
+  runNow?(rows: Float32Array, steps: number, state: Float32Array): number;
   run(
     input: Float32Array,
     state: Float32Array,
@@ -113,7 +119,24 @@ export class SileroBatcher {
   constructor(
     private readonly runner: SileroBatchRunner,
     private readonly gatherMs = 0,
-  ) {}
+  ) {
+    const runNow = runner.runNow;
+    this.runNow = runNow
+      ? (rows, steps, state) => {
+          this.runs += steps;
+          this.windows += steps;
+          return runNow.call(runner, rows, steps, state);
+        }
+      : undefined;
+  }
+
+  /**
+   * A stream's windows run at once, with no batch, promise or turn of the event loop around them:
+   * set when the runner computes in this thread (silero-network.ts), where batching saves nothing
+   * (the streams of a batch run one after the other) and the promises, the queue and the copies in
+   * and out of the batch's buffers were most of the VAD's JavaScript (docs/cost-per-call.md).
+   */
+  readonly runNow: ((rows: Float32Array, steps: number, state: Float32Array) => number) | undefined;
 
   /** One window (context + samples, scaled to -1..1) of one stream; `state` is updated in place. */
   infer(input: Float32Array, state: Float32Array): Promise<number> {

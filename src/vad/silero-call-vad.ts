@@ -1,10 +1,11 @@
 import type { CallVadFactory } from './call-vad.js';
+import { SETTLED } from './silero.js';
 import { networkSileroBatcher } from './silero-network.js';
 import { VadStream, type VadStreamEvents } from './vad-stream.js';
 
 /**
  * The call's VAD on Silero: the network runs in the event loop (silero-network.ts), shared by
- * every call, batched with the other calls' windows of the same turn; the recurrent state is the call's.
+ * every call, on each window as the frame that completes it is pushed; the recurrent state is the call's.
  * If inference fails the call goes on without VAD (STT finals still end turns) rather than dying.
  */
 export const createSileroCallVad: CallVadFactory = (params, events, log) => {
@@ -24,7 +25,10 @@ export const createSileroCallVad: CallVadFactory = (params, events, log) => {
   };
   return {
     push(pcm) {
-      if (!failed) stream.push(pcm).catch(onError);
+      if (failed) return;
+      const run = stream.push(pcm);
+      // Most pushes are handled before they return (silero.ts): nothing to catch, no promise made.
+      if (run !== SETTLED) run.catch(onError);
     },
     dispose() {
       stream.dispose();

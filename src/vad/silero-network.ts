@@ -395,6 +395,14 @@ export function networkRunner(
   let output = new Float32Array(0);
   let stateN = new Float32Array(0);
   return {
+    runNow(rows, steps, state) {
+      if (rows.length !== steps * network.rowSamples) {
+        throw new RangeError(`Silero rows of ${rows.length} samples, expected ${steps} of ${network.rowSamples}`);
+      }
+      let probability = 0;
+      for (let step = 0; step < steps; step++) probability = network.run(rows, step * network.rowSamples, state, 0, HIDDEN);
+      return probability;
+    },
     run(input, state, batchSize, rowSamples, steps = 1): Promise<SileroBatchResult> {
       if (rowSamples !== network.rowSamples) {
         return Promise.reject(new RangeError(`Silero window of ${rowSamples} samples, expected ${network.rowSamples}`));

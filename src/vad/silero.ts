@@ -10,7 +10,9 @@
  * its 256 samples out and moves the read position, so the work per window is the same however much
  * is waiting. If the model falls behind by more than the bound (an overloaded server), the oldest
  * audio is dropped (counted in samplesDropped): the VAD stays current, and memory stays bounded.
- * When a window is ready it goes to the process's batcher, which runs the windows of all calls
+ * When a window is ready it runs at once, before push returns, on the network in this thread
+ * (SileroBatcher.runNow); on a runner that needs a turn of the event loop (onnxruntime, the
+ * tests' reference), it goes to the process's batcher, which runs the windows of all calls
  * together.
  *
  * Quiet windows (`isQuiet`: too soft to count as speech whatever the model says, see
@@ -83,6 +85,12 @@ const DEFAULT_MAX_PENDING_MS = 3000;
 
 const INT16_SCALE = 1 / 32768;
 
+/**
+ * What a push returns when its windows have all been handled before it returns: one promise for
+ * every such push, so a caller can tell (`=== SETTLED`) that there is nothing to wait for or catch.
+ */
+export const SETTLED: Promise<void> = Promise.resolve();
+
 export class SileroVad {
   readonly sampleRateHz: SileroSampleRateHz;
   readonly windowSamples: number;
@@ -115,7 +123,9 @@ export class SileroVad {
   private processed = 0;
   private lastProbability = 0;
   /** Serialises model runs so windows are processed in order even if pushes are not awaited. */
-  private queue: Promise<void> = Promise.resolve();
+  private queue: Promise<void> = SETTLED;
+  /** Pushes whose windows wait for, or are in, an asynchronous run. */
+  private inFlight = 0;
   /** Bumped by reset() so that runs queued before a reset do not touch the new stream's state. */
   private generation = 0;
 
@@ -202,9 +212,14 @@ export class SileroVad {
   push(samples: Int16Array): Promise<void> {
     this.append(samples);
     this.fed += samples.length;
-    if (this.pendingLength < this.windowSamples) return this.queue;
+    // On a runner in this thread, with nothing of this stream in flight, the windows run now and
+    // the push returns SETTLED (see SileroBatcher.runNow).
+    const runNow = this.inFlight === 0 ? this.batcher?.runNow : undefined;
+    if (runNow) return this.drainNow(runNow);
+    if (this.pendingLength < this.windowSamples) return this.inFlight === 0 ? SETTLED : this.queue;
     const generation = this.generation;
-    const run = this.queue.then(() => this.drain(generation));
+    this.inFlight++;
+    const run = this.queue.then(() => this.drain(generation)).finally(() => this.inFlight--);
     // A failed run rejects this push only; later pushes still run.
     this.queue = run.catch(() => undefined);
     return run;
@@ -288,6 +303,35 @@ export class SileroVad {
       this.lastProbability = probability;
       this.onWindow?.(probability, window, windowEndSample, ran);
     }
+  }
+
+  /** The windows the samples pushed so far complete, run at once (see push). */
+  private drainNow(runNow: NonNullable<SileroBatcher['runNow']>): Promise<void> {
+    const size = this.windowSamples;
+    const generation = this.generation;
+    try {
+      while (this.pendingLength >= size && generation === this.generation) {
+        const windowEndSample = this.fed - (this.pendingLength - size);
+        const window = this.takeWindow();
+        const ran = !this.isQuiet?.(window);
+        const probability = ran ? this.runWindowNow(window, runNow) : this.skipWindow(window);
+        this.processed++;
+        this.lastProbability = probability;
+        // May reset this stream (a listener that disposes it): the loop then stops.
+        this.onWindow?.(probability, window, windowEndSample, ran);
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return SETTLED;
+  }
+
+  private runWindowNow(window: Int16Array, runNow: NonNullable<SileroBatcher['runNow']>): number {
+    const input = this.fillInput(window);
+    const probability =
+      this.quietRun > 0 ? runNow(...this.replayRows(), this.state) : runNow(input, 1, this.state);
+    input.copyWithin(0, this.windowSamples, input.length);
+    return probability;
   }
 
   /** Writes the model's input row for `window`: the context (the previous window's tail) is already in place. */

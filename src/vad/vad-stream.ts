@@ -14,7 +14,7 @@
 import type { InferenceSession } from 'onnxruntime-node';
 import { loudnessVolume } from '../audio/energy.js';
 import { decodeMulaw } from '../audio/mulaw.js';
-import { SileroVad } from './silero.js';
+import { SETTLED, SileroVad } from './silero.js';
 import { SpeechSuspicion, type SuspicionDecision } from './speech-suspicion.js';
 import type { SileroBatcher } from './silero-batcher.js';
 import { VadAnalyzer, type VadAnalyzerParams, type VadEvent, type VadState } from './vad-analyzer.js';
@@ -100,16 +100,17 @@ export class VadStream {
 
   /**
    * Feeds 8 kHz PCM (normally one 20 ms frame). Events fire, in order, as windows complete; the
-   * returned promise settles after the windows this push completed have been handled.
+   * returned promise settles after the windows this push completed have been handled. On the
+   * network in this thread they are handled before push returns, and it returns SETTLED.
    */
   push(pcm: Int16Array): Promise<void> {
-    if (this.disposed) return Promise.resolve();
+    if (this.disposed) return SETTLED;
     return this.report(this.vad.push(pcm));
   }
 
   /** Feeds 8 kHz mu-law as received from the carrier. */
   pushMulaw(bytes: Uint8Array): Promise<void> {
-    if (this.disposed) return Promise.resolve();
+    if (this.disposed) return SETTLED;
     if (this.mulawScratch.length < bytes.length) this.mulawScratch = new Int16Array(bytes.length);
     // SileroVad copies the samples synchronously, so the scratch buffer can be reused at once.
     return this.report(this.vad.push(decodeMulaw(bytes, this.mulawScratch)));
@@ -123,7 +124,7 @@ export class VadStream {
 
   private report(run: Promise<void>): Promise<void> {
     const onError = this.events.onError;
-    if (!onError) return run;
+    if (!onError || run === SETTLED) return run;
     return run.catch((error: unknown) => {
       if (!this.disposed) onError(error);
     });
