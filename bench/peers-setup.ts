@@ -117,7 +117,12 @@ export async function startPeer(
   const [command, args] = pinnedCommand(cpus, [peer.entry]);
   const child: ChildProcess = spawn(command, args, {
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '', ...peer.env(vendorsUrl, port) },
+    env: {
+      PATH: process.env.PATH ?? '',
+      // Options for node in the sample (a profile: --perf-basic-prof), as --sb-node-args are for ours.
+      ...(process.env.PEER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.PEER_NODE_OPTIONS } : {}),
+      ...peer.env(vendorsUrl, port),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

@@ -32,6 +32,7 @@ import { talkingBotConfig } from './talking-bot.js';
  *   npm run bench:peers -- --call-gpt ../peers/call-gpt --realtime-sample ../peers/speech-assistant \
  *     [--calls 50] [--duration-s 30] [--rounds 2] [--reinstall] [--only sb-s2s,realtime-sample]
  *     [--base <checkout with dist/>] [--sb-node-args "--cpu-prof --cpu-prof-dir=.tmp/prof"]
+ *     [--paired-rounds 2]
  *
  * A sample not given is skipped (its Switchboard counterpart still runs). Each round measures the
  * subjects one after another on the server core (alternating the order between rounds, so drift
@@ -47,10 +48,18 @@ import { talkingBotConfig } from './talking-bot.js';
  * Reply and barge-in latencies are the caller's (simulator) over phases 2 and 3. Ratios are only
  * computed within a round: absolute figures move with the machine's load (printed with each round).
  *
+ * Then CPU side by side (`--paired-rounds`, default 2; 0 skips it): each Switchboard subject and its
+ * sample (and, with --base, each build and the base build) started together on the server core,
+ * warmed up together, and loaded together, each with its own `calls` callers; CPU per talking call
+ * of both over the same window (measurePair). One subject measured minutes after the other sees
+ * another machine (the same build moved by 1.5x between runs on the shared box); two measured at
+ * once see the same one, so this ratio is the CPU verdict. `--rounds 0` runs only this part.
+ *
  * `--base` adds another build of Switchboard (its checkout's dist/) as subjects of their own
  * (`sb-pipeline-base`, `sb-s2s-base`, each beside its sample and this build), so a change is
  * measured against the build before it in the same sitting; `--sb-node-args` are options for node
- * on every Switchboard server (a profile: `--cpu-prof --cpu-prof-dir=<dir>`).
+ * on every Switchboard server (a profile: `--cpu-prof --cpu-prof-dir=<dir>`); PEER_NODE_OPTIONS in
+ * the environment is NODE_OPTIONS for the samples (`--perf-basic-prof`, to profile both with perf).
  */
 
 const { values: args } = parseArgs({
@@ -66,6 +75,8 @@ const { values: args } = parseArgs({
     out: { type: 'string', default: 'bench-peers.json' },
     base: { type: 'string' },
     'sb-node-args': { type: 'string', default: '' },
+    /** Rounds of the side-by-side CPU measurement (each pair's two servers under load at once); 0 skips it. */
+    'paired-rounds': { type: 'string', default: '2' },
   },
 });
 
@@ -342,6 +353,84 @@ async function measure(
   }
 }
 
+interface PairedMeasurement {
+  round: number;
+  subjects: [SubjectName, SubjectName];
+  cpuPerCallPct: [number, number];
+  mainThreadPerCallPct: [number, number];
+  talkingCalls: [number, number];
+  loadAverage: number[];
+  callerClockMaxLagMs: number;
+}
+
+/** CPU time (every thread, and the main thread) and the calls connected, at one moment. */
+function cpuSnapshot(running: Running, notCalls: number) {
+  return {
+    cpu: cpuSeconds(running.pid),
+    main: threadCpuSeconds(running.pid)?.get(String(running.pid)) ?? 0,
+    talking: establishedConnections(running.port) - notCalls,
+  };
+}
+
+/**
+ * Two subjects measured at the same time: both servers on the server core, each with its own
+ * `calls` callers saying the script in a loop, CPU per talking call over the same window. Taken
+ * minutes apart, the same build's figure moves with the machine by more than the goals' margins
+ * (docs/cost-per-call.md); at the same moment, both sides see the same machine. Each server is
+ * started fresh and warmed up with one pass of the script, as in `measure`.
+ */
+async function measurePair(
+  round: number,
+  subjects: [SubjectName, SubjectName],
+  starters: [() => Promise<Running>, () => Promise<Running>],
+  calls: number,
+  durationMs: number,
+  loadCpus: string | undefined,
+): Promise<PairedMeasurement> {
+  const running: Running[] = [];
+  try {
+    for (const start of starters) running.push(await start());
+    await sleep(WARM_UP_SETTLE_MS);
+    await Promise.all(running.map((r) => runCaller(r.wsUrl, calls, 60_000, 'once', loadCpus)));
+    await sleep(WARM_UP_SETTLE_MS);
+    const notCalls = running.map((r) => establishedConnections(r.port));
+    const loads = running.map((r) => runCaller(r.wsUrl, calls, durationMs, 'loop', loadCpus));
+    await sleep(LOAD_WARM_UP_MS);
+    const before = running.map((r, i) => cpuSnapshot(r, notCalls[i]!));
+    const startedAt = performance.now();
+    await sleep(durationMs - LOAD_WARM_UP_MS - 2000);
+    const after = running.map((r, i) => cpuSnapshot(r, notCalls[i]!));
+    const windowSecs = (performance.now() - startedAt) / 1000;
+    const summaries = await Promise.all(loads);
+    const perCall = (i: number, used: number) => {
+      const talking = (before[i]!.talking + after[i]!.talking) / 2;
+      return talking > 0 ? Math.round((used / windowSecs / talking) * 10_000) / 100 : 0;
+    };
+    const pair = <T>(f: (i: number) => T): [T, T] => [f(0), f(1)];
+    return {
+      round,
+      subjects,
+      cpuPerCallPct: pair((i) => perCall(i, after[i]!.cpu - before[i]!.cpu)),
+      mainThreadPerCallPct: pair((i) => perCall(i, after[i]!.main - before[i]!.main)),
+      talkingCalls: pair((i) => (before[i]!.talking + after[i]!.talking) / 2),
+      loadAverage: loadavg().map((v) => Math.round(v * 10) / 10),
+      callerClockMaxLagMs: Math.round(Math.max(...summaries.map((s) => s.generatorClockMaxLagMs))),
+    };
+  } finally {
+    await Promise.all(running.map((r) => r.stop()));
+  }
+}
+
+function describePair(m: PairedMeasurement): string {
+  const [a, b] = m.subjects;
+  const ratio = m.cpuPerCallPct[1] > 0 ? (m.cpuPerCallPct[0] / m.cpuPerCallPct[1]).toFixed(2) : '-';
+  return (
+    `${a} ${m.cpuPerCallPct[0].toFixed(2)} % (main thread ${m.mainThreadPerCallPct[0].toFixed(2)}, ${m.talkingCalls[0]} talking), ` +
+    `${b} ${m.cpuPerCallPct[1].toFixed(2)} % (main thread ${m.mainThreadPerCallPct[1].toFixed(2)}, ${m.talkingCalls[1]} talking): ` +
+    `${ratio}x; callers' clocks up to ${m.callerClockMaxLagMs} ms late; load average ${m.loadAverage.join(' ')}`
+  );
+}
+
 function describe(m: Measurement): string {
   const ms = (v: number | null) => (v === null ? '-' : `${Math.round(v)}`);
   return [
@@ -430,6 +519,8 @@ async function main(): Promise<void> {
   ).filter((s) => starters[s] && (!only || only.includes(s)));
 
   const results: Measurement[] = [];
+  const paired: PairedMeasurement[] = [];
+  const pairedRounds = Number(args['paired-rounds']);
   try {
     for (let round = 1; round <= rounds; round++) {
       // Alternate which of each pair goes first.
@@ -441,13 +532,49 @@ async function main(): Promise<void> {
         process.stdout.write(`${describe(m)}\n`);
       }
     }
+    // Then CPU side by side: each of ours with its sample (and with the base build), both at once.
+    const pairs = [...Object.entries(PEER_OF), ...Object.entries(BASE_OF)] as Array<[SubjectName, SubjectName]>;
+    for (let round = 1; round <= pairedRounds; round++) {
+      for (const [ours, other] of pairs) {
+        if (!order.includes(ours) || !order.includes(other)) continue;
+        // Alternate which server starts (and is warmed) first.
+        const subjects: [SubjectName, SubjectName] = round % 2 === 1 ? [ours, other] : [other, ours];
+        process.stdout.write(`side by side ${round}, ${subjects.join(' and ')}: ${calls} calls each ... `);
+        const m = await measurePair(
+          round,
+          subjects,
+          [starters[subjects[0]]!, starters[subjects[1]]!],
+          calls,
+          durationMs,
+          pinning.load,
+        );
+        const flipped: PairedMeasurement =
+          subjects[0] === ours
+            ? m
+            : {
+                ...m,
+                subjects: [ours, other],
+                cpuPerCallPct: [m.cpuPerCallPct[1], m.cpuPerCallPct[0]],
+                mainThreadPerCallPct: [m.mainThreadPerCallPct[1], m.mainThreadPerCallPct[0]],
+                talkingCalls: [m.talkingCalls[1], m.talkingCalls[0]],
+              };
+        paired.push(flipped);
+        process.stdout.write(`${describePair(flipped)}\n`);
+      }
+    }
   } finally {
     await emulators.stop();
     await callGptEmulators?.stop();
   }
-  process.stdout.write(`\n${ratioTable(results, rounds)}\n`);
-  process.stdout.write(spread(results));
-  writeFileSync(args.out, `${JSON.stringify({ pinning: pinning.describe, calls, durationMs, results }, null, 2)}\n`);
+  if (results.length > 0) {
+    process.stdout.write(`\n${ratioTable(results, rounds)}\n`);
+    process.stdout.write(spread(results));
+  }
+  process.stdout.write(pairedSpread(paired));
+  writeFileSync(
+    args.out,
+    `${JSON.stringify({ pinning: pinning.describe, calls, durationMs, results, paired }, null, 2)}\n`,
+  );
   process.stdout.write(`\nwritten to ${args.out}\n`);
 }
 
@@ -475,6 +602,23 @@ function spread(results: Measurement[]): string {
     };
     lines.push(
       `  ${LABELS[ours]} / ${peer}: CPU per call ${range((m) => m.cpuPerCallPct)}, RSS after warm-up ${range((m) => m.warmRssMb)} (10 s after: ${range((m) => m.settledRssMb)}), reply p50 ${range((m) => m.replyP50Ms)}, barge-in p50 ${range((m) => m.bargeInP50Ms)}`,
+    );
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** Per pair measured side by side, its CPU ratio over the rounds. */
+function pairedSpread(paired: PairedMeasurement[]): string {
+  if (paired.length === 0) return '';
+  const lines = ['\nCPU per talking call side by side (both servers under load at once), ratio per round:'];
+  const keys = [...new Set(paired.map((m) => m.subjects.join(' / ')))];
+  for (const key of keys) {
+    const rows = paired.filter((m) => m.subjects.join(' / ') === key);
+    const ratios = rows.map((m) => (m.cpuPerCallPct[1] > 0 ? m.cpuPerCallPct[0] / m.cpuPerCallPct[1] : Number.NaN));
+    const [ours, other] = rows[0]!.subjects;
+    lines.push(
+      `  ${LABELS[ours]} / ${other}: ${rows.map((m) => `${m.cpuPerCallPct[0].toFixed(2)} / ${m.cpuPerCallPct[1].toFixed(2)} %`).join(', ')}; ` +
+        `${ratios.map((r) => `${r.toFixed(2)}x`).join(', ')}`,
     );
   }
   return `${lines.join('\n')}\n`;

@@ -400,7 +400,8 @@ export function networkRunner(
         throw new RangeError(`Silero rows of ${rows.length} samples, expected ${steps} of ${network.rowSamples}`);
       }
       let probability = 0;
-      for (let step = 0; step < steps; step++) probability = network.run(rows, step * network.rowSamples, state, 0, HIDDEN);
+      for (let step = 0; step < steps; step++)
+        probability = network.run(rows, step * network.rowSamples, state, 0, HIDDEN);
       return probability;
     },
     run(input, state, batchSize, rowSamples, steps = 1): Promise<SileroBatchResult> {

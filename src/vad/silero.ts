@@ -328,8 +328,7 @@ export class SileroVad {
 
   private runWindowNow(window: Int16Array, runNow: NonNullable<SileroBatcher['runNow']>): number {
     const input = this.fillInput(window);
-    const probability =
-      this.quietRun > 0 ? runNow(...this.replayRows(), this.state) : runNow(input, 1, this.state);
+    const probability = this.quietRun > 0 ? runNow(...this.replayRows(), this.state) : runNow(input, 1, this.state);
     input.copyWithin(0, this.windowSamples, input.length);
     return probability;
   }
