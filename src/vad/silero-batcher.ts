@@ -133,8 +133,9 @@ export class SileroBatcher {
   /**
    * A stream's windows run at once, with no batch, promise or turn of the event loop around them:
    * set when the runner computes in this thread (silero-network.ts), where batching saves nothing
-   * (the streams of a batch run one after the other) and the promises, the queue and the copies in
-   * and out of the batch's buffers were most of the VAD's JavaScript (docs/cost-per-call.md).
+   * (the streams of a batch run one after the other), while the promises, the queue and the copies
+   * in and out of the batch's buffers cost the pipeline 4-5 % of its CPU per call
+   * (docs/cost-per-call.md, "A window at once").
    */
   readonly runNow: ((rows: Float32Array, steps: number, state: Float32Array) => number) | undefined;
 
