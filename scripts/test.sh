@@ -46,4 +46,7 @@ if [ "$typed" -ne 0 ]; then
 fi
 [ "$calls" -eq 0 ] || exit "$calls"
 [ "$quieted" -eq 0 ] || exit "$quieted"
-exit "$processes"
+[ "$processes" -eq 0 ] || exit "$processes"
+
+# Last, with nothing else running: the tests that judge audio played in real time in a browser.
+npx vitest run --project processes-alone --maxWorkers=1
