@@ -386,10 +386,14 @@ async function measurePair(
   calls: number,
   durationMs: number,
   loadCpus: string | undefined,
+  /** Start (and so warm) the second subject first: rounds alternate it. */
+  secondFirst: boolean,
 ): Promise<PairedMeasurement> {
   const running: Running[] = [];
   try {
-    for (const start of starters) running.push(await start());
+    const first = secondFirst ? 1 : 0;
+    running[first] = await starters[first]!();
+    running[1 - first] = await starters[1 - first]!();
     await sleep(WARM_UP_SETTLE_MS);
     await Promise.all(running.map((r) => runCaller(r.wsUrl, calls, 60_000, 'once', loadCpus)));
     await sleep(WARM_UP_SETTLE_MS);
@@ -537,29 +541,18 @@ async function main(): Promise<void> {
     for (let round = 1; round <= pairedRounds; round++) {
       for (const [ours, other] of pairs) {
         if (!order.includes(ours) || !order.includes(other)) continue;
-        // Alternate which server starts (and is warmed) first.
-        const subjects: [SubjectName, SubjectName] = round % 2 === 1 ? [ours, other] : [other, ours];
-        process.stdout.write(`side by side ${round}, ${subjects.join(' and ')}: ${calls} calls each ... `);
+        process.stdout.write(`side by side ${round}, ${ours} and ${other}: ${calls} calls each ... `);
         const m = await measurePair(
           round,
-          subjects,
-          [starters[subjects[0]]!, starters[subjects[1]]!],
+          [ours, other],
+          [starters[ours]!, starters[other]!],
           calls,
           durationMs,
           pinning.load,
+          round % 2 === 0,
         );
-        const flipped: PairedMeasurement =
-          subjects[0] === ours
-            ? m
-            : {
-                ...m,
-                subjects: [ours, other],
-                cpuPerCallPct: [m.cpuPerCallPct[1], m.cpuPerCallPct[0]],
-                mainThreadPerCallPct: [m.mainThreadPerCallPct[1], m.mainThreadPerCallPct[0]],
-                talkingCalls: [m.talkingCalls[1], m.talkingCalls[0]],
-              };
-        paired.push(flipped);
-        process.stdout.write(`${describePair(flipped)}\n`);
+        paired.push(m);
+        process.stdout.write(`${describePair(m)}\n`);
       }
     }
   } finally {

@@ -57,9 +57,7 @@ describe('batched Silero inference', () => {
     const seen: number[] = [];
     const vad = new SileroVad({ batcher, onWindow: (p) => seen.push(p) });
     const pcm = pcmOf('A06_birch_canoe');
-    // The first push waits for the batcher (it is handed over a turn later); after that, none does.
-    await vad.push(pcm.subarray(0, 160));
-    for (let at = 160; at + 160 <= pcm.length; at += 160) {
+    for (let at = 0; at + 160 <= pcm.length; at += 160) {
       const expected = Math.floor((at + 160) / 256);
       expect(vad.push(pcm.subarray(at, at + 160))).toBe(SETTLED);
       expect(seen.length).toBe(expected);

@@ -96,7 +96,7 @@ export class SileroVad {
   readonly windowSamples: number;
   readonly contextSamples: number;
 
-  /** Set once the session promise settles; until then runs wait on `batcherReady`. */
+  /** The batcher given, or once the session promise settles; until then runs wait on `batcherReady`. */
   private batcher: SileroBatcher | null = null;
   private readonly batcherReady: Promise<SileroBatcher>;
   private readonly onWindow: SileroWindowListener | undefined;
@@ -145,6 +145,8 @@ export class SileroVad {
     const geometry = SILERO_GEOMETRY[sampleRateHz];
     if (!geometry) throw new RangeError(`Silero VAD supports 8000 or 16000 Hz, got ${sampleRateHz}`);
     const { batcher, session } = options;
+    // Given, it is there for the first push (which then runs at once on a runner in this thread).
+    this.batcher = batcher ?? null;
     this.batcherReady = batcher
       ? Promise.resolve(batcher)
       : session
@@ -299,9 +301,7 @@ export class SileroVad {
       const ran = !this.isQuiet?.(window);
       const probability = ran ? await this.runWindow(window, generation) : this.skipWindow(window);
       if (generation !== this.generation) return;
-      this.processed++;
-      this.lastProbability = probability;
-      this.onWindow?.(probability, window, windowEndSample, ran);
+      this.report(probability, window, windowEndSample, ran);
     }
   }
 
@@ -315,15 +315,19 @@ export class SileroVad {
         const window = this.takeWindow();
         const ran = !this.isQuiet?.(window);
         const probability = ran ? this.runWindowNow(window, runNow) : this.skipWindow(window);
-        this.processed++;
-        this.lastProbability = probability;
         // May reset this stream (a listener that disposes it): the loop then stops.
-        this.onWindow?.(probability, window, windowEndSample, ran);
+        this.report(probability, window, windowEndSample, ran);
       }
     } catch (error) {
       return Promise.reject(error);
     }
     return SETTLED;
+  }
+
+  private report(probability: number, window: Int16Array, windowEndSample: number, ran: boolean): void {
+    this.processed++;
+    this.lastProbability = probability;
+    this.onWindow?.(probability, window, windowEndSample, ran);
   }
 
   private runWindowNow(window: Int16Array, runNow: NonNullable<SileroBatcher['runNow']>): number {
