@@ -136,8 +136,8 @@ export async function measureCapacity(options: {
     ),
     lateTicks: ticks - onTime,
     ticks,
-    // Two decimals: an A/B of two builds (cost-ab.ts) differs in tenths of a percent.
-    cpuPerCallPct: Math.round((delta('process_cpu_seconds_total') / windowSecs / options.calls) * 10_000) / 100,
+    // Three decimals: an A/B of two builds (cost-ab.ts) differs by a few hundredths of a percent.
+    cpuPerCallPct: Math.round((delta('process_cpu_seconds_total') / windowSecs / options.calls) * 100_000) / 1000,
     ...byThread(threadsBefore, threadsAfter, options.serverPid, windowSecs, options.calls),
     minorGcs: delta('nodejs_gc_duration_seconds_count{kind="minor"}'),
     gcPct: round(

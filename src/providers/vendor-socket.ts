@@ -20,7 +20,19 @@ export function openVendorSocket(url: string, options: VendorSocketOptions): Web
     handshakeTimeout: options.timeoutMs,
     perMessageDeflate: false,
     lookup: options.lookup,
+    generateMask: zeroMask,
   });
+}
+
+/**
+ * Every frame a client sends is masked (RFC 6455 5.3), and with a random key ws copies each
+ * message into a new buffer to mask it. The key is there for proxies that a script in a browser
+ * could fool with bytes of its choosing; these sockets carry JSON and audio the server builds,
+ * from the server to a vendor, over TLS in production. With a key of zeros (a valid key: the
+ * vendor unmasks as always) ws writes the message as it is.
+ */
+function zeroMask(mask: Buffer): void {
+  mask.fill(0);
 }
 
 /** A frame as text (vendors send JSON in text frames, and some in binary ones). */

@@ -2,7 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { MAX_AUDIO_MS_PER_MESSAGE } from '../audio/audio-rate-limit.js';
 import {
   MAX_MEDIA_PAYLOAD_CHARS,
+  isWellFormedMark,
   isWellFormedMedia,
+  markMessage,
   mediaMessage,
   outboundMedia,
   outboundMessage,
@@ -48,6 +50,42 @@ describe('isWellFormedMedia', () => {
       expect({ message, ok: isWellFormedMedia(message) }).toEqual({
         message,
         ok: mediaMessage.safeParse(message).success,
+      });
+    }
+  });
+});
+
+const goodMark = { event: 'mark', sequenceNumber: '4', streamSid: 'MZ1', mark: { name: 'g3-m12' } };
+
+/** Messages on both sides of every rule of markMessage. */
+const markCases: unknown[] = [
+  goodMark,
+  { event: 'mark', mark: { name: '' } },
+  { event: 'mark', mark: { name: 'x' }, extra: 1 },
+  { ...goodMark, mark: { name: 'x'.repeat(256) } },
+  { ...goodMark, mark: { name: 'x'.repeat(257) } },
+  { ...goodMark, mark: { name: 7 } },
+  { ...goodMark, mark: {} },
+  { ...goodMark, mark: null },
+  { ...goodMark, mark: ['m'] },
+  { ...goodMark, mark: 'm' },
+  { ...goodMark, sequenceNumber: 4 },
+  { ...goodMark, sequenceNumber: 'x'.repeat(21) },
+  { ...goodMark, streamSid: 'x'.repeat(129) },
+  { ...goodMark, streamSid: null },
+  { ...goodMark, event: 'media' },
+  { event: 'mark' },
+  null,
+  [goodMark],
+  'mark',
+];
+
+describe('isWellFormedMark', () => {
+  it('accepts exactly what the markMessage schema accepts', () => {
+    for (const message of markCases) {
+      expect({ message, ok: isWellFormedMark(message) }).toEqual({
+        message,
+        ok: markMessage.safeParse(message).success,
       });
     }
   });

@@ -94,3 +94,43 @@ describe('TwilioTransport writes', () => {
     expect(Buffer.from(JSON.parse(received[1]!).media.payload, 'base64')).toEqual(Buffer.alloc(160, 0xfe));
   });
 });
+
+describe('TwilioTransport reads', () => {
+  it("lends each frame's bytes as Buffer.from decodes them, in one buffer, and hands marks over", async () => {
+    const { server, client } = await connectedPair();
+    const transport = new TwilioTransport(server, pino({ level: 'silent' }));
+    const frames: Array<{ copy: Buffer; lent: Uint8Array }> = [];
+    const marks: string[] = [];
+    transport.attach({
+      onStart() {},
+      onAudio(mulaw) {
+        frames.push({ copy: Buffer.from(mulaw), lent: mulaw });
+      },
+      onDtmf() {},
+      onMark(name) {
+        marks.push(name);
+      },
+      onEnd() {},
+    });
+    const sid = 'MZ00000000000000000000000000000000';
+    client.send(JSON.stringify({ event: 'start', streamSid: sid, start: { streamSid: sid, callSid: 'CA1' } }));
+    const payloads = [
+      Buffer.alloc(160, 0x11).toString('base64'),
+      // Longer than a frame (the buffer grows), then odd ones: stray characters, padding mid-way.
+      Buffer.alloc(480, 0x22).toString('base64'),
+      `${Buffer.alloc(159, 0x33).toString('base64')}\n`,
+      'QUJD==QUJD',
+      '',
+      Buffer.alloc(160, 0x44).toString('base64'),
+    ];
+    for (const payload of payloads) client.send(JSON.stringify({ event: 'media', streamSid: sid, media: { payload } }));
+    client.send(JSON.stringify({ event: 'mark', streamSid: sid, mark: { name: 'g1-m5' } }));
+    client.send(JSON.stringify({ event: 'mark', streamSid: sid, mark: { name: 7 } }));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(frames.map((f) => f.copy)).toEqual(payloads.map((p) => Buffer.from(p, 'base64')));
+    expect(marks).toEqual(['g1-m5']);
+    // Lent, not given: the first frame's bytes were overwritten by the later ones.
+    expect(Buffer.from(frames[5]!.lent)).toEqual(Buffer.alloc(160, 0x44));
+    expect(frames[5]!.lent.buffer).toBe(frames[2]!.lent.buffer);
+  });
+});

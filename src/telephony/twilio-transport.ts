@@ -10,12 +10,14 @@ import {
   type PeerRefusal,
 } from '../audio/audio-rate-limit.js';
 import { ByteLog } from '../audio/byte-log.js';
+import { MULAW_FRAME_BYTES } from '../audio/frames.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import {
   INBOUND_EVENTS,
   type InboundMessage,
   inboundMessage,
   outboundClear,
+  isWellFormedMark,
   isWellFormedMedia,
   MAX_MEDIA_PAYLOAD_CHARS,
   OUTBOUND_MEDIA_SUFFIX,
@@ -75,6 +77,13 @@ export class TwilioTransport implements CallTransport {
    * is only lent for the call that hands it over (call-transport.ts). The buffer is the call's.
    */
   private readonly pendingMedia = new ByteLog(PENDING_MEDIA_BYTES);
+  /**
+   * The caller's frame, decoded from base64 into the same bytes every time and lent to the handler
+   * (CallTransportHandler.onAudio): no Buffer per frame. Its own memory, not a slice of Node's
+   * shared pool, since it lives as long as the call. `inboundFrame` is the view last lent.
+   */
+  private inbound = Buffer.allocUnsafeSlow(MULAW_FRAME_BYTES);
+  private inboundFrame = this.inbound;
   private readonly endListeners: Array<() => void> = [];
 
   /**
@@ -223,10 +232,15 @@ export class TwilioTransport implements CallTransport {
       this.close(CLOSE.messageTooBig, `media payload over ${MAX_AUDIO_MS_PER_MESSAGE} ms of audio`);
       return;
     }
-    // Media is 50 messages a second per call: checked by hand; anything else, or a media message
-    // that fails the check, goes through the schema (which also words the error).
+    // Media (50 messages a second per call) and marks (10) are checked by hand; anything else, or
+    // one that fails the check, goes through the schema (which also words the error).
     if (event === 'media' && isWellFormedMedia(json)) {
       if (!this.admitAudio(json.media.payload)) return;
+      if (this.handler) this.dispatch(json);
+      else if (this.early.length < this.limits.maxEarlyMessages) this.early.push(json);
+      return;
+    }
+    if (event === 'mark' && isWellFormedMark(json)) {
       if (this.handler) this.dispatch(json);
       else if (this.early.length < this.limits.maxEarlyMessages) this.early.push(json);
       return;
@@ -263,7 +277,7 @@ export class TwilioTransport implements CallTransport {
         this.stats.mediaIn += 1;
         const timestampMs = message.media.timestamp === undefined ? Number.NaN : Number(message.media.timestamp);
         handler.onAudio(
-          Buffer.from(message.media.payload, 'base64'),
+          this.decodeFrame(message.media.payload),
           Number.isFinite(timestampMs) ? timestampMs : undefined,
         );
         return;
@@ -278,6 +292,18 @@ export class TwilioTransport implements CallTransport {
         this.close(CLOSE.normal, 'carrier stopped the stream');
         return;
     }
+  }
+
+  /** The payload's bytes, in `inbound` (grown if a carrier sends longer frames), lent until the next frame. */
+  private decodeFrame(payloadBase64: string): Buffer {
+    // An upper bound whatever the padding or stray characters: 3 bytes for every 4 characters.
+    const maxBytes = Math.ceil((payloadBase64.length * 3) / 4);
+    if (this.inbound.length < maxBytes) this.inbound = Buffer.allocUnsafeSlow(maxBytes);
+    // Decodes as Buffer.from does (characters outside base64 are skipped), so it may write fewer.
+    const bytes = this.inbound.write(payloadBase64, 'base64');
+    if (this.inboundFrame.buffer !== this.inbound.buffer || this.inboundFrame.length !== bytes)
+      this.inboundFrame = this.inbound.subarray(0, bytes);
+    return this.inboundFrame;
   }
 
   private malformed(why: string): void {
