@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loudnessVolume } from '../audio/energy.js';
 import { decodeMulaw } from '../audio/mulaw.js';
-import { QUIET_REPLAY_WINDOWS } from './silero.js';
+import { QUIET_REPLAY_WINDOWS, SileroVad } from './silero.js';
 import { SileroBatcher } from './silero-batcher.js';
 import { SILERO_STATE_SIZE } from './silero-model.js';
 import { networkRunner, networkSileroBatcher } from './silero-network.js';
@@ -172,5 +172,50 @@ describe('quiet windows are not run through the model', () => {
     expect(shiftMs).toBeLessThanOrEqual(0);
     // About half of these windows are the 3 s silences; most of those are not run.
     expect(ran / windows).toBeLessThan(0.75);
+  });
+});
+
+describe('the rows a run after quiet windows replays', () => {
+  it('are each window after the tail of the one before it, as if every window had been run, and the state starts afresh after a long stretch', () => {
+    // A runner that records what it is given; a window is "loud" when its first sample is odd.
+    const rowSamples = 32 + WINDOW_SAMPLES;
+    const calls: Array<{ rows: Float32Array; stateIn: number }> = [];
+    const runner = {
+      runNow(rows: Float32Array, steps: number, state: Float32Array): number {
+        calls.push({ rows: rows.slice(0, steps * rowSamples), stateIn: state[0]! });
+        state.fill(calls.length);
+        return 0.5;
+      },
+      run: () => Promise.reject(new Error('not used')),
+    };
+    // Quiet stretches (in windows) each followed by one loud window.
+    const stretches = [0, 3, QUIET_REPLAY_WINDOWS, QUIET_REPLAY_WINDOWS + 1, QUIET_REPLAY_WINDOWS + 9, 1];
+    const windows: Int16Array[] = [];
+    let sample = 0;
+    const next = () => (sample = (sample + 2) % 30000);
+    for (const quiet of stretches) {
+      for (let w = 0; w < quiet; w++) windows.push(Int16Array.from({ length: WINDOW_SAMPLES }, next));
+      windows.push(Int16Array.from({ length: WINDOW_SAMPLES }, (_, i) => next() + (i === 0 ? 1 : 0)));
+    }
+    const stream = join(...windows);
+    const vad = new SileroVad({ batcher: new SileroBatcher(runner), isQuiet: (window) => window[0]! % 2 === 0 });
+    for (let at = 0; at < stream.length; at += 160) vad.push(stream.subarray(at, at + 160));
+
+    // Window w's row: the last 32 samples of window w - 1 (zeros for the first), then its own.
+    const row = (w: number) =>
+      Float32Array.from({ length: rowSamples }, (_, i) =>
+        i < 32 ? (w === 0 ? 0 : windows[w - 1]![WINDOW_SAMPLES - 32 + i]! / 32768) : windows[w]![i - 32]! / 32768,
+      );
+    expect(calls).toHaveLength(stretches.length);
+    let loud = -1;
+    stretches.forEach((quiet, i) => {
+      loud += quiet + 1;
+      const replayed = Math.min(quiet, QUIET_REPLAY_WINDOWS);
+      const want = new Float32Array((replayed + 1) * rowSamples);
+      for (let k = 0; k <= replayed; k++) want.set(row(loud - replayed + k), k * rowSamples);
+      expect(calls[i]!.rows).toEqual(want);
+      // After a stretch longer than the replay the state is begun afresh; else it is the last run's.
+      expect(calls[i]!.stateIn).toBe(quiet > QUIET_REPLAY_WINDOWS ? 0 : i);
+    });
   });
 });

@@ -101,8 +101,15 @@ export class SileroVad {
   private readonly batcherReady: Promise<SileroBatcher>;
   private readonly onWindow: SileroWindowListener | undefined;
   private readonly isQuiet: ((window: Int16Array) => boolean) | undefined;
-  /** Rows (context + window) of the latest quiet windows not run, a ring of QUIET_REPLAY_WINDOWS. */
-  private quietRows: Float32Array | undefined;
+  /**
+   * Every window is taken out of the pending ring into the next slot of this ring, the slot of
+   * quiet window `quietRun`: a quiet window is then kept as it came (16-bit samples, no row built),
+   * and when a window is run, the quiet ones before it are made into the model's rows then
+   * (replayRows), each with its context, the tail of the window before it. Slots for the windows
+   * replayed, the one before them and the one being run. `slots` are views of it, one per window.
+   */
+  private readonly quietWindows: Int16Array;
+  private readonly slots: Int16Array[];
   /** Quiet windows skipped since the last run (may exceed the ring: only the newest are kept). */
   private quietRun = 0;
   private skipped = 0;
@@ -116,8 +123,6 @@ export class SileroVad {
   private pendingLength = 0;
   /** The ring grows (doubling) up to this, then the oldest samples are dropped. */
   readonly maxPendingSamples: number;
-  /** The window being run, copied out of the ring. */
-  private readonly window: Int16Array;
   private dropped = 0;
   private fed = 0;
   private processed = 0;
@@ -165,7 +170,10 @@ export class SileroVad {
     this.onWindow = options.onWindow;
     this.isQuiet = options.isQuiet;
     this.input = new Float32Array(geometry.contextSamples + geometry.windowSamples);
-    this.window = new Int16Array(geometry.windowSamples);
+    this.quietWindows = new Int16Array((QUIET_REPLAY_WINDOWS + 2) * geometry.windowSamples);
+    this.slots = Array.from({ length: QUIET_REPLAY_WINDOWS + 2 }, (_, slot) =>
+      this.quietWindows.subarray(slot * geometry.windowSamples, (slot + 1) * geometry.windowSamples),
+    );
     const maxPendingMs = options.maxPendingMs ?? DEFAULT_MAX_PENDING_MS;
     this.maxPendingSamples = Math.max(geometry.windowSamples, Math.round((maxPendingMs * sampleRateHz) / 1000));
     this.pending = new Int16Array(Math.min(geometry.windowSamples * 4, this.maxPendingSamples));
@@ -257,8 +265,11 @@ export class SileroVad {
     const capacity = this.pending.length;
     const writeAt = (this.pendingStart + this.pendingLength) % capacity;
     const first = Math.min(input.length, capacity - writeAt);
-    this.pending.set(input.subarray(0, first), writeAt);
-    if (first < input.length) this.pending.set(input.subarray(first), 0);
+    if (first === input.length) this.pending.set(input, writeAt);
+    else {
+      this.pending.set(input.subarray(0, first), writeAt);
+      this.pending.set(input.subarray(first), 0);
+    }
     this.pendingLength = required;
   }
 
@@ -278,16 +289,21 @@ export class SileroVad {
     this.pendingStart = 0;
   }
 
-  /** Copies the oldest window out of the ring into `window` and moves past it. */
+  /** Copies the oldest window out of the pending ring into the next quiet slot (see quietWindows) and moves past it. */
   private takeWindow(): Int16Array {
     const size = this.windowSamples;
-    const capacity = this.pending.length;
-    const first = Math.min(size, capacity - this.pendingStart);
-    this.window.set(this.pending.subarray(this.pendingStart, this.pendingStart + first), 0);
-    if (first < size) this.window.set(this.pending.subarray(0, size - first), first);
-    this.pendingStart = (this.pendingStart + size) % capacity;
+    const pending = this.pending;
+    const capacity = pending.length;
+    const window = this.slots[this.quietRun % this.slots.length]!;
+    // By hand rather than set(): no view of the ring to make for each window.
+    let from = this.pendingStart;
+    for (let i = 0; i < size; i++) {
+      window[i] = pending[from]!;
+      from = from + 1 === capacity ? 0 : from + 1;
+    }
+    this.pendingStart = from;
     this.pendingLength -= size;
-    return this.window;
+    return window;
   }
 
   private async drain(generation: number): Promise<void> {
@@ -299,7 +315,7 @@ export class SileroVad {
       // the window is in flight is never this one. Windows of a stream run one at a time.
       const window = this.takeWindow();
       const ran = !this.isQuiet?.(window);
-      const probability = ran ? await this.runWindow(window, generation) : this.skipWindow(window);
+      const probability = ran ? await this.runWindow(window, generation) : this.skipWindow();
       if (generation !== this.generation) return;
       this.report(probability, window, windowEndSample, ran);
     }
@@ -314,7 +330,7 @@ export class SileroVad {
         const windowEndSample = this.fed - (this.pendingLength - size);
         const window = this.takeWindow();
         const ran = !this.isQuiet?.(window);
-        const probability = ran ? this.runWindowNow(window, runNow) : this.skipWindow(window);
+        const probability = ran ? this.runWindowNow(window, runNow) : this.skipWindow();
         // May reset this stream (a listener that disposes it): the loop then stops.
         this.report(probability, window, windowEndSample, ran);
       }
@@ -337,7 +353,10 @@ export class SileroVad {
     return probability;
   }
 
-  /** Writes the model's input row for `window`: the context (the previous window's tail) is already in place. */
+  /**
+   * Writes the model's input row for `window` after its context, the tail of the last window run
+   * (in place since that run). After quiet windows, replayRows gives the row its own context.
+   */
   private fillInput(window: Int16Array): Float32Array {
     const input = this.input;
     const context = this.contextSamples;
@@ -345,31 +364,36 @@ export class SileroVad {
     return input;
   }
 
-  /** Keeps a quiet window's row for replay instead of running it; its probability is reported as 0. */
-  private skipWindow(window: Int16Array): number {
-    const input = this.fillInput(window);
-    const rowSamples = input.length;
-    this.quietRows ??= new Float32Array(QUIET_REPLAY_WINDOWS * rowSamples);
-    this.quietRows.set(input, (this.quietRun % QUIET_REPLAY_WINDOWS) * rowSamples);
+  /** A quiet window is not run: it stays in its slot for replay; its probability is reported as 0. */
+  private skipWindow(): number {
     this.quietRun++;
     this.skipped++;
-    input.copyWithin(0, this.windowSamples, input.length);
     return 0;
   }
 
-  /** The quiet rows to replay (oldest first) followed by the current input row, and their count. */
+  /**
+   * The quiet windows to replay (oldest first) as rows, each after the tail of the window before
+   * it (the first one's, when it followed a run, is the input's context), then the current input
+   * row after the last quiet window's tail; and their count.
+   */
   private replayRows(): [Float32Array, number] {
     const input = this.input;
     const rowSamples = input.length;
+    const context = this.contextSamples;
     const replayed = Math.min(this.quietRun, QUIET_REPLAY_WINDOWS);
+    const first = this.quietRun - replayed;
     // A quiet stretch longer than the replay: the state is begun afresh on its last second.
     if (this.quietRun > QUIET_REPLAY_WINDOWS) this.state.fill(0);
     const rows = new Float32Array((replayed + 1) * rowSamples);
     for (let i = 0; i < replayed; i++) {
-      const slot = (this.quietRun - replayed + i) % QUIET_REPLAY_WINDOWS;
-      rows.set(this.quietRows!.subarray(slot * rowSamples, (slot + 1) * rowSamples), i * rowSamples);
+      const at = i * rowSamples;
+      if (first + i === 0) rows.set(input.subarray(0, context), at);
+      else writeRow(rows, at, this.slots[(first + i - 1) % this.slots.length]!, context);
+      const window = this.slots[(first + i) % this.slots.length]!;
+      for (let j = 0; j < window.length; j++) rows[at + context + j] = window[j]! * INT16_SCALE;
     }
     rows.set(input, replayed * rowSamples);
+    writeRow(rows, replayed * rowSamples, this.slots[(this.quietRun - 1) % this.slots.length]!, context);
     this.quietRun = 0;
     return [rows, replayed + 1];
   }
@@ -396,4 +420,10 @@ export class SileroVad {
     input.copyWithin(0, size, context + size);
     return probability;
   }
+}
+
+/** Writes the last `count` samples of `window`, scaled to -1..1, at `at` in `row`: a row's context. */
+function writeRow(row: Float32Array, at: number, window: Int16Array, count: number): void {
+  const from = window.length - count;
+  for (let i = 0; i < count; i++) row[at + i] = window[from + i]! * INT16_SCALE;
 }
