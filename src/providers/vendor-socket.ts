@@ -1,5 +1,6 @@
+import type { ClientRequestArgs } from 'node:http';
 import type { LookupFunction } from 'node:net';
-import WebSocket, { type RawData } from 'ws';
+import WebSocket, { type ClientOptions, type RawData } from 'ws';
 
 export interface VendorSocketOptions {
   headers?: Record<string, string>;
@@ -15,24 +16,34 @@ export interface VendorSocketOptions {
  * Pair with handshakeRefusal and handshakeError (vendor-errors.ts) for its failures.
  */
 export function openVendorSocket(url: string, options: VendorSocketOptions): WebSocket {
-  return new WebSocket(url, {
+  return new WebSocket(url, vendorSocketOptions(url, options));
+}
+
+/** What openVendorSocket gives ws for `url`. */
+export function vendorSocketOptions(url: string, options: VendorSocketOptions): ClientOptions & ClientRequestArgs {
+  return {
     headers: options.headers,
     handshakeTimeout: options.timeoutMs,
     perMessageDeflate: false,
     lookup: options.lookup,
-    generateMask: zeroMask,
-  });
+    ...(isTls(url) ? { generateMask: zeroMask } : {}),
+  };
 }
 
 /**
  * Every frame a client sends is masked (RFC 6455 5.3), and with a random key ws copies each
- * message into a new buffer to mask it. The key is there for proxies that a script in a browser
- * could fool with bytes of its choosing; these sockets carry JSON and audio the server builds,
- * from the server to a vendor, over TLS in production. With a key of zeros (a valid key: the
- * vendor unmasks as always) ws writes the message as it is.
+ * message into a new buffer to mask it. The key's unpredictability protects proxies on the path
+ * from bytes an attacker chose (here, the caller's audio); inside TLS no proxy sees the frames,
+ * so over `wss:` (every hosted vendor) the key is zeros, a valid key that the vendor unmasks as
+ * always, and ws writes the message as it is. A plain `ws:` URL (a bot's own base_url) keeps
+ * random keys.
  */
 function zeroMask(mask: Buffer): void {
   mask.fill(0);
+}
+
+function isTls(url: string): boolean {
+  return /^wss:/i.test(url);
 }
 
 /** A frame as text (vendors send JSON in text frames, and some in binary ones). */
