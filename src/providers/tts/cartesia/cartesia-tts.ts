@@ -8,6 +8,7 @@ import {
   type GenerationRequest,
   type OutputFormat,
   SERVER_MESSAGE_TYPES,
+  isWellFormedChunk,
   serverEnvelope,
   serverMessage,
 } from './cartesia-messages.js';
@@ -96,6 +97,7 @@ export class CartesiaTts implements TtsProvider {
 }
 
 function parseCartesiaFrame(json: unknown, log: Logger): ParsedFrame<CartesiaServerMessage> | undefined {
+  if (isWellFormedChunk(json)) return { contextId: json.context_id, message: json, connectionError: undefined };
   const envelope = serverEnvelope.safeParse(json);
   if (!envelope.success || !SERVER_MESSAGE_TYPES.has(envelope.data.type)) {
     log.debug({ provider: PROVIDER, type: envelope.data?.type }, 'skipped a message of unknown type');
