@@ -33,10 +33,10 @@ export function vendorSocketOptions(url: string, options: VendorSocketOptions): 
 /**
  * Every frame a client sends is masked (RFC 6455 5.3), and with a random key ws copies each
  * message into a new buffer to mask it. The key's unpredictability protects proxies on the path
- * from bytes an attacker chose (here, the caller's audio); inside TLS no proxy sees the frames,
- * so over `wss:` (every hosted vendor) the key is zeros, a valid key that the vendor unmasks as
- * always, and ws writes the message as it is. A plain `ws:` URL (a bot's own base_url) keeps
- * random keys.
+ * from bytes an attacker chose (here, the caller's audio); inside TLS no proxy reads the frames
+ * (one that decrypts the connection speaks WebSocket to pass it on), so over `wss:` (every hosted
+ * vendor) the key is zeros, a valid key that the vendor unmasks as always, and ws writes the
+ * message as it is. A plain `ws:` URL (a bot's own base_url) keeps random keys.
  */
 function zeroMask(mask: Buffer): void {
   mask.fill(0);

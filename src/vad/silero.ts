@@ -388,12 +388,12 @@ export class SileroVad {
     for (let i = 0; i < replayed; i++) {
       const at = i * rowSamples;
       if (first + i === 0) rows.set(input.subarray(0, context), at);
-      else writeRow(rows, at, this.slots[(first + i - 1) % this.slots.length]!, context);
+      else writeContext(rows, at, this.slots[(first + i - 1) % this.slots.length]!, context);
       const window = this.slots[(first + i) % this.slots.length]!;
       for (let j = 0; j < window.length; j++) rows[at + context + j] = window[j]! * INT16_SCALE;
     }
     rows.set(input, replayed * rowSamples);
-    writeRow(rows, replayed * rowSamples, this.slots[(this.quietRun - 1) % this.slots.length]!, context);
+    writeContext(rows, replayed * rowSamples, this.slots[(this.quietRun - 1) % this.slots.length]!, context);
     this.quietRun = 0;
     return [rows, replayed + 1];
   }
@@ -422,8 +422,8 @@ export class SileroVad {
   }
 }
 
-/** Writes the last `count` samples of `window`, scaled to -1..1, at `at` in `row`: a row's context. */
-function writeRow(row: Float32Array, at: number, window: Int16Array, count: number): void {
+/** Writes a row's context at `at` in `row`: the last `count` samples of `window`, scaled to -1..1. */
+function writeContext(row: Float32Array, at: number, window: Int16Array, count: number): void {
   const from = window.length - count;
   for (let i = 0; i < count; i++) row[at + i] = window[from + i]! * INT16_SCALE;
 }
