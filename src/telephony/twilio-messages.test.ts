@@ -44,14 +44,19 @@ const cases: unknown[] = [
   'media',
 ];
 
+/** A hand-written check and its schema give the same verdict on every message. */
+function expectSameVerdicts(
+  messages: unknown[],
+  check: (json: unknown) => boolean,
+  schema: { safeParse(json: unknown): { success: boolean } },
+): void {
+  for (const message of messages)
+    expect({ message, ok: check(message) }).toEqual({ message, ok: schema.safeParse(message).success });
+}
+
 describe('isWellFormedMedia', () => {
   it('accepts exactly what the mediaMessage schema accepts', () => {
-    for (const message of cases) {
-      expect({ message, ok: isWellFormedMedia(message) }).toEqual({
-        message,
-        ok: mediaMessage.safeParse(message).success,
-      });
-    }
+    expectSameVerdicts(cases, isWellFormedMedia, mediaMessage);
   });
 });
 
@@ -82,12 +87,7 @@ const markCases: unknown[] = [
 
 describe('isWellFormedMark', () => {
   it('accepts exactly what the markMessage schema accepts', () => {
-    for (const message of markCases) {
-      expect({ message, ok: isWellFormedMark(message) }).toEqual({
-        message,
-        ok: markMessage.safeParse(message).success,
-      });
-    }
+    expectSameVerdicts(markCases, isWellFormedMark, markMessage);
   });
 });
 

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { MAX_AUDIO_MS_PER_MESSAGE } from '../audio/audio-rate-limit.js';
+import { isRecord } from '../shared/is-record.js';
 
 /**
  * Twilio Media Streams messages, both directions, as the carrier sends them (most numbers are
@@ -56,16 +57,13 @@ const optionalString = (value: unknown, maxLength: number) =>
  * them); a message this rejects goes through the schema, which words the error.
  */
 export function isWellFormedMedia(json: unknown): json is z.output<typeof mediaMessage> {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return false;
-  const message = json as Record<string, unknown>;
-  const media = message.media as Record<string, unknown> | null | undefined;
+  if (!isRecord(json)) return false;
+  const media = json.media;
   return (
-    message.event === 'media' &&
-    optionalString(message.sequenceNumber, 20) &&
-    optionalString(message.streamSid, 128) &&
-    typeof media === 'object' &&
-    media !== null &&
-    !Array.isArray(media) &&
+    json.event === 'media' &&
+    optionalString(json.sequenceNumber, 20) &&
+    optionalString(json.streamSid, 128) &&
+    isRecord(media) &&
     optionalString(media.track, 32) &&
     optionalString(media.chunk, 20) &&
     optionalString(media.timestamp, 20) &&
@@ -94,16 +92,13 @@ export const markMessage = z.object({
  * isWellFormedMedia.
  */
 export function isWellFormedMark(json: unknown): json is z.output<typeof markMessage> {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return false;
-  const message = json as Record<string, unknown>;
-  const mark = message.mark as Record<string, unknown> | null | undefined;
+  if (!isRecord(json)) return false;
+  const mark = json.mark;
   return (
-    message.event === 'mark' &&
-    optionalString(message.sequenceNumber, 20) &&
-    optionalString(message.streamSid, 128) &&
-    typeof mark === 'object' &&
-    mark !== null &&
-    !Array.isArray(mark) &&
+    json.event === 'mark' &&
+    optionalString(json.sequenceNumber, 20) &&
+    optionalString(json.streamSid, 128) &&
+    isRecord(mark) &&
     typeof mark.name === 'string' &&
     mark.name.length <= 256
   );

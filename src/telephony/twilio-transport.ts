@@ -235,14 +235,11 @@ export class TwilioTransport implements CallTransport {
     // Media (50 messages a second per call) and marks (10) are checked by hand; anything else, or
     // one that fails the check, goes through the schema (which also words the error).
     if (event === 'media' && isWellFormedMedia(json)) {
-      if (!this.admitAudio(json.media.payload)) return;
-      if (this.handler) this.dispatch(json);
-      else if (this.early.length < this.limits.maxEarlyMessages) this.early.push(json);
+      if (this.admitAudio(json.media.payload)) this.deliver(json);
       return;
     }
     if (event === 'mark' && isWellFormedMark(json)) {
-      if (this.handler) this.dispatch(json);
-      else if (this.early.length < this.limits.maxEarlyMessages) this.early.push(json);
+      this.deliver(json);
       return;
     }
     const parsed = inboundMessage.safeParse(json);
@@ -250,8 +247,13 @@ export class TwilioTransport implements CallTransport {
       this.malformed(parsed.error.issues[0]?.message ?? 'invalid');
       return;
     }
-    if (this.handler) this.dispatch(parsed.data);
-    else if (this.early.length < this.limits.maxEarlyMessages) this.early.push(parsed.data);
+    this.deliver(parsed.data);
+  }
+
+  /** To the handler, or kept (up to maxEarlyMessages) until one is attached. */
+  private deliver(message: InboundMessage): void {
+    if (this.handler) this.dispatch(message);
+    else if (this.early.length < this.limits.maxEarlyMessages) this.early.push(message);
   }
 
   private dispatch(message: InboundMessage): void {

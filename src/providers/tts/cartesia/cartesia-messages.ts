@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { isRecord } from '../../../shared/is-record.js';
 
 /**
  * Cartesia TTS WebSocket wire messages (docs/providers.md section 4), as sent by the adapter and
@@ -75,16 +76,15 @@ const optionalNumber = (value: unknown) => value === undefined || (typeof value 
  * schemas, which word the problem.
  */
 export function isWellFormedChunk(json: unknown): json is z.infer<typeof chunkMessage> {
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) return false;
-  const message = json as Record<string, unknown>;
   return (
-    message.type === 'chunk' &&
-    typeof message.data === 'string' &&
-    optionalOf(message.context_id, 'string') &&
-    optionalOf(message.done, 'boolean') &&
-    optionalNumber(message.status_code) &&
-    optionalNumber(message.step_time) &&
-    optionalNumber(message.flush_id)
+    isRecord(json) &&
+    json.type === 'chunk' &&
+    typeof json.data === 'string' &&
+    optionalOf(json.context_id, 'string') &&
+    optionalOf(json.done, 'boolean') &&
+    optionalNumber(json.status_code) &&
+    optionalNumber(json.step_time) &&
+    optionalNumber(json.flush_id)
   );
 }
 

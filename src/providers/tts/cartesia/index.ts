@@ -7,6 +7,7 @@ import {
   otherEntries,
   parseOptions,
 } from '../../vendor-options.js';
+import { isRecord } from '../../../shared/is-record.js';
 import { CARTESIA_VERSION } from './cartesia-messages.js';
 import { CartesiaTts } from './cartesia-tts.js';
 
@@ -77,8 +78,4 @@ export function createCartesiaTts(settings: ProviderSettings): CartesiaTts {
     timeoutMs: service.timeout_ms ?? DEFAULT_VENDOR_TIMEOUT_MS,
     idleCloseMs: IDLE_CLOSE_MS,
   });
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
