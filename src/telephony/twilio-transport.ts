@@ -24,6 +24,7 @@ import {
   outboundMark,
   outboundMediaPrefix,
 } from './twilio-messages.js';
+import { decodesWhole, emptyScannedMedia, type ScannedMedia, scanMediaMessage } from './media-message-scan.js';
 import { CLOSE } from '../shared/close-codes.js';
 
 export interface TransportLimits {
@@ -84,6 +85,8 @@ export class TwilioTransport implements CallTransport {
    */
   private inbound = Buffer.allocUnsafeSlow(MULAW_FRAME_BYTES);
   private inboundFrame = this.inbound;
+  /** Where the last media message read without JSON.parse kept its values (media-message-scan.ts). */
+  private readonly scanned: ScannedMedia = emptyScannedMedia();
   private readonly endListeners: Array<() => void> = [];
 
   /**
@@ -213,6 +216,11 @@ export class TwilioTransport implements CallTransport {
       this.close(CLOSE.unsupportedData, 'binary frames are not part of the protocol');
       return;
     }
+    // A media message in the carrier's usual shape is read from its bytes; anything else, or a
+    // message before the handler is attached (kept as parsed), takes the general path below.
+    if (this.handler && Buffer.isBuffer(data) && scanMediaMessage(data, this.scanned)) {
+      if (this.onScannedMedia(data, this.scanned)) return;
+    }
     let json: unknown;
     try {
       json = JSON.parse(data.toString());
@@ -270,20 +278,14 @@ export class TwilioTransport implements CallTransport {
         this.callSid = message.start.callSid;
         handler.onStart(message.start);
         return;
-      case 'media': {
-        if (!this.streamSid || (message.streamSid !== undefined && message.streamSid !== this.streamSid)) {
-          this.stats.ignored += 1;
-          return;
-        }
-        if (message.media.track !== undefined && message.media.track !== 'inbound') return;
-        this.stats.mediaIn += 1;
-        const timestampMs = message.media.timestamp === undefined ? Number.NaN : Number(message.media.timestamp);
-        handler.onAudio(
-          this.decodeFrame(message.media.payload),
-          Number.isFinite(timestampMs) ? timestampMs : undefined,
+      case 'media':
+        this.onMedia(
+          message.streamSid === undefined || message.streamSid === this.streamSid,
+          message.media.track === undefined || message.media.track === 'inbound',
+          message.media.payload,
+          message.media.timestamp,
         );
         return;
-      }
       case 'dtmf':
         if (this.streamSid) handler.onDtmf(message.dtmf.digit);
         return;
@@ -294,6 +296,45 @@ export class TwilioTransport implements CallTransport {
         this.close(CLOSE.normal, 'carrier stopped the stream');
         return;
     }
+  }
+
+  /** A media message as the scan found it: the checks and the budget of onMessage, then onMedia. */
+  private onScannedMedia(data: Buffer, found: ScannedMedia): boolean {
+    const payload = data.toString('latin1', found.payloadStart, found.payloadEnd);
+    const frame = this.decodeFrame(payload);
+    // Only a payload of base64 decodes whole: anything else is the general path's (see readPayload).
+    if (!decodesWhole(payload, frame.length)) return false;
+    if (!this.admitAudio(payload)) return true;
+    this.onMedia(
+      found.streamSidStart < 0 || spells(data, found.streamSidStart, found.streamSidEnd, this.streamSid),
+      found.trackStart < 0 || spells(data, found.trackStart, found.trackEnd, 'inbound'),
+      payload,
+      found.timestampStart < 0 ? undefined : data.toString('latin1', found.timestampStart, found.timestampEnd),
+      frame,
+    );
+    return true;
+  }
+
+  /**
+   * A caller's frame to the handler, if it is for this stream (`sameStream`: the message's
+   * streamSid is this one's or absent) and on the inbound track (or no track named).
+   */
+  private onMedia(
+    sameStream: boolean,
+    inbound: boolean,
+    payloadBase64: string,
+    timestamp: string | undefined,
+    decoded?: Buffer,
+  ): void {
+    if (!this.streamSid || !sameStream) {
+      this.stats.ignored += 1;
+      return;
+    }
+    if (!inbound) return;
+    this.stats.mediaIn += 1;
+    const timestampMs = timestamp === undefined ? Number.NaN : Number(timestamp);
+    const frame = decoded ?? this.decodeFrame(payloadBase64);
+    this.handler!.onAudio(frame, Number.isFinite(timestampMs) ? timestampMs : undefined);
   }
 
   /** The payload's bytes, in `inbound` (grown if a carrier sends longer frames), lent until the next frame. */
@@ -347,6 +388,13 @@ export class TwilioTransport implements CallTransport {
 
 /** Frames held in a tick: a call's Playout sends two (playout.ts); more only after a stall. */
 const PENDING_MEDIA_BYTES = 640;
+
+/** Whether bytes [start, end) of `data` (ASCII, as the scan guarantees) spell `text`. */
+function spells(data: Buffer, start: number, end: number, text: string | undefined): boolean {
+  if (text === undefined || end - start !== text.length) return false;
+  for (let i = 0; i < text.length; i++) if (data[start + i] !== text.charCodeAt(i)) return false;
+  return true;
+}
 
 /** Bytes a base64 string decodes to (3 for every 4 characters, less the padding). */
 function base64DecodedBytes(base64: string): number {
