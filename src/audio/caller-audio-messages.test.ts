@@ -30,12 +30,12 @@ describe('CallerAudioMessages', () => {
     expect(sizes).toEqual([320, ...times(30, 320), 800, 800]);
   });
 
-  it('with edges at once, sends the onset and the end of speech frame by frame', () => {
-    const sizes = run(true, [...times(12, QUIET), ...times(20, SPEECH), ...times(65, QUIET)]);
+  it('with edges at once, sends the onset and the end of speech frame by frame, the middle in 100 ms', () => {
+    const sizes = run(true, [...times(12, QUIET), ...times(27, SPEECH), ...times(66, QUIET)]);
     // 12 quiet: two 100 ms messages, two frames waiting, sent with the first speech frame; the rest
-    // of the first 15 of speech at once, 5 in pairs (one waits, and goes with the first quiet
-    // frame), the rest of 60 quiet at once, then 100 ms.
-    expect(sizes).toEqual([800, 800, 480, ...times(14, 160), 320, 320, 320, ...times(59, 160), 800]);
+    // of the first 15 of speech at once, the next 12 in 100 ms (two wait, and go with the first
+    // quiet frame), the rest of 60 quiet at once, then 100 ms.
+    expect(sizes).toEqual([800, 800, 480, ...times(14, 160), 800, 800, 480, ...times(59, 160), 800]);
   });
 
   it('sends what waits on drain, and nothing twice', () => {

@@ -1,6 +1,6 @@
 import { ByteLog } from './byte-log.js';
 import { TELEPHONY_SAMPLE_RATE_HZ, VENDOR_AUDIO_MESSAGE_MULAW_BYTES } from './frames.js';
-import { mulawByteToLinear } from './mulaw.js';
+import { mulawSumOfSquares } from './mulaw.js';
 
 /**
  * The caller's 8 kHz mu-law frames on their way to a vendor's websocket (speech-to-text,
@@ -69,13 +69,12 @@ export class CallerAudioMessages {
 
   /** How many bytes may wait, this frame included, before they go (see the class comment). */
   private messageBytes(mulaw: Uint8Array): number {
-    let sum = 0;
-    for (let i = 0; i < mulaw.length; i++) sum += SQUARED_SAMPLE[mulaw[i]!]!;
-    if (sum / mulaw.length >= SPEECH_MEAN_SQUARE) {
+    if (mulawSumOfSquares(mulaw) / mulaw.length >= SPEECH_MEAN_SQUARE) {
       if (this.quietFrames >= ONSET_AFTER_QUIET_FRAMES) this.speechFrames = 0;
       this.speechFrames += 1;
       this.quietFrames = 0;
-      return this.edgesAtOnce && this.speechFrames <= EDGE_SPEECH_FRAMES ? 0 : VENDOR_AUDIO_MESSAGE_MULAW_BYTES;
+      if (!this.edgesAtOnce) return VENDOR_AUDIO_MESSAGE_MULAW_BYTES;
+      return this.speechFrames <= EDGE_SPEECH_FRAMES ? 0 : QUIET_MESSAGE_MULAW_BYTES;
     }
     this.quietFrames += 1;
     if (this.speechFrames > 0 && this.quietFrames <= EDGE_QUIET_FRAMES)
@@ -98,5 +97,3 @@ const SPEECH_MEAN_SQUARE = 150 * 150;
  */
 export const QUIET_MESSAGE_MS = 100;
 const QUIET_MESSAGE_MULAW_BYTES = (TELEPHONY_SAMPLE_RATE_HZ * QUIET_MESSAGE_MS) / 1000;
-/** Squared linear sample of each mu-law byte. */
-const SQUARED_SAMPLE = Float64Array.from({ length: 256 }, (_, code) => mulawByteToLinear(code) ** 2);

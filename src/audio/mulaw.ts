@@ -77,6 +77,19 @@ export function mulawByteToLinear(code: number): number {
   return DECODE_TABLE[code & 0xff]!;
 }
 
+/** The square of each mu-law byte's linear sample. */
+const SQUARED_TABLE = Float64Array.from(DECODE_TABLE, (sample) => sample * sample);
+
+/**
+ * Sum of the squares of the linear samples the bytes decode to, without decoding them: the same
+ * number as summing over decodeMulaw's output (integers, exact in a double for any frame).
+ */
+export function mulawSumOfSquares(bytes: Uint8Array): number {
+  let sum = 0;
+  for (let i = 0; i < bytes.length; i++) sum += SQUARED_TABLE[bytes[i]!]!;
+  return sum;
+}
+
 /** Encodes one linear sample (clamped to int16) to a mu-law byte. */
 export function linearToMulawByte(sample: number): number {
   const clamped = sample > 32767 ? 32767 : sample < -32768 ? -32768 : sample | 0;
