@@ -2,6 +2,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { MULAW_SILENCE_BYTE } from '../src/audio/frames.js';
+import { encodeMulaw } from '../src/audio/mulaw.js';
 import { findVoicedSpan } from '../src/tools/simulator/caller-clip.js';
 import { getSileroSession, releaseSileroSession } from '../src/vad/silero-model.js';
 import { VadStream } from '../src/vad/vad-stream.js';
@@ -32,7 +33,24 @@ interface Situation {
   before: (phaseFrames: number) => Uint8Array;
 }
 
-const silence = (ms: number) => new Uint8Array(ms * 8).fill(MULAW_SILENCE_BYTE);
+/**
+ * What the caller's line carries between words: digital silence, or with `--quiet-dbfs` steady
+ * noise at that RMS level (a seeded generator: the same noise every run), as real lines do.
+ */
+let quietDbfs: number | undefined;
+const silence = (ms: number) => {
+  const out = new Uint8Array(ms * 8).fill(MULAW_SILENCE_BYTE);
+  if (quietDbfs === undefined) return out;
+  const rms = 32768 * 10 ** (quietDbfs / 20);
+  let seed = 0x2545f491;
+  const random = () => {
+    seed = (seed * 1103515245 + 12345) >>> 0;
+    return seed / 2 ** 32;
+  };
+  // Uniform noise of this RMS: amplitude sqrt(3) times it.
+  const pcm = Int16Array.from({ length: out.length }, () => Math.round((random() * 2 - 1) * rms * Math.sqrt(3)));
+  return encodeMulaw(pcm);
+};
 const frames = (audio: Uint8Array) => {
   const padded = new Uint8Array(Math.ceil(audio.length / FRAME_BYTES) * FRAME_BYTES).fill(MULAW_SILENCE_BYTE);
   padded.set(audio);
@@ -45,8 +63,9 @@ const SITUATIONS: Situation[] = [
     name: 'over an answer',
     before: (phase) => {
       const question = frames(new Uint8Array(readFileSync(QUESTION)));
-      const out = new Uint8Array(question.length + (2200 + 20 * phase) * 8).fill(MULAW_SILENCE_BYTE);
+      const out = new Uint8Array(question.length + (2200 + 20 * phase) * 8);
       out.set(question);
+      out.set(silence(2200 + 20 * phase), question.length);
       return out;
     },
   },
@@ -64,9 +83,10 @@ interface Replay {
 async function replay(before: Uint8Array, clip: Uint8Array): Promise<Replay> {
   const onsetMs = findVoicedSpan(clip)!.startMs;
   const clipAtMs = before.length / 8;
-  const audio = new Uint8Array(before.length + clip.length + 8000).fill(MULAW_SILENCE_BYTE);
+  const audio = new Uint8Array(before.length + clip.length + 8000);
   audio.set(before);
   audio.set(clip, before.length);
+  audio.set(silence(1000), before.length + clip.length);
   const result: Replay = { delayMs: null, firstDecision: 'never', windows: [], refused: [] };
   const decide = (what: string, atMs: number) => {
     if (atMs <= clipAtMs || result.firstDecision !== 'never') return;
@@ -107,8 +127,10 @@ async function main(): Promise<void> {
       prefix: { type: 'string', default: '' },
       phases: { type: 'string', default: '8' },
       verbose: { type: 'boolean', default: false },
+      'quiet-dbfs': { type: 'string' },
     },
   });
+  if (args['quiet-dbfs'] !== undefined) quietDbfs = Number(args['quiet-dbfs']);
   const dir = `${ROOT}${args.set}`;
   const files = readdirSync(dir)
     .filter((f) => f.endsWith('.ulaw') && f.startsWith(args.prefix))
