@@ -38,6 +38,24 @@ describe('CallerAudioMessages', () => {
     expect(sizes).toEqual([800, 800, 480, ...times(14, 160), 800, 800, 480, ...times(59, 160), 800]);
   });
 
+  it('ends the quiet edge when the vendor says the utterance ended, and takes the next speech as an onset', () => {
+    const sizes: number[] = [];
+    const messages = new CallerAudioMessages((mulaw) => sizes.push(mulaw.length), true);
+    for (const f of [...times(20, SPEECH), ...times(25, QUIET)]) messages.push(f);
+    sizes.length = 0;
+    messages.vendorEndedSpeech();
+    // The quiet goes in 100 ms from here; speech 3 frames after the end is an onset, frame by frame.
+    for (const f of [...times(12, QUIET), ...times(3, SPEECH)]) messages.push(f);
+    expect(sizes).toEqual([800, 800, 480, 160, 160]);
+    // Told during speech (a late event), it changes nothing.
+    const during: number[] = [];
+    const speaking = new CallerAudioMessages((mulaw) => during.push(mulaw.length), true);
+    for (const f of times(16, SPEECH)) speaking.push(f);
+    speaking.vendorEndedSpeech();
+    for (const f of [...times(4, SPEECH), QUIET, QUIET]) speaking.push(f);
+    expect(during).toEqual([...times(15, 160), 800, 160, 160]);
+  });
+
   it('sends what waits on drain, and nothing twice', () => {
     const sizes: number[] = [];
     const messages = new CallerAudioMessages((mulaw) => sizes.push(mulaw.length), false);

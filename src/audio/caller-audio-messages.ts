@@ -18,7 +18,10 @@ import { mulawSumOfSquares } from './mulaw.js';
  * With `edgesAtOnce` (the speech-to-speech vendors, whose own VAD cuts the bot and ends the
  * caller's turn), the frames at those edges go at once, on their own or with the ones waiting:
  * the first EDGE_SPEECH_FRAMES of speech after a pause and the first EDGE_QUIET_FRAMES of quiet
- * after speech, so neither decision waits 20 ms for a pair.
+ * after speech (or the quiet until the vendor says it ended the utterance, if it says so sooner:
+ * vendorEndedSpeech), so neither decision waits 20 ms for a pair. The middle of speech goes in
+ * QUIET_MESSAGE_MS messages: no decision of the vendor's waits on it (its onset has gone, and its
+ * end goes with the first quiet frame).
  */
 export class CallerAudioMessages {
   /** Frames of speech since the current utterance began, and of quiet since the last speech. */
@@ -60,6 +63,15 @@ export class CallerAudioMessages {
     const message = this.waiting.view();
     this.reset();
     this.send(message);
+  }
+
+  /**
+   * The vendor has ended the caller's utterance (OpenAI's `speech_stopped`): the quiet after it
+   * decides nothing more, so it goes in QUIET_MESSAGE_MS messages at once rather than at the end
+   * of EDGE_QUIET_FRAMES, and the caller's next speech is a new onset (its first frames at once).
+   */
+  vendorEndedSpeech(): void {
+    if (this.quietFrames > 0) this.quietFrames = Math.max(this.quietFrames, EDGE_QUIET_FRAMES);
   }
 
   /** Forgets what is waiting (the socket it was for is gone). */

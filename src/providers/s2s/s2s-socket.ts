@@ -46,6 +46,11 @@ export abstract class S2sSocketSession {
   /** Caller audio, 8 kHz mu-law, in the vendor's audio message. */
   protected abstract sendAudioMessage(mulaw: Uint8Array): void;
 
+  /** The vendor's VAD ended the caller's utterance (see CallerAudioMessages.vendorEndedSpeech). */
+  protected vendorEndedSpeech(): void {
+    this.callerAudio.vendorEndedSpeech();
+  }
+
   /** One 20 ms frame of the caller (see S2sSession.sendAudio). */
   sendAudio(mulaw: Uint8Array): void {
     this.callerAudio.push(mulaw);

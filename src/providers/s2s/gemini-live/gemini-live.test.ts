@@ -102,9 +102,9 @@ describe('Gemini Live against the emulator', () => {
     const sentBytes = 160 * (20 + 30) * 4;
     expect(connection.audioBytes).toBeLessThanOrEqual(sentBytes);
     expect(connection.audioBytes).toBeGreaterThan(sentBytes - 160 * 4);
-    // Fifty 20 ms frames: those at the edges of speech alone, the rest in 40 ms messages
-    // (s2s-socket.ts): 15 of speech alone, 5 in two pairs (one waits), 30 of quiet alone (the first with it).
-    expect(connection.audioMessages).toBe(47);
+    // Fifty 20 ms frames: those at the edges of speech alone, the middle of speech in 100 ms
+    // messages (caller-audio-messages.ts): 15 of speech alone, 5 in one message, 30 of quiet alone.
+    expect(connection.audioMessages).toBe(46);
     expect(events.userTranscripts).toEqual(['hello']);
   });
 

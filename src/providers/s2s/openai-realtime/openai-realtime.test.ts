@@ -124,20 +124,38 @@ describe('OpenAI Realtime against the emulator', () => {
     await events.until(() => events.userTranscripts.length === 1 && events.itemsDone.length === 1);
 
     // Fifty 20 ms frames: the first 15 of speech alone (the vendor's VAD starts the turn on them),
-    // the next 5 in pairs, then the 30 of quiet alone (it ends the turn on one of them).
-    expect(emulator.connections[0]).toMatchObject({ appendedAudioBytes: 160 * (20 + 30), appendedAudioMessages: 47 });
+    // the next 5 in one 100 ms append, then the 30 of quiet alone (it ends the turn on one of them;
+    // they are all sent before its speech_stopped comes).
+    expect(emulator.connections[0]).toMatchObject({ appendedAudioBytes: 160 * (20 + 30), appendedAudioMessages: 46 });
     expect(events.userTranscripts).toEqual(['hello']);
     expect(events.botTranscripts.map((t) => t.text)).toEqual([REPLY]);
   });
 
-  it('sends a caller who listens in 100 ms appends, and the middle of a long utterance in 40 ms appends', async () => {
+  it('sends a caller who listens, and the middle of a long utterance, in 100 ms appends', async () => {
     const { session, events } = await open();
     send(session, silenceFrames(1000));
     send(session, speechFrames(1000));
     await events.until(() => events.speechStarts === 1);
-    await until(() => emulator.connections[0]!.appendedAudioBytes === 160 * 99);
-    // 50 frames of quiet in ten 100 ms appends; of the 50 of speech, 15 alone, then 35 in 17 pairs (one waits).
-    expect(emulator.connections[0]!.appendedAudioMessages).toBe(10 + 15 + 17);
+    await until(() => emulator.connections[0]!.appendedAudioBytes === 160 * 100);
+    // 50 frames of quiet in ten 100 ms appends; of the 50 of speech, 15 alone, then 35 in seven 100 ms appends.
+    expect(emulator.connections[0]!.appendedAudioMessages).toBe(10 + 15 + 7);
+  });
+
+  it("sends the quiet after the vendor's speech_stopped in 100 ms appends", async () => {
+    const { session, events } = await open();
+    send(session, speechFrames(400));
+    await events.until(() => events.speechStarts === 1);
+    // Frame by frame in real time, as a carrier sends them: the vendor ends the turn after 500 ms.
+    for (let frame = 0; frame < 75; frame++) {
+      send(session, silenceFrames(20));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await until(() => emulator.connections[0]!.appendedAudioBytes >= 160 * (20 + 70));
+    const connection = emulator.connections[0]!;
+    // 15 of speech alone, 5 in one append; then quiet alone until speech_stopped (after 25 frames,
+    // a few more in flight), then in 100 ms appends: far fewer than the 60 alone of the whole edge.
+    expect(connection.appendedAudioMessages).toBeLessThan(15 + 1 + 45);
+    expect(connection.appendedAudioMessages).toBeGreaterThanOrEqual(15 + 1 + 25 + 9);
   });
 
   it('on interrupt, cancels the response and truncates the item to what the caller heard', async () => {

@@ -254,6 +254,8 @@ class RealtimeSession extends S2sSocketSession implements S2sSession {
         });
     } else if (type === 'input_audio_buffer.speech_started') {
       this.events.onSpeechStarted();
+    } else if (type === 'input_audio_buffer.speech_stopped') {
+      this.vendorEndedSpeech();
     } else if (type === TRANSCRIPT_DONE[protocol]) {
       const event = transcriptDone.safeParse(json);
       if (event.success) this.events.onBotTranscript(event.data.item_id, event.data.transcript);
