@@ -5,6 +5,15 @@ import { isWellFormedMedia, MAX_MEDIA_PAYLOAD_CHARS } from './twilio-messages.js
 const PAYLOAD = Buffer.from(Array.from({ length: 160 }, (_, i) => (i * 37) & 0xff)).toString('base64');
 const SID = 'MZ0123456789abcdef0123456789abcdef';
 
+/** An integer in [0, n) from a fixed seed: the same cases every run. */
+function seededRandom(seed: number): (n: number) => number {
+  let state = seed;
+  return (n) => {
+    state = (state * 1103515245 + 12345) >>> 0;
+    return state % n;
+  };
+}
+
 /** Twilio's own message, as its docs show it. */
 const twilio = (payload = PAYLOAD) =>
   `{"event":"media","sequenceNumber":"4","media":{"track":"inbound","chunk":"2","timestamp":"5","payload":"${payload}"},"streamSid":"${SID}"}`;
@@ -142,11 +151,7 @@ describe('scanMediaMessage', () => {
   });
 
   it('agrees with JSON.parse on messages mangled at random', () => {
-    let seed = 1;
-    const random = (n: number) => {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      return seed % n;
-    };
+    const random = seededRandom(1);
     const alphabet = '{}[]":,\\ \tAZaz09+/=-_\u0001\u00e9mediaeventpayload';
     const base = twilio(PAYLOAD.slice(0, 24));
     for (let i = 0; i < 20_000; i++) {
@@ -167,11 +172,7 @@ describe('scanMediaMessage', () => {
 
 describe('decodesWhole', () => {
   it('is true exactly for base64 in whole groups of four, padded or not', () => {
-    let seed = 7;
-    const random = (n: number) => {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      return seed % n;
-    };
+    const random = seededRandom(7);
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/-_= !*\u00e9\u0001.';
     const base64 = /^(?:[A-Za-z0-9+/\-_]{4})*(?:[A-Za-z0-9+/\-_]{2}==|[A-Za-z0-9+/\-_]{3}=)?$/;
     for (let i = 0; i < 50_000; i++) {
