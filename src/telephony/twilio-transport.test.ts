@@ -133,4 +133,37 @@ describe('TwilioTransport reads', () => {
     expect(Buffer.from(frames[5]!.lent)).toEqual(Buffer.alloc(160, 0x44));
     expect(frames[5]!.lent.buffer).toBe(frames[2]!.lent.buffer);
   });
+
+  it("hands each frame's timestamp over as Number() reads it, and drops other streams and tracks, on both paths", async () => {
+    const { server, client } = await connectedPair();
+    const transport = new TwilioTransport(server, pino({ level: 'silent' }));
+    const heard: Array<number | undefined> = [];
+    transport.attach({
+      onStart() {},
+      onAudio(_mulaw, timestampMs) {
+        heard.push(timestampMs);
+      },
+      onDtmf() {},
+      onMark() {},
+      onEnd() {},
+    });
+    const sid = 'MZ00000000000000000000000000000001';
+    client.send(JSON.stringify({ event: 'start', streamSid: sid, start: { streamSid: sid, callSid: 'CA1' } }));
+    const payload = Buffer.alloc(160, 0x55).toString('base64');
+    // The carrier's shape (read from the bytes), then the same with an escape in the track (parsed).
+    const shapes = [
+      (media: Record<string, unknown>, streamSid = sid) => JSON.stringify({ event: 'media', streamSid, media }),
+      (media: Record<string, unknown>, streamSid = sid) =>
+        JSON.stringify({ event: 'media', streamSid, media }).replace('"inbound"', '"\\u0069nbound"'),
+    ];
+    for (const shape of shapes) {
+      for (const timestamp of ['5', '00012', '', '1e3', 'x', '1234567890123456789', undefined])
+        client.send(shape({ track: 'inbound', payload, ...(timestamp === undefined ? {} : { timestamp }) }));
+      client.send(shape({ track: 'inbound', payload, timestamp: '7' }, 'MZother'));
+      client.send(shape({ track: 'outbound', payload, timestamp: '8' }));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const once = [5, 12, 0, 1000, undefined, 1234567890123456789, undefined];
+    expect(heard).toEqual([...once, ...once]);
+  });
 });

@@ -278,14 +278,16 @@ export class TwilioTransport implements CallTransport {
         this.callSid = message.start.callSid;
         handler.onStart(message.start);
         return;
-      case 'media':
+      case 'media': {
+        const timestamp = message.media.timestamp;
         this.onMedia(
           message.streamSid === undefined || message.streamSid === this.streamSid,
           message.media.track === undefined || message.media.track === 'inbound',
-          message.media.payload,
-          message.media.timestamp,
+          this.decodeFrame(message.media.payload),
+          timestamp === undefined ? Number.NaN : Number(timestamp),
         );
         return;
+      }
       case 'dtmf':
         if (this.streamSid) handler.onDtmf(message.dtmf.digit);
         return;
@@ -308,32 +310,24 @@ export class TwilioTransport implements CallTransport {
     this.onMedia(
       found.streamSidStart < 0 || spells(data, found.streamSidStart, found.streamSidEnd, this.streamSid),
       found.trackStart < 0 || spells(data, found.trackStart, found.trackEnd, 'inbound'),
-      payload,
-      found.timestampStart < 0 ? undefined : data.toString('latin1', found.timestampStart, found.timestampEnd),
       frame,
+      found.timestampStart < 0 ? Number.NaN : numberAt(data, found.timestampStart, found.timestampEnd),
     );
     return true;
   }
 
   /**
-   * A caller's frame to the handler, if it is for this stream (`sameStream`: the message's
-   * streamSid is this one's or absent) and on the inbound track (or no track named).
+   * A caller's frame (decoded, lent) to the handler, if it is for this stream (`sameStream`: the
+   * message's streamSid is this one's or absent) and on the inbound track (or no track named);
+   * `timestampMs` NaN when the message had none, or none that is a number.
    */
-  private onMedia(
-    sameStream: boolean,
-    inbound: boolean,
-    payloadBase64: string,
-    timestamp: string | undefined,
-    decoded?: Buffer,
-  ): void {
+  private onMedia(sameStream: boolean, inbound: boolean, frame: Buffer, timestampMs: number): void {
     if (!this.streamSid || !sameStream) {
       this.stats.ignored += 1;
       return;
     }
     if (!inbound) return;
     this.stats.mediaIn += 1;
-    const timestampMs = timestamp === undefined ? Number.NaN : Number(timestamp);
-    const frame = decoded ?? this.decodeFrame(payloadBase64);
     this.handler!.onAudio(frame, Number.isFinite(timestampMs) ? timestampMs : undefined);
   }
 
@@ -394,6 +388,21 @@ function spells(data: Buffer, start: number, end: number, text: string | undefin
   if (text === undefined || end - start !== text.length) return false;
   for (let i = 0; i < text.length; i++) if (data[start + i] !== text.charCodeAt(i)) return false;
   return true;
+}
+
+/**
+ * Number() of the ASCII bytes [start, end) of `data`, without making them a string when they are
+ * plain digits (a carrier's timestamp, on every frame); anything else goes through Number().
+ */
+function numberAt(data: Buffer, start: number, end: number): number {
+  if (end === start || end - start > 15) return Number(data.toString('latin1', start, end));
+  let value = 0;
+  for (let i = start; i < end; i++) {
+    const digit = data[i]! - 0x30;
+    if (digit < 0 || digit > 9) return Number(data.toString('latin1', start, end));
+    value = value * 10 + digit;
+  }
+  return value;
 }
 
 /** Bytes a base64 string decodes to (3 for every 4 characters, less the padding). */
