@@ -54,6 +54,14 @@ describe('CallerAudioMessages', () => {
     speaking.vendorEndedSpeech();
     for (const f of [...times(4, SPEECH), QUIET, QUIET]) speaking.push(f);
     expect(during).toEqual([...times(15, 160), 800, 160, 160]);
+    // Told in a pause shorter than an onset's (a late event), it changes nothing either.
+    const paused: number[] = [];
+    const pausing = new CallerAudioMessages((mulaw) => paused.push(mulaw.length), true);
+    for (const f of [...times(20, SPEECH), ...times(5, QUIET)]) pausing.push(f);
+    paused.length = 0;
+    pausing.vendorEndedSpeech();
+    for (const f of times(5, QUIET)) pausing.push(f);
+    expect(paused).toEqual(times(5, 160));
   });
 
   it('sends what waits on drain, and nothing twice', () => {

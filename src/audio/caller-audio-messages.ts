@@ -69,9 +69,12 @@ export class CallerAudioMessages {
    * The vendor has ended the caller's utterance (OpenAI's `speech_stopped`): the quiet after it
    * decides nothing more, so it goes in QUIET_MESSAGE_MS messages at once rather than at the end
    * of EDGE_QUIET_FRAMES, and the caller's next speech is a new onset (its first frames at once).
+   * Taken only once the quiet has lasted ONSET_AFTER_QUIET_FRAMES: the event names no frame of
+   * ours, and one that arrives late, in a short pause of the caller's next utterance, must not
+   * cut that utterance's edge (ignored, the edge runs its whole length, as without the event).
    */
   vendorEndedSpeech(): void {
-    if (this.quietFrames > 0) this.quietFrames = Math.max(this.quietFrames, EDGE_QUIET_FRAMES);
+    if (this.quietFrames >= ONSET_AFTER_QUIET_FRAMES) this.quietFrames = Math.max(this.quietFrames, EDGE_QUIET_FRAMES);
   }
 
   /** Forgets what is waiting (the socket it was for is gone). */
