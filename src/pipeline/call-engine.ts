@@ -7,7 +7,7 @@ import type { CallSessionDeps } from './call-deps.js';
 import { CallLifecycle } from './call-lifecycle.js';
 import type { CallMetrics } from './call-metrics.js';
 import type { CallStart, CallTransport, CallTransportHandler } from './call-transport.js';
-import { CALL_FRAMES_PER_WRITE, Playout, type PlayoutEvents } from './playout.js';
+import { CALL_PACING, Playout, type PlayoutEvents } from './playout.js';
 import type { WebhookToolSettings } from '../bots/bot-config-schema.js';
 import { createWebhookToolRunner } from '../functions/index.js';
 import { type BuiltInTool, CallTools, type CallToolsConfig } from './call-tools.js';
@@ -35,9 +35,10 @@ export abstract class CallEngine implements CallTransportHandler {
     protected readonly deps: CallSessionDeps,
     playoutEvents: PlayoutEvents,
   ) {
+    const pacing = transport.pacing ?? CALL_PACING;
     this.playout = new Playout(transport, playoutEvents, {
-      leadMs: deps.leadMs,
-      framesPerWrite: CALL_FRAMES_PER_WRITE,
+      leadMs: deps.leadMs ?? pacing.leadMs,
+      framesPerWrite: pacing.framesPerWrite,
       now: () => deps.clock.now(),
     });
     this.call = new CallLifecycle(transport, config, this.playout, deps);

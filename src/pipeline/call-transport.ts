@@ -1,4 +1,4 @@
-import type { PlayoutSink } from './playout.js';
+import type { PlayoutPacing, PlayoutSink } from './playout.js';
 
 /**
  * Where a call's audio comes from and goes to: a carrier's media stream, or a room. The call
@@ -16,6 +16,11 @@ export interface CallTransport extends PlayoutSink {
   readonly stats: Readonly<Record<string, number>>;
   /** Ends the leg from our side; `code` is a websocket close code. */
   close(code?: number, reason?: string): void;
+  /**
+   * How the call's Playout paces audio to this leg: CLEARABLE_PACING for a far end that drops
+   * what it holds on `clear`; CALL_PACING when unset.
+   */
+  readonly pacing?: PlayoutPacing;
 }
 
 /** How a call starts: identifiers for logs and the carrier, and the custom parameters it carried. */

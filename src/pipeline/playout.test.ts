@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { FRAME_BYTES, Playout, type PlayoutSink } from './playout.js';
+import { CLEARABLE_PACING, FRAME_BYTES, Playout, type PlayoutSink } from './playout.js';
 
 class RecordingSink implements PlayoutSink {
   sent: Array<{ kind: 'media'; frame: Uint8Array } | { kind: 'mark'; name: string } | { kind: 'clear' }> = [];
@@ -70,6 +70,31 @@ describe('Playout', () => {
     playout.endReply(g);
     advance(2000);
     expect(sink.media()).toHaveLength(50); // the whole reply, the last frames too
+  });
+
+  it('at the carrier pacing, sends five frames and their mark every 100 ms, never under 100 ms ahead', () => {
+    let nowMs = 1000;
+    const sink = new RecordingSink();
+    const playout = new Playout(sink, {}, { now: () => nowMs, ...CLEARABLE_PACING });
+    const g = playout.startReply();
+    playout.enqueue(g, audio(2000));
+    expect(sink.media()).toHaveLength(10); // a run starts with the whole lead, 200 ms
+    const writes: string[] = [];
+    let leastAheadMs = Number.POSITIVE_INFINITY;
+    for (let tick = 0; tick < 100; tick++) {
+      const before = sink.sent.length;
+      nowMs += 10;
+      // What the carrier holds just before the tick's write.
+      leastAheadMs = Math.min(leastAheadMs, sink.media().length * 20 - (nowMs - 1000));
+      playout.pump();
+      // A frame is f, a mark k: what one pump sent is one write to the carrier (twilio-transport.ts).
+      const write = sink.sent.slice(before).map((m) => (m.kind === 'media' ? 'f' : 'k'));
+      if (write.length > 0) writes.push(write.join(''));
+    }
+    // One second: ten writes of five frames, each with the mark that closes them (one every 5 frames).
+    expect(writes).toEqual(Array.from({ length: 10 }, () => 'fffffk'));
+    expect(leastAheadMs).toBe(100);
+    expect(sink.media().length * 20 - 1000).toBe(200);
   });
 
   it('sends whole frames immediately up to the lead, then at real-time pace', () => {

@@ -17,23 +17,45 @@ export interface PlayoutSink {
 }
 
 export interface PlayoutOptions {
-  /** How far ahead of the carrier's playback we may send. Small keeps barge-in crisp. */
+  /**
+   * How far ahead of the carrier's playback we may send. Small keeps barge-in crisp where the far
+   * end cannot drop what it holds (see PlayoutPacing).
+   */
   leadMs?: number;
   /** A mark every N frames tells us what was heard to within N*20 ms. */
   markEveryFrames?: number;
   /**
    * Frames the lead must have room for before more are sent (a run's first frames go at once).
-   * With 2, a talking call writes to the carrier every 40 ms instead of every 20 ms, two frames at
-   * a time, which the transport sends in one system call (twilio-transport.ts); the lead left at
-   * the carrier swings between leadMs - 40 and leadMs instead of leadMs - 20 and leadMs. Default 1.
+   * With N, a talking call writes to the carrier every N·20 ms, N frames at a time, which the
+   * transport sends in one system call (twilio-transport.ts); the lead left at the carrier swings
+   * between leadMs - N·20 and leadMs. Default 1; calls use their transport's PlayoutPacing.
    */
   framesPerWrite?: number;
   /** The call's clock (ms), which the carrier's playback is modelled on; `performance.now()` by default. */
   now?: () => number;
 }
 
-/** What calls use (call-session.ts, s2s-call-session.ts): see PlayoutOptions.framesPerWrite. */
-export const CALL_FRAMES_PER_WRITE = 2;
+/** How far ahead of the far end's playback a call's audio goes, and how many frames a write. */
+export interface PlayoutPacing {
+  leadMs: number;
+  framesPerWrite: number;
+}
+
+/**
+ * A call's pacing where the far end may play on what it holds after a barge-in (a room, whose
+ * Pipecat clients have no way to drop queued audio): a short lead, two frames a write.
+ */
+export const CALL_PACING: PlayoutPacing = { leadMs: 100, framesPerWrite: 2 };
+
+/**
+ * A call's pacing where the far end drops what it holds on `clear` (Twilio's media streams): the
+ * lead does not reach the caller's ear after a barge-in or a pause, so writes carry five frames
+ * and their mark (a run's first burst, the whole lead, is two such), every 100 ms as the
+ * vendors' deltas come, and the lead swings between 100 and 200 ms. A write to the carrier is a
+ * system call and a websocket frame or two: 25 a second while the bot talks with CALL_PACING, 10
+ * with this (docs/cost-per-call.md).
+ */
+export const CLEARABLE_PACING: PlayoutPacing = { leadMs: 200, framesPerWrite: 5 };
 
 export interface PlayoutEvents {
   /** First frame of a reply went out (for latency metrics). */

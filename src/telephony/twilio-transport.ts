@@ -12,6 +12,7 @@ import {
 import { ByteLog } from '../audio/byte-log.js';
 import { MULAW_FRAME_BYTES } from '../audio/frames.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
+import { CLEARABLE_PACING } from '../pipeline/playout.js';
 import {
   INBOUND_EVENTS,
   type InboundMessage,
@@ -63,6 +64,8 @@ export class TwilioTransport implements CallTransport {
   readonly openedAtMs: number;
   /** Counted for the call's summary. */
   readonly stats = { messagesIn: 0, mediaIn: 0, malformed: 0, ignored: 0, mediaOut: 0, marksOut: 0, clearsOut: 0 };
+  /** The carrier drops the audio it holds on `clear`: the call's audio may go further ahead, in bigger writes. */
+  readonly pacing = CLEARABLE_PACING;
 
   private handler: CallTransportHandler | undefined;
   private early: InboundMessage[] = [];
@@ -380,8 +383,8 @@ export class TwilioTransport implements CallTransport {
   }
 }
 
-/** Frames held in a tick: a call's Playout sends two (playout.ts); more only after a stall. */
-const PENDING_MEDIA_BYTES = 640;
+/** Frames held in a tick: a call's Playout sends five (CLEARABLE_PACING); more only after a stall. */
+const PENDING_MEDIA_BYTES = CLEARABLE_PACING.framesPerWrite * MULAW_FRAME_BYTES;
 
 /** Whether bytes [start, end) of `data` (ASCII, as the scan guarantees) spell `text`. */
 function spells(data: Buffer, start: number, end: number, text: string | undefined): boolean {
