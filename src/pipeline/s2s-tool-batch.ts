@@ -31,6 +31,8 @@ export interface S2sToolHost {
 export class S2sToolBatch {
   private batch: RunningTool[] = [];
   private interruption = new AbortController();
+  /** Some call was given `interruption.signal` since the last barge-in (else there is nothing to abort). */
+  private interruptible = false;
   /** Counts barge-ins: actions of calls made before the latest one are stale. */
   private epoch = 0;
   private fillerTimer: ClockTimer | undefined;
@@ -46,6 +48,7 @@ export class S2sToolBatch {
 
   onToolCall(call: LlmToolCall): void {
     const epoch = this.epoch;
+    this.interruptible = true;
     const run = this.tools.run(call, this.interruption.signal, (action) => this.onAction(call, action, epoch));
     if (run.repeated) return;
     if (this.batch.length === 0) {
@@ -61,6 +64,10 @@ export class S2sToolBatch {
   interrupt(): void {
     this.epoch += 1;
     this.clock.clearTimeout(this.fillerTimer);
+    // Most barge-ins cut a reply with no function call behind it: no signal to abort. (An abort
+    // makes its reason, a DOMException with a stack trace: a third of interrupt()'s time in a profile.)
+    if (!this.interruptible) return;
+    this.interruptible = false;
     this.interruption.abort();
     this.interruption = new AbortController();
   }
