@@ -6,7 +6,11 @@ import { linearToMulawByte } from './mulaw.js';
 function frame(amplitude: number): Uint8Array {
   return Uint8Array.from({ length: 160 }, (_, i) => linearToMulawByte(i % 2 === 0 ? amplitude : -amplitude));
 }
-const QUIET = frame(0);
+/** Quiet above the silent floor (RMS 60, about -55 dBFS): a noisy line, or speech too soft to count. */
+const QUIET = frame(60);
+/** Digital silence; a line's hiss under the floor goes the same way. */
+const SILENCE = frame(0);
+const HISS = frame(25);
 const SPEECH = frame(3000);
 
 function run(edgesAtOnce: boolean, frames: Uint8Array[]): number[] {
@@ -22,6 +26,20 @@ describe('CallerAudioMessages', () => {
     // 13 frames of quiet: two 100 ms messages, three frames waiting; the first speech frame takes them along.
     const sizes = run(false, [...times(13, QUIET), ...times(5, SPEECH)]);
     expect(sizes).toEqual([800, 800, 640, 320, 320]);
+  });
+
+  it('sends silence in 200 ms messages, and what waits at once when louder quiet comes after 100 ms of it', () => {
+    expect(run(false, times(25, SILENCE))).toEqual([1600, 1600]);
+    expect(run(true, times(25, HISS))).toEqual([1600, 1600]);
+    // 15 frames of silence: one 200 ms message, five frames waiting (100 ms): the first louder
+    // quiet frame sends them along at once; then louder quiet in 100 ms.
+    expect(run(false, [...times(15, SILENCE), ...times(6, QUIET)])).toEqual([1600, 960, 800]);
+    // Speech never waits behind silence: its first frame takes what waits along.
+    expect(run(true, [...times(12, SILENCE), SPEECH])).toEqual([1600, 480]);
+    // Less than 100 ms waiting: louder quiet waits with it until it makes 100 ms.
+    expect(run(false, [...times(12, SILENCE), ...times(4, QUIET)])).toEqual([1600, 800]);
+    // Silence after speech keeps its edge in pairs (as any quiet), then 200 ms.
+    expect(run(false, [...times(2, SPEECH), ...times(70, SILENCE)])).toEqual([320, ...times(30, 320), 1600]);
   });
 
   it('keeps the quiet just after speech in pairs (the vendor ends the utterance on it), then 100 ms', () => {

@@ -12,8 +12,10 @@ import { mulawSumOfSquares } from './mulaw.js';
  * - the quiet just after speech (EDGE_QUIET_FRAMES, 1.2 s) goes in pairs too: the vendor ends the
  *   caller's utterance on it (its endpointing, its silence_duration_ms);
  * - the rest of the quiet (a caller listening to the bot: most of a call) goes in
- *   QUIET_MESSAGE_MS messages. Nothing the vendor decides waits on it: the first frame of speech
- *   fills a pair at once with the quiet waiting before it, so speech is never held back by it.
+ *   QUIET_MESSAGE_MS messages, or SILENT_MESSAGE_MS while it stays under SILENT_MEAN_SQUARE (a
+ *   line's hiss, digital silence). Nothing the vendor decides waits on it: the first frame of
+ *   speech fills a pair at once with the quiet waiting before it, so speech is never held back by
+ *   it, and a quiet frame above that floor sends at once what has waited QUIET_MESSAGE_MS.
  *
  * With `edgesAtOnce` (the speech-to-speech vendors, whose own VAD cuts the bot and ends the
  * caller's turn), the frames at those edges go at once, on their own or with the ones waiting:
@@ -33,7 +35,7 @@ export class CallerAudioMessages {
    * and the 8 KB of Node's shared pool it sits in, for the 100 ms a quiet message waits.) No
    * allocation per frame or per message; `send` gets a view that the next frame overwrites.
    */
-  private readonly waiting = new ByteLog(QUIET_MESSAGE_MULAW_BYTES);
+  private readonly waiting = new ByteLog(SILENT_MESSAGE_MULAW_BYTES);
 
   /** @param send takes a message's audio for the duration of the call (it must not keep it). */
   constructor(
@@ -84,7 +86,8 @@ export class CallerAudioMessages {
 
   /** How many bytes may wait, this frame included, before they go (see the class comment). */
   private messageBytes(mulaw: Uint8Array): number {
-    if (mulawSumOfSquares(mulaw) / mulaw.length >= SPEECH_MEAN_SQUARE) {
+    const meanSquare = mulawSumOfSquares(mulaw) / mulaw.length;
+    if (meanSquare >= SPEECH_MEAN_SQUARE) {
       if (this.quietFrames >= ONSET_AFTER_QUIET_FRAMES) this.speechFrames = 0;
       this.speechFrames += 1;
       this.quietFrames = 0;
@@ -94,7 +97,7 @@ export class CallerAudioMessages {
     this.quietFrames += 1;
     if (this.speechFrames > 0 && this.quietFrames <= EDGE_QUIET_FRAMES)
       return this.edgesAtOnce ? 0 : VENDOR_AUDIO_MESSAGE_MULAW_BYTES;
-    return QUIET_MESSAGE_MULAW_BYTES;
+    return meanSquare < SILENT_MEAN_SQUARE ? SILENT_MESSAGE_MULAW_BYTES : QUIET_MESSAGE_MULAW_BYTES;
   }
 }
 
@@ -112,3 +115,15 @@ const SPEECH_MEAN_SQUARE = 150 * 150;
  */
 export const QUIET_MESSAGE_MS = 100;
 const QUIET_MESSAGE_MULAW_BYTES = (TELEPHONY_SAMPLE_RATE_HZ * QUIET_MESSAGE_MS) / 1000;
+/**
+ * Mean square under which a quiet frame is silence to any vendor: RMS 32, about -60 dBFS, the
+ * floor of a phone line's hiss; speech that soft is not speech to their VADs or transcribers.
+ */
+const SILENT_MEAN_SQUARE = 32 * 32;
+/**
+ * Silence (under SILENT_MEAN_SQUARE) goes in messages this long: a caller listening to the bot
+ * on a quiet line costs five messages a second, not ten. Audio above that floor still waits at
+ * most QUIET_MESSAGE_MS: its first frame sends what waits once that much has.
+ */
+export const SILENT_MESSAGE_MS = 200;
+const SILENT_MESSAGE_MULAW_BYTES = (TELEPHONY_SAMPLE_RATE_HZ * SILENT_MESSAGE_MS) / 1000;
