@@ -326,8 +326,8 @@ async function measure(
       settledRssMb: round1(settledRss / MB),
       memoryPerCallMb: talking > 0 ? Math.round(((loadRss - warmRss) / talking / MB) * 100) / 100 : 0,
       talkingCalls: talking,
-      cpuPerCallPct: talking > 0 ? Math.round((cpuUsed / windowSecs / talking) * 10_000) / 100 : 0,
-      mainThreadPerCallPct: talking > 0 ? Math.round((mainUsed / windowSecs / talking) * 10_000) / 100 : 0,
+      cpuPerCallPct: talking > 0 ? Math.round((cpuUsed / windowSecs / talking) * 100_000) / 1000 : 0,
+      mainThreadPerCallPct: talking > 0 ? Math.round((mainUsed / windowSecs / talking) * 100_000) / 1000 : 0,
       syscallsPerCallPerSec: {
         read: talking > 0 ? round1((ioAfter.read - ioBefore.read) / windowSecs / talking) : 0,
         write: talking > 0 ? round1((ioAfter.write - ioBefore.write) / windowSecs / talking) : 0,
@@ -408,7 +408,7 @@ async function measurePair(
     const summaries = await Promise.all(loads);
     const perCall = (i: number, used: number) => {
       const talking = (before[i]!.talking + after[i]!.talking) / 2;
-      return talking > 0 ? Math.round((used / windowSecs / talking) * 10_000) / 100 : 0;
+      return talking > 0 ? Math.round((used / windowSecs / talking) * 100_000) / 1000 : 0;
     };
     const pair = <T>(f: (i: number) => T): [T, T] => [f(0), f(1)];
     return {
@@ -429,8 +429,8 @@ function describePair(m: PairedMeasurement): string {
   const [a, b] = m.subjects;
   const ratio = m.cpuPerCallPct[1] > 0 ? (m.cpuPerCallPct[0] / m.cpuPerCallPct[1]).toFixed(2) : '-';
   return (
-    `${a} ${m.cpuPerCallPct[0].toFixed(2)} % (main thread ${m.mainThreadPerCallPct[0].toFixed(2)}, ${m.talkingCalls[0]} talking), ` +
-    `${b} ${m.cpuPerCallPct[1].toFixed(2)} % (main thread ${m.mainThreadPerCallPct[1].toFixed(2)}, ${m.talkingCalls[1]} talking): ` +
+    `${a} ${m.cpuPerCallPct[0].toFixed(3)} % (main thread ${m.mainThreadPerCallPct[0].toFixed(3)}, ${m.talkingCalls[0]} talking), ` +
+    `${b} ${m.cpuPerCallPct[1].toFixed(3)} % (main thread ${m.mainThreadPerCallPct[1].toFixed(3)}, ${m.talkingCalls[1]} talking): ` +
     `${ratio}x; callers' clocks up to ${m.callerClockMaxLagMs} ms late; load average ${m.loadAverage.join(' ')}`
   );
 }
@@ -438,7 +438,7 @@ function describePair(m: PairedMeasurement): string {
 function describe(m: Measurement): string {
   const ms = (v: number | null) => (v === null ? '-' : `${Math.round(v)}`);
   return [
-    `CPU ${m.cpuPerCallPct.toFixed(2)} % of a core per talking call (main thread ${m.mainThreadPerCallPct.toFixed(2)}, others ${JSON.stringify(m.otherThreadsPerCallPct)}; ${m.talkingCalls} talking)`,
+    `CPU ${m.cpuPerCallPct.toFixed(3)} % of a core per talking call (main thread ${m.mainThreadPerCallPct.toFixed(3)}, others ${JSON.stringify(m.otherThreadsPerCallPct)}; ${m.talkingCalls} talking)`,
     `system calls per call a second: ${m.syscallsPerCallPerSec.read} reads, ${m.syscallsPerCallPerSec.write} writes`,
     `RSS idle ${m.idleRssMb} MB, after warm-up ${m.warmRssMb} MB (10 s after: ${m.settledRssMb} MB), ${m.memoryPerCallMb} MB per call`,
     `reply p50/p95 ${ms(m.replyP50Ms)}/${ms(m.replyP95Ms)} ms (${m.replies})`,
@@ -461,7 +461,7 @@ function ratioTable(results: Measurement[], rounds: number): string {
   for (let round = 1; round <= rounds; round++) {
     for (const m of results.filter((r) => r.round === round)) {
       lines.push(
-        `| ${round} | ${LABELS[m.subject]} | ${m.cpuPerCallPct.toFixed(2)} % | ${m.idleRssMb} MB | ${m.warmRssMb} MB | ${m.settledRssMb} MB | ${m.memoryPerCallMb} MB | ${m.replyP50Ms ?? '-'} ms | ${m.bargeInP50Ms ?? '-'} ms |`,
+        `| ${round} | ${LABELS[m.subject]} | ${m.cpuPerCallPct.toFixed(3)} % | ${m.idleRssMb} MB | ${m.warmRssMb} MB | ${m.settledRssMb} MB | ${m.memoryPerCallMb} MB | ${m.replyP50Ms ?? '-'} ms | ${m.bargeInP50Ms ?? '-'} ms |`,
       );
       for (const peerName of [PEER_OF[m.subject], BASE_OF[m.subject]]) {
         const peer = peerName && results.find((r) => r.round === round && r.subject === peerName);
@@ -610,7 +610,7 @@ function pairedSpread(paired: PairedMeasurement[]): string {
     const ratios = rows.map((m) => (m.cpuPerCallPct[1] > 0 ? m.cpuPerCallPct[0] / m.cpuPerCallPct[1] : Number.NaN));
     const [ours, other] = rows[0]!.subjects;
     lines.push(
-      `  ${LABELS[ours]} / ${other}: ${rows.map((m) => `${m.cpuPerCallPct[0].toFixed(2)} / ${m.cpuPerCallPct[1].toFixed(2)} %`).join(', ')}; ` +
+      `  ${LABELS[ours]} / ${other}: ${rows.map((m) => `${m.cpuPerCallPct[0].toFixed(3)} / ${m.cpuPerCallPct[1].toFixed(3)} %`).join(', ')}; ` +
         `${ratios.map((r) => `${r.toFixed(2)}x`).join(', ')}`,
     );
   }
