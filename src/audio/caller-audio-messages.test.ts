@@ -8,7 +8,7 @@ function frame(amplitude: number): Uint8Array {
 }
 /** Quiet above the silent floor (RMS 60, about -55 dBFS): a noisy line, or speech too soft to count. */
 const QUIET = frame(60);
-/** Digital silence; a line's hiss under the floor goes the same way. */
+/** Digital silence, and a quiet line's hiss (RMS 25, about -62 dBFS), both under the floor. */
 const SILENCE = frame(0);
 const HISS = frame(25);
 const SPEECH = frame(3000);

@@ -116,8 +116,8 @@ const SPEECH_MEAN_SQUARE = 150 * 150;
 export const QUIET_MESSAGE_MS = 100;
 const QUIET_MESSAGE_MULAW_BYTES = (TELEPHONY_SAMPLE_RATE_HZ * QUIET_MESSAGE_MS) / 1000;
 /**
- * Mean square under which a quiet frame is silence to any vendor: RMS 32, about -60 dBFS, the
- * floor of a phone line's hiss; speech that soft is not speech to their VADs or transcribers.
+ * Mean square under which a quiet frame is silence: RMS 32, about -60 dBFS, where a quiet line's
+ * hiss sits (digital silence is 0); speech on a phone line is some 35 dB above it.
  */
 const SILENT_MEAN_SQUARE = 32 * 32;
 /**
