@@ -30,9 +30,8 @@ export interface S2sToolHost {
  */
 export class S2sToolBatch {
   private batch: RunningTool[] = [];
-  private interruption = new AbortController();
-  /** Some call was given `interruption.signal` since the last barge-in (else there is nothing to abort). */
-  private interruptible = false;
+  /** The signal of the calls made since the last barge-in; made with the first of them. */
+  private interruption: AbortController | undefined;
   /** Counts barge-ins: actions of calls made before the latest one are stale. */
   private epoch = 0;
   private fillerTimer: ClockTimer | undefined;
@@ -48,7 +47,7 @@ export class S2sToolBatch {
 
   onToolCall(call: LlmToolCall): void {
     const epoch = this.epoch;
-    this.interruptible = true;
+    this.interruption ??= new AbortController();
     const run = this.tools.run(call, this.interruption.signal, (action) => this.onAction(call, action, epoch));
     if (run.repeated) return;
     if (this.batch.length === 0) {
@@ -66,10 +65,8 @@ export class S2sToolBatch {
     this.clock.clearTimeout(this.fillerTimer);
     // Most barge-ins cut a reply with no function call behind it: no signal to abort. (An abort
     // makes its reason, a DOMException with a stack trace: a third of interrupt()'s time in a profile.)
-    if (!this.interruptible) return;
-    this.interruptible = false;
-    this.interruption.abort();
-    this.interruption = new AbortController();
+    this.interruption?.abort();
+    this.interruption = undefined;
   }
 
   dispose(): void {

@@ -10,7 +10,7 @@ import {
   type PeerRefusal,
 } from '../audio/audio-rate-limit.js';
 import { ByteLog } from '../audio/byte-log.js';
-import { MULAW_FRAME_BYTES } from '../audio/frames.js';
+import { FRAME_MS, MULAW_FRAME_BYTES } from '../audio/frames.js';
 import type { CallTransport, CallTransportHandler } from '../pipeline/call-transport.js';
 import { CLEARABLE_PACING } from '../pipeline/playout.js';
 import {
@@ -383,8 +383,11 @@ export class TwilioTransport implements CallTransport {
   }
 }
 
-/** Frames held in a tick: a call's Playout sends five (CLEARABLE_PACING); more only after a stall. */
-const PENDING_MEDIA_BYTES = CLEARABLE_PACING.framesPerWrite * MULAW_FRAME_BYTES;
+/**
+ * Frames held in a tick: a call's Playout sends five (CLEARABLE_PACING), and a run's first burst
+ * the whole lead; more only after a stall.
+ */
+const PENDING_MEDIA_BYTES = (CLEARABLE_PACING.leadMs / FRAME_MS) * MULAW_FRAME_BYTES;
 
 /** Whether bytes [start, end) of `data` (ASCII, as the scan guarantees) spell `text`. */
 function spells(data: Buffer, start: number, end: number, text: string | undefined): boolean {
